@@ -1,0 +1,2 @@
+// Entry point: composes the layers and launches the server.
+export {}
