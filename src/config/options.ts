@@ -1,0 +1,199 @@
+// The server's resolved configuration: what the config file, the flags and the
+// embedded defaults add up to. Everything downstream (listeners, limits, the
+// monitoring endpoints) reads this shape and nothing else.
+
+export interface TlsOptions {
+  readonly certFile: string
+  readonly keyFile: string
+  readonly caFile: string | undefined
+  /** Require and verify client certificates. */
+  readonly verify: boolean
+  /** Handshake timeout, milliseconds (nats-server `timeout`, seconds in the file; default 2s). */
+  readonly timeoutMs: number
+}
+
+export interface SubjectPermission {
+  readonly allow: ReadonlyArray<string> | undefined
+  readonly deny: ReadonlyArray<string> | undefined
+}
+
+export interface Permissions {
+  readonly publish: SubjectPermission | undefined
+  readonly subscribe: SubjectPermission | undefined
+  /** `allow_responses`: true, or a bound on responses and their lifetime. */
+  readonly allowResponses: { readonly maxMsgs: number; readonly expiresMs: number } | undefined
+}
+
+export interface UserEntry {
+  readonly user: string | undefined
+  /** Plain text or a bcrypt hash (`$2a$…`). Never logged, never served. */
+  readonly password: string | undefined
+  readonly nkey: string | undefined
+  readonly permissions: Permissions | undefined
+  /** The account the user belongs to; the global account `$G` when undefined. */
+  readonly account: string | undefined
+}
+
+export interface AuthorizationOptions {
+  readonly user: string | undefined
+  readonly password: string | undefined
+  readonly token: string | undefined
+  readonly users: ReadonlyArray<UserEntry>
+  /** Auth timeout, milliseconds (nats-server `timeout`, seconds in the file). */
+  readonly timeoutMs: number | undefined
+  /** Default permissions for users without their own. */
+  readonly defaultPermissions: Permissions | undefined
+}
+
+export interface AccountExport {
+  readonly stream: string | undefined
+  readonly service: string | undefined
+  readonly accounts: ReadonlyArray<string> | undefined
+}
+
+export interface AccountImport {
+  readonly stream: { readonly account: string; readonly subject: string } | undefined
+  readonly service: { readonly account: string; readonly subject: string } | undefined
+  readonly prefix: string | undefined
+  readonly to: string | undefined
+}
+
+export interface AccountOptions {
+  readonly name: string
+  readonly users: ReadonlyArray<UserEntry>
+  readonly exports: ReadonlyArray<AccountExport>
+  readonly imports: ReadonlyArray<AccountImport>
+  /** Per-account JetStream enablement/limits (`jetstream: enabled` or a limits map). */
+  readonly jetstream: boolean
+}
+
+export interface JetStreamOptions {
+  readonly storeDir: string
+  /** Bytes; -1 = unlimited (nats-server default: 75% of memory, here unlimited). */
+  readonly maxMemory: number
+  /** Bytes; -1 = unlimited. */
+  readonly maxStorage: number
+}
+
+export interface MqttOptions {
+  readonly host: string
+  /** 0 = ephemeral port chosen by the OS (config value -1). */
+  readonly port: number
+  readonly ackWaitMs: number
+  readonly maxAckPending: number
+  readonly tls: TlsOptions | undefined
+  readonly authorization: AuthorizationOptions | undefined
+  readonly noAuthUser: string | undefined
+}
+
+export interface WebsocketOptions {
+  readonly host: string
+  /** 0 = ephemeral port chosen by the OS (config value -1). */
+  readonly port: number
+  readonly noTls: boolean
+  readonly tls: TlsOptions | undefined
+  readonly compression: boolean
+}
+
+export interface LogOptions {
+  readonly debug: boolean
+  readonly trace: boolean
+  /** Prefix each line with a timestamp (nats-server `logtime`, default true). */
+  readonly logtime: boolean
+  /** Write the log to this file instead of stderr. */
+  readonly logFile: string | undefined
+}
+
+export interface ServerOptions {
+  /** The configuration file this was loaded from, if any. */
+  readonly configFile: string | undefined
+  readonly serverName: string
+  /** Client listener. */
+  readonly host: string
+  /** 0 = ephemeral port chosen by the OS (config/flag value -1). */
+  readonly port: number
+
+  /** Monitoring; undefined = disabled (config value 0). */
+  readonly httpHost: string
+  readonly httpPort: number | undefined
+  readonly httpsPort: number | undefined
+  readonly httpBasePath: string
+  readonly httpTls: TlsOptions | undefined
+
+  // Limits, with nats-server's keys and defaults.
+  readonly maxConnections: number
+  readonly maxPayload: number
+  readonly maxControlLine: number
+  readonly maxPending: number
+  /** 0 = unlimited. */
+  readonly maxSubscriptions: number
+  readonly writeDeadlineMs: number
+  readonly pingIntervalMs: number
+  readonly pingMax: number
+  readonly authTimeoutMs: number
+  readonly maxClosedClients: number
+  /** `no_header_support`: advertise `headers: false` and refuse HPUB. */
+  readonly noHeaderSupport: boolean
+
+  readonly tls: TlsOptions | undefined
+  readonly authorization: AuthorizationOptions | undefined
+  readonly noAuthUser: string | undefined
+  readonly accounts: ReadonlyArray<AccountOptions>
+  readonly systemAccount: string
+
+  /** Persistent streams; undefined = disabled. */
+  readonly jetstream: JetStreamOptions | undefined
+  /** MQTT listener; undefined = disabled. */
+  readonly mqtt: MqttOptions | undefined
+  /** WebSocket listener (MQTT over WebSocket); undefined = disabled. */
+  readonly websocket: WebsocketOptions | undefined
+
+  readonly log: LogOptions
+}
+
+export const MiB = 1024 * 1024
+
+/**
+ * The embedded defaults: what `npm start` / `switchyard` with no flags and no
+ * config file runs with. nats-server's defaults where it has them; the spec's
+ * where it differs (MQTT on 1883, monitoring on 8222, streams under ./data).
+ */
+export const defaultOptions: ServerOptions = {
+  configFile: undefined,
+  serverName: "",
+  host: "0.0.0.0",
+  port: 4222,
+  httpHost: "0.0.0.0",
+  httpPort: 8222,
+  httpsPort: undefined,
+  httpBasePath: "",
+  httpTls: undefined,
+  maxConnections: 64 * 1024,
+  maxPayload: 1 * MiB,
+  maxControlLine: 4096,
+  maxPending: 64 * MiB,
+  maxSubscriptions: 0,
+  writeDeadlineMs: 10_000,
+  pingIntervalMs: 2 * 60_000,
+  pingMax: 2,
+  authTimeoutMs: 2_000,
+  maxClosedClients: 10_000,
+  noHeaderSupport: false,
+  tls: undefined,
+  authorization: undefined,
+  noAuthUser: undefined,
+  accounts: [],
+  systemAccount: "$SYS",
+  jetstream: { storeDir: "./data", maxMemory: -1, maxStorage: -1 },
+  mqtt: {
+    host: "0.0.0.0",
+    port: 1883,
+    ackWaitMs: 30_000,
+    maxAckPending: 1024,
+    tls: undefined,
+    authorization: undefined,
+    noAuthUser: undefined
+  },
+  websocket: undefined,
+  log: { debug: false, trace: false, logtime: true, logFile: undefined }
+}
