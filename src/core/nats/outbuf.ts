@@ -1,0 +1,186 @@
+// Per-connection outbound buffer: the router appends protocol text and payloads, the
+// shell takes the pending bytes once per flush and hands them to socket.write. Bytes
+// handed out by take() are never written again, so the socket may keep them queued.
+
+/** Slabs above this size are dropped after take(), so a burst does not pin memory. */
+const MAX_RETAINED = 64 * 1024
+/** A slab with less free space than this after take() is not worth keeping. */
+const MIN_TAIL = 512
+/** Below this, a byte loop beats the native copy/write call. */
+const SMALL = 24
+
+interface FastWrites {
+  latin1Write(s: string, offset: number): number
+  utf8Write(s: string, offset: number): number
+}
+
+// Raw writers for encoders that reserve once per message: each writes at b[p] and
+// returns the position after what it wrote; the caller reserved enough room.
+
+/** UTF-8 of s; reserve 3 bytes per UTF-16 code unit. */
+export const putUtf8 = (b: Buffer, p: number, s: string): number => {
+  const n = s.length
+  if (n >= SMALL) return p + (b as unknown as FastWrites).utf8Write(s, p)
+  const p0 = p
+  for (let i = 0; i < n; i++) {
+    const c = s.charCodeAt(i)
+    if (c >= 0x80) return p0 + (b as unknown as FastWrites).utf8Write(s, p0)
+    b[p++] = c
+  }
+  return p
+}
+
+/** A non-negative integer in decimal (at most 16 digits for safe integers), without a string. */
+export const putInt = (b: Buffer, p: number, n: number): number => {
+  let v = Math.floor(n)
+  if (!(v >= 0)) v = 0
+  if (v < 10) {
+    b[p] = 48 + v
+    return p + 1
+  }
+  let digits = 1
+  for (let t = v; t >= 10; t = Math.floor(t / 10)) digits++
+  let q = p + digits
+  do {
+    b[--q] = 48 + (v % 10)
+    v = Math.floor(v / 10)
+  } while (v > 0)
+  return p + digits
+}
+
+/** src[start, end) */
+export const putBytes = (b: Buffer, p: number, src: Buffer, start: number, end: number): number => {
+  const n = end - start
+  if (n < SMALL) {
+    for (let i = start; i < end; i++) b[p++] = src[i]
+    return p
+  }
+  src.copy(b, p, start, end)
+  return p + n
+}
+
+/** Room an integer needs, at most. */
+export const INT_ROOM = 16
+
+export class OutBuf {
+  private buf: Buffer | undefined = undefined
+  /** Pending bytes are buf[start, pos); buf[0, start) was handed out by take(). */
+  private start = 0
+  private pos = 0
+  /** Size of the next fresh slab: follows the size of the last take(), within bounds. */
+  private hint: number
+
+  constructor(private readonly initialSize: number = 4096) {
+    this.hint = initialSize
+  }
+
+  /** Where the next byte goes in the buffer `reserve` returned. */
+  get cursor(): number {
+    return this.pos
+  }
+
+  /** Marks the bytes up to `end` (from a put* function) as written. */
+  commit(end: number): void {
+    this.pos = end
+  }
+
+  /** Bytes pending. */
+  get length(): number {
+    return this.pos - this.start
+  }
+
+  writeByte(b: number): void {
+    const buf = this.reserve(1)
+    buf[this.pos++] = b
+  }
+
+  /** `\r\n` */
+  writeCrlf(): void {
+    const buf = this.reserve(2)
+    buf[this.pos] = 13
+    buf[this.pos + 1] = 10
+    this.pos += 2
+  }
+
+  /** For protocol text known to be ASCII (other code units are truncated to a byte). */
+  writeAscii(s: string): void {
+    const n = s.length
+    const buf = this.reserve(n)
+    let p = this.pos
+    if (n < SMALL) {
+      for (let i = 0; i < n; i++) buf[p++] = s.charCodeAt(i)
+    } else {
+      p += (buf as unknown as FastWrites).latin1Write(s, p)
+    }
+    this.pos = p
+  }
+
+  /** For subjects, sids and other text that may be UTF-8. */
+writeUtf8(s: string): void {
+    const buf = this.reserve(s.length * 3)
+    this.pos = putUtf8(buf, this.pos, s)
+  }
+
+writeBytes(src: Buffer, start: number, end: number): void {
+    if (end <= start) return
+    const buf = this.reserve(end - start)
+    this.pos = putBytes(buf, this.pos, src, start, end)
+  }
+
+  /** A non-negative integer in decimal, written digit by digit (no string). */
+writeInt(n: number): void {
+    const buf = this.reserve(INT_ROOM)
+    this.pos = putInt(buf, this.pos, n)
+  }
+
+  /**
+   * Hands the pending bytes to the caller and starts fresh; undefined when nothing is
+   * pending. The returned memory is never written again.
+   */
+  take(): Buffer | undefined {
+    const buf = this.buf
+    const n = this.pos - this.start
+    if (buf === undefined || n === 0) return undefined
+    const out = buf.subarray(this.start, this.pos)
+    this.hint = Math.min(Math.max(n, this.initialSize), MAX_RETAINED)
+    if (buf.length > MAX_RETAINED || buf.length - this.pos < MIN_TAIL) {
+      this.buf = undefined
+      this.start = this.pos = 0
+    } else {
+      this.start = this.pos
+    }
+    return out
+  }
+
+  /** Drops the pending bytes. */
+  clear(): void {
+    if (this.buf !== undefined && this.buf.length > MAX_RETAINED) {
+      this.buf = undefined
+      this.start = 0
+    }
+    this.pos = this.start
+  }
+
+  /**
+   * For encoders that write a whole message at once: the buffer, with room for n more
+   * bytes at `cursor`; write there with the put* functions, then `commit` the end.
+   */
+  reserve(n: number): Buffer {
+    const buf = this.buf
+    if (buf !== undefined && this.pos + n <= buf.length) return buf
+    return this.grow(n)
+  }
+
+  private grow(n: number): Buffer {
+    const pending = this.pos - this.start
+    const need = pending + n
+    // Geometric while a batch accumulates; a fresh batch starts at the hint.
+    const size = pending === 0 ? Math.max(this.hint, n) : Math.max(this.hint, 2 * need)
+    const grown = Buffer.allocUnsafe(size)
+    if (pending > 0) (this.buf as Buffer).copy(grown, 0, this.start, this.pos)
+    this.buf = grown
+    this.start = 0
+    this.pos = pending
+    return grown
+  }
+}

@@ -1,0 +1,255 @@
+// A client connection: the protocol state of one NATS client and its counters. It turns
+// parsed ops into routing calls on the server and writes replies into its outbound
+// buffer; it never touches a socket (the server flushes `out` once per event-loop turn).
+import { NatsParser, type NatsOpHandler, type ParseError } from "../core/nats/parser.js"
+import { OutBuf } from "../core/nats/outbuf.js"
+import { OK, PING, PONG, writeErr } from "../core/nats/encode.js"
+import { isValidLiteralSubject, isValidQueueName, isValidSubject } from "../core/subject/subject.js"
+import type { Conn } from "../services/transport.js"
+import type { Account } from "./account.js"
+import { ClosedReason, ErrText } from "./reasons.js"
+import type { Server } from "./server.js"
+import { Subscription } from "./subscription.js"
+
+/** The CONNECT fields the server reads (clients send more; the rest is ignored). */
+export interface ConnectOptions {
+  readonly verbose?: boolean
+  readonly pedantic?: boolean
+  readonly tls_required?: boolean
+  readonly echo?: boolean
+  readonly headers?: boolean
+  readonly no_responders?: boolean
+  readonly name?: string
+  readonly lang?: string
+  readonly version?: string
+  readonly protocol?: number
+  readonly user?: string
+  readonly pass?: string
+  readonly auth_token?: string
+  readonly nkey?: string
+  readonly sig?: string
+  readonly jwt?: string
+}
+
+export class Client implements NatsOpHandler {
+  readonly kind = "Client"
+  readonly type = "nats"
+  readonly parser: NatsParser
+  readonly out = new OutBuf(512)
+  readonly subs = new Map<string, Subscription>()
+
+  // From CONNECT.
+  connectReceived = false
+  verbose = false
+  pedantic = false
+  echo = true
+  headers = false
+  noResponders = false
+  name = ""
+  lang = ""
+  version = ""
+  /** The authenticated user name (never a password or token). */
+  user = ""
+
+  // Counters for /connz and /varz.
+  inMsgs = 0
+  inBytes = 0
+  outMsgs = 0
+  outBytes = 0
+  readonly start: number
+  lastActivity: number
+  /** Round-trip time of the last server PING, ms (fractional). */
+  rttMs = 0
+
+  // Liveness.
+  pingsOut = 0
+  nextPingAt: number
+  /** When an RTT-measuring PING was sent; -1 when none is outstanding. */
+  rttPingSentAt = -1
+  authDeadline = 0
+
+  // Write side.
+  /** Bytes queued in the transport at the last flush (refreshed on drain). */
+  transportPending = 0
+  /** When the transport last held unsent bytes without progress; -1 when drained. */
+  blockedSince = -1
+  dirty = false
+  closed = false
+
+  constructor(
+    readonly server: Server,
+    readonly cid: number,
+    readonly conn: Conn,
+    public account: Account,
+    now: number
+  ) {
+    const o = server.options
+    this.parser = new NatsParser(this, { maxControlLine: o.maxControlLine, maxPayload: o.maxPayload })
+    this.start = now
+    this.lastActivity = now
+    this.nextPingAt = now + o.pingIntervalMs
+  }
+
+  /** Outbound bytes not yet on the wire: our buffer plus what the transport still holds. */
+  get pendingBytes(): number {
+    return this.out.length + this.transportPending
+  }
+
+  // ---- NatsOpHandler: called synchronously by the parser ----
+
+  connect(json: string): void {
+    if (this.closed) return
+    let opts: ConnectOptions
+    try {
+      const parsed: unknown = JSON.parse(json)
+      if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) throw new Error("not an object")
+      opts = parsed as ConnectOptions
+    } catch {
+      this.server.closeClient(this, ClosedReason.ParseError, ErrText.InvalidConnect)
+      return
+    }
+    this.server.processConnect(this, opts)
+  }
+
+  pub(subject: string, reply: string, hdrLen: number, buf: Buffer, start: number, end: number): void {
+    if (this.closed) return
+    const server = this.server
+    if (!this.connectReceived && server.authRequired) {
+      server.closeClient(this, ClosedReason.AuthenticationViolation, ErrText.AuthorizationViolation)
+      return
+    }
+    const size = end - start
+    this.inMsgs++
+    this.inBytes += size
+    if (hdrLen >= 0 && !server.headersSupported) {
+      server.closeClient(this, ClosedReason.MsgHeaderViolation, ErrText.HeadersNotSupported)
+      return
+    }
+    // Wildcards, empty tokens and whitespace cannot be routed, pedantic or not: refuse them
+    // rather than deliver to whichever filters happen to contain the same literal token.
+    if (!isValidLiteralSubject(subject)) {
+      this.sendErr(ErrText.InvalidPublishSubject)
+      return
+    }
+    if (reply !== "" && this.pedantic && !isValidLiteralSubject(reply)) {
+      this.sendErr(ErrText.InvalidPublishSubject)
+      return
+    }
+    server.processPub(this, subject, reply, hdrLen, buf, start, end)
+    if (this.verbose) this.sendOk()
+  }
+
+  sub(subject: string, queue: string, sid: string): void {
+    if (this.closed) return
+    const server = this.server
+    if (!this.connectReceived && server.authRequired) {
+      server.closeClient(this, ClosedReason.AuthenticationViolation, ErrText.AuthorizationViolation)
+      return
+    }
+    if (!isValidSubject(subject)) {
+      this.sendErr(ErrText.InvalidSubject)
+      return
+    }
+    if (queue !== "" && !isValidQueueName(queue)) {
+      this.sendErr(ErrText.InvalidQueue)
+      return
+    }
+    // A repeated SID is accepted and ignored, as nats-server does.
+    if (!this.subs.has(sid)) {
+      const max = server.options.maxSubscriptions
+      if (max > 0 && this.subs.size >= max) {
+        this.sendErr(ErrText.MaxSubscriptions)
+        return
+      }
+      const s = new Subscription(this, subject, queue === "" ? undefined : queue, sid)
+      this.subs.set(sid, s)
+      this.account.sublist.insert(s)
+    }
+    if (this.verbose) this.sendOk()
+  }
+
+  unsub(sid: string, max: number): void {
+    if (this.closed) return
+    const server = this.server
+    if (!this.connectReceived && server.authRequired) {
+      server.closeClient(this, ClosedReason.AuthenticationViolation, ErrText.AuthorizationViolation)
+      return
+    }
+    const s = this.subs.get(sid)
+    if (s !== undefined) {
+      if (max > 0 && s.delivered < max) s.max = max
+      else this.removeSub(s)
+    }
+    if (this.verbose) this.sendOk()
+  }
+
+  ping(): void {
+    if (this.closed) return
+    this.out.writeBytes(PONG, 0, PONG.length)
+    this.server.markDirty(this)
+  }
+
+  pong(): void {
+    this.pingsOut = 0
+    if (this.rttPingSentAt >= 0) {
+      this.rttMs = Math.max(0, this.server.now() - this.rttPingSentAt)
+      this.rttPingSentAt = -1
+    }
+  }
+
+  info(_json: string): void {
+    // Clients have no business sending INFO; nats-server ignores it from clients.
+  }
+
+  ok(): void {}
+
+  err(message: string): void {
+    this.server.log.debug(`${this.logPrefix()} - Client sent -ERR ${truncate(message, 128)}`)
+  }
+
+  protocolError(error: ParseError): void {
+    const s = this.server
+    s.log.debug(`${this.logPrefix()} - Client parser error: ${error.kind} ${error.detail}`)
+    switch (error.kind) {
+      case "MaxControlLine":
+        s.closeClient(this, ClosedReason.MaxControlLineExceeded, ErrText.MaxControlLine)
+        break
+      case "MaxPayload":
+        s.closeClient(this, ClosedReason.MaxPayloadExceeded, ErrText.MaxPayload)
+        break
+      default:
+        s.closeClient(this, ClosedReason.ParseError, ErrText.UnknownOp)
+    }
+  }
+
+  // ---- helpers ----
+
+  removeSub(s: Subscription): void {
+    if (s.closed) return
+    s.closed = true
+    this.subs.delete(s.sid)
+    this.account.sublist.remove(s)
+  }
+
+  sendOk(): void {
+    this.out.writeBytes(OK, 0, OK.length)
+    this.server.markDirty(this)
+  }
+
+  sendErr(text: string): void {
+    writeErr(this.out, text)
+    this.server.markDirty(this)
+  }
+
+  sendPing(now: number, forRtt: boolean): void {
+    this.out.writeBytes(PING, 0, PING.length)
+    if (forRtt || this.rttPingSentAt < 0) this.rttPingSentAt = now
+    this.server.markDirty(this)
+  }
+
+  logPrefix(): string {
+    return `${this.conn.remoteAddress}:${this.conn.remotePort} - cid:${this.cid}`
+  }
+}
+
+const truncate = (s: string, n: number): string => (s.length > n ? `${s.slice(0, n)}…` : s)

@@ -1,0 +1,69 @@
+// The Effect shell around the engine: listens through the Transport, drives the
+// engine's timers from Effect's Clock (so tests steer them with TestClock), flushes
+// on setImmediate, and shuts down gracefully when its scope closes.
+import { Effect, Random, type Scope } from "effect"
+import type { ServerOptions } from "../config/options.js"
+import { Log } from "../services/log.js"
+import { Transport, type TransportError } from "../services/transport.js"
+import { makeServerId, Server } from "./server.js"
+
+export interface RunningServer {
+  readonly server: Server
+  readonly host: string
+  readonly port: number
+}
+
+/** A small, fast seeded generator (xorshift32) for per-message choices; the seed comes from Effect's Random. */
+export const xorshift = (seed: number): (() => number) => {
+  let x = seed | 0 || 0x9e3779b9
+  return () => {
+    x ^= x << 13
+    x ^= x >>> 17
+    x ^= x << 5
+    return (x >>> 0) / 4294967296
+  }
+}
+
+/** How often the engine's timers are checked: fine enough for the shortest configured timeout. */
+export const tickIntervalMs = (o: ServerOptions): number => {
+  const shortest = Math.min(o.pingIntervalMs, o.writeDeadlineMs, o.authorization?.timeoutMs ?? o.authTimeoutMs)
+  return Math.max(10, Math.min(1000, Math.floor(shortest / 4)))
+}
+
+export const hostPort = (host: string, port: number): string => (host.includes(":") ? `[${host}]:${port}` : `${host}:${port}`)
+
+export const startNatsServer = (
+  options: ServerOptions
+): Effect.Effect<RunningServer, TransportError, Transport | Log | Scope.Scope> =>
+  Effect.gen(function*() {
+    const transport = yield* Transport
+    const log = yield* Log
+    const clock = yield* Effect.clock
+    const random = xorshift(yield* Random.nextIntBetween(1, 0x7fffffff))
+    const now = () => clock.unsafeCurrentTimeMillis()
+    const server = new Server(options, {
+      now,
+      random,
+      log,
+      scheduleFlush: (flush) => setImmediate(flush),
+      serverId: makeServerId(random)
+    })
+    const listener = yield* transport.listen(options.host, options.port, (conn) => server.accept(conn))
+    server.setListener(listener.host, listener.port)
+    // Registered after the listener, so it runs first on close: clients are flushed and
+    // closed before the listening socket waits for them to go.
+    yield* Effect.addFinalizer(() =>
+      Effect.sync(() => {
+        log.info("Initiating Shutdown...")
+        server.shutdown()
+      })
+    )
+    const every = tickIntervalMs(options)
+    yield* Effect.sleep(every).pipe(
+      Effect.zipRight(Effect.sync(() => server.tick(now()))),
+      Effect.forever,
+      Effect.forkScoped
+    )
+    log.info(`Listening for client connections on ${hostPort(listener.host, listener.port)}`)
+    return { server, host: listener.host, port: listener.port }
+  })

@@ -1,0 +1,476 @@
+// The NATS server engine: accepts connections, routes messages between them through
+// each account's Sublist and flushes every touched connection once per event-loop
+// turn. Everything here is synchronous; time, randomness, logging and the flush
+// scheduler are injected so the Effect shell (or a simulation) decides what they are.
+import type { ServerOptions } from "../config/options.js"
+import { encodeInfo, noRespondersHmsg, writeErr, writeMsg } from "../core/nats/encode.js"
+import type { Conn, ConnHandlers } from "../services/transport.js"
+import type { LogService } from "../services/log.js"
+import { VERSION } from "../version.js"
+import { Account, GLOBAL_ACCOUNT } from "./account.js"
+import { type Authenticator, makeAuthenticator } from "./auth.js"
+import { Client, type ConnectOptions } from "./client.js"
+import { ClosedRing } from "./closed.js"
+import { ClosedReason, ErrText } from "./reasons.js"
+import type { Subscription } from "./subscription.js"
+
+export interface ServerEnv {
+  /** Wall-clock milliseconds (Effect's Clock in production, TestClock in tests). */
+  readonly now: () => number
+  /** Uniform [0, 1), seeded in tests: queue member choice. */
+  readonly random: () => number
+  readonly log: LogService
+  /** Run `flush` once, after the current batch of I/O callbacks (setImmediate in production). */
+  readonly scheduleFlush: (flush: () => void) => void
+  readonly serverId: string
+}
+
+/** What /connz keeps of a connection after it closed. */
+export interface ClosedClient {
+  readonly cid: number
+  readonly kind: string
+  readonly type: string
+  readonly ip: string
+  readonly port: number
+  readonly start: number
+  readonly lastActivity: number
+  readonly stop: number
+  readonly reason: string
+  readonly rttMs: number
+  readonly inMsgs: number
+  readonly outMsgs: number
+  readonly inBytes: number
+  readonly outBytes: number
+  readonly subscriptions: ReadonlyArray<{ readonly subject: string; readonly queue: string | undefined; readonly sid: string; readonly msgs: number; readonly max: number }>
+  readonly name: string
+  readonly lang: string
+  readonly version: string
+  readonly user: string
+  readonly account: string
+  readonly tls: { readonly version: string; readonly cipher: string } | undefined
+}
+
+export class Server {
+  readonly accounts = new Map<string, Account>()
+  readonly clients = new Map<number, Client>()
+  readonly closed: ClosedRing<ClosedClient>
+  readonly auth: Authenticator
+  readonly authRequired: boolean
+  readonly headersSupported: boolean
+  readonly log: LogService
+  readonly startTime: number
+
+  // Totals for /varz.
+  inMsgs = 0
+  inBytes = 0
+  outMsgs = 0
+  outBytes = 0
+  totalConnections = 0
+  slowConsumers = 0
+  staleConnections = 0
+
+  /** Where the client listener ended up (port 0 resolves to the OS's choice). */
+  host: string
+  port: number
+  shuttingDown = false
+
+  private nextCid = 1
+  private dirty: Array<Client> = []
+  private spare: Array<Client> = []
+  private flushScheduled = false
+  private readonly flushFn = () => this.flush()
+  private readonly maxPending: number
+  private readonly eagerFlushBytes: number
+
+  constructor(readonly options: ServerOptions, readonly env: ServerEnv) {
+    this.log = env.log
+    this.closed = new ClosedRing(options.maxClosedClients)
+    this.auth = makeAuthenticator(options)
+    this.authRequired = this.auth.required
+    this.headersSupported = !options.noHeaderSupport
+    this.maxPending = options.maxPending
+    this.eagerFlushBytes = Math.max(1024, Math.min(EAGER_FLUSH_BYTES, options.maxPending >>> 2))
+    this.startTime = env.now()
+    this.host = options.host
+    this.port = options.port
+    this.account(GLOBAL_ACCOUNT)
+    for (const a of options.accounts) this.account(a.name)
+    this.account(options.systemAccount)
+  }
+
+  get serverId(): string {
+    return this.env.serverId
+  }
+
+  get serverName(): string {
+    return this.options.serverName === "" ? this.env.serverId : this.options.serverName
+  }
+
+  now(): number {
+    return this.env.now()
+  }
+
+  /** The account with this name, created on first use. */
+  account(name: string): Account {
+    let a = this.accounts.get(name)
+    if (a === undefined) {
+      a = new Account(name)
+      this.accounts.set(name, a)
+    }
+    return a
+  }
+
+  setListener(host: string, port: number): void {
+    this.host = host
+    this.port = port
+  }
+
+  // ---- connections ----
+
+  accept(conn: Conn): ConnHandlers {
+    const now = this.env.now()
+    if (this.shuttingDown) {
+      conn.destroy()
+      return noopHandlers
+    }
+    if (this.clients.size >= this.options.maxConnections) {
+      conn.write(Buffer.from(`-ERR '${ErrText.MaxConnections}'\r\n`))
+      conn.end()
+      this.log.warn(`${conn.remoteAddress}:${conn.remotePort} - Maximum connections exceeded (${this.options.maxConnections})`)
+      return noopHandlers
+    }
+    const cid = this.nextCid++
+    const acc = this.account(GLOBAL_ACCOUNT)
+    const c = new Client(this, cid, conn, acc, now)
+    acc.numConnections++
+    this.clients.set(cid, c)
+    this.totalConnections++
+    if (this.authRequired) c.authDeadline = now + this.authTimeoutMs()
+    conn.write(this.infoFor(c))
+    this.log.debug(`${c.logPrefix()} - Client connection created`)
+    return {
+      onData: (chunk) => {
+        if (c.closed) return
+        c.lastActivity = this.env.now()
+        c.parser.feed(chunk)
+      },
+      onDrain: () => {
+        c.transportPending = 0
+        c.blockedSince = -1
+      },
+      onClose: (error) => this.connClosed(c, error)
+    }
+  }
+
+  private authTimeoutMs(): number {
+    return this.options.authorization?.timeoutMs ?? this.options.authTimeoutMs
+  }
+
+  infoFor(c: Client): Buffer {
+    const o = this.options
+    const info: Record<string, unknown> = {
+      server_id: this.serverId,
+      server_name: this.serverName,
+      version: VERSION,
+      proto: 1,
+      go: `node ${process.version}`,
+      host: this.host,
+      port: this.port,
+      headers: this.headersSupported,
+      max_payload: o.maxPayload,
+      client_id: c.cid,
+      client_ip: c.conn.remoteAddress
+    }
+    if (this.authRequired) info.auth_required = true
+    if (o.tls !== undefined) info.tls_required = true
+    return encodeInfo(info)
+  }
+
+  processConnect(c: Client, opts: ConnectOptions): void {
+    if (c.closed) return
+    c.verbose = opts.verbose === true
+    c.pedantic = opts.pedantic === true
+    c.echo = opts.echo !== false
+    c.headers = opts.headers === true && this.headersSupported
+    c.noResponders = opts.no_responders === true
+    c.name = typeof opts.name === "string" ? opts.name : ""
+    c.lang = typeof opts.lang === "string" ? opts.lang : ""
+    c.version = typeof opts.version === "string" ? opts.version : ""
+    if (c.noResponders && !c.headers) {
+      this.closeClient(c, ClosedReason.NoRespondersRequiresHeaders, ErrText.NoRespondersRequiresHeaders)
+      return
+    }
+    if (this.authRequired && !c.connectReceived) {
+      const res = this.auth.authenticate(opts)
+      if (res === undefined) {
+        this.log.warn(`${c.logPrefix()} - ${opts.user !== undefined ? `User "${opts.user}"` : "Client"} authentication failed`)
+        this.closeClient(c, ClosedReason.AuthenticationViolation, ErrText.AuthorizationViolation)
+        return
+      }
+      this.bindAccount(c, this.account(res.account))
+      c.user = res.user
+    }
+    c.connectReceived = true
+    c.authDeadline = 0
+    if (c.verbose) c.sendOk()
+    // Measure the round-trip time right away so /connz has an `rtt` for every client.
+    if (typeof opts.protocol === "number" && opts.protocol >= 1) c.sendPing(this.env.now(), true)
+  }
+
+  private bindAccount(c: Client, acc: Account): void {
+    if (c.account === acc) return
+    c.account.numConnections--
+    acc.numConnections++
+    c.account = acc
+  }
+
+  /** The peer went away (or we closed it and the transport confirms). */
+  private connClosed(c: Client, error: Error | undefined): void {
+    if (c.closed) return
+    c.closed = true
+    const reason = error === undefined || (error as NodeJS.ErrnoException).code === "ECONNRESET"
+      ? ClosedReason.ClientClosed
+      : ClosedReason.ReadError
+    this.removeClient(c, reason)
+  }
+
+  /** Close a client on our side: send `-ERR '<errText>'` first when given, flush, then end. */
+  closeClient(c: Client, reason: ClosedReason, errText?: string): void {
+    if (c.closed) return
+    c.closed = true
+    c.parser.stop()
+    if (errText !== undefined) writeErr(c.out, errText)
+    const pending = c.out.take()
+    if (pending !== undefined) c.conn.write(pending)
+    c.conn.end()
+    this.removeClient(c, reason)
+  }
+
+  private removeClient(c: Client, reason: ClosedReason): void {
+    const now = this.env.now()
+    const subs: Array<ClosedClient["subscriptions"][number]> = []
+    for (const s of c.subs.values()) {
+      subs.push({ subject: s.subject, queue: s.queue, sid: s.sid, msgs: s.delivered, max: s.max })
+      s.closed = true
+      c.account.sublist.remove(s)
+    }
+    c.subs.clear()
+    c.out.clear()
+    this.clients.delete(c.cid)
+    c.account.numConnections--
+    this.closed.push({
+      cid: c.cid,
+      kind: c.kind,
+      type: c.type,
+      ip: c.conn.remoteAddress,
+      port: c.conn.remotePort,
+      start: c.start,
+      lastActivity: c.lastActivity,
+      stop: now,
+      reason,
+      rttMs: c.rttMs,
+      inMsgs: c.inMsgs,
+      outMsgs: c.outMsgs,
+      inBytes: c.inBytes,
+      outBytes: c.outBytes,
+      subscriptions: subs,
+      name: c.name,
+      lang: c.lang,
+      version: c.version,
+      user: c.user,
+      account: c.account.name,
+      tls: c.conn.tls
+    })
+    this.log.debug(`${c.logPrefix()} - Client connection closed: ${reason}`)
+  }
+
+  // ---- routing: the hot path ----
+
+  processPub(c: Client, subject: string, reply: string, hdrLen: number, buf: Buffer, start: number, end: number): void {
+    const acc = c.account
+    const size = end - start
+    acc.inMsgs++
+    acc.inBytes += size
+    this.inMsgs++
+    this.inBytes += size
+    const r = acc.sublist.match(subject)
+    let delivered = 0
+    const psubs = r.psubs
+    for (let i = 0; i < psubs.length; i++) {
+      const s = psubs[i]
+      if (s.client === c && !c.echo) continue
+      if (this.deliver(s, subject, reply, hdrLen, buf, start, end)) delivered++
+    }
+    const qsubs = r.qsubs
+    for (let g = 0; g < qsubs.length; g++) {
+      if (this.deliverToQueue(c, qsubs[g], subject, reply, hdrLen, buf, start, end)) delivered++
+    }
+    if (delivered === 0 && reply !== "" && c.noResponders) this.sendNoResponders(c, reply)
+  }
+
+  /** One member of the group gets the message: a random one, skipping members that cannot take it. */
+  private deliverToQueue(
+    c: Client,
+    group: ReadonlyArray<Subscription>,
+    subject: string,
+    reply: string,
+    hdrLen: number,
+    buf: Buffer,
+    start: number,
+    end: number
+  ): boolean {
+    const n = group.length
+    const first = (this.env.random() * n) | 0
+    for (let k = 0; k < n; k++) {
+      const s = group[(first + k) % n]
+      if (s.client === c && !c.echo) continue
+      if (this.deliver(s, subject, reply, hdrLen, buf, start, end)) return true
+    }
+    return false
+  }
+
+  /** Write one MSG/HMSG into the subscriber's outbound buffer. False when it could not take it. */
+  deliver(s: Subscription, subject: string, reply: string, hdrLen: number, buf: Buffer, start: number, end: number): boolean {
+    const c = s.client
+    if (s.closed || c.closed) return false
+    let h = hdrLen
+    let from = start
+    if (h >= 0 && !c.headers) {
+      // A client that did not announce header support gets the payload alone.
+      from = start + h
+      h = -1
+    }
+    writeMsg(c.out, subject, s.sid, reply, h, buf, from, end)
+    const size = end - from
+    c.outMsgs++
+    c.outBytes += size
+    this.outMsgs++
+    this.outBytes += size
+    c.account.outMsgs++
+    c.account.outBytes += size
+    s.delivered++
+    if (s.max > 0 && s.delivered >= s.max) c.removeSub(s)
+    if (!c.dirty) this.markDirty(c)
+    // A burst can bring many chunks in one event-loop turn: past a threshold the bytes go
+    // to the transport now, so max_pending judges what the client has not read, not what
+    // we have not yet flushed.
+    if (c.out.length >= this.eagerFlushBytes) this.writeOut(c)
+    if (c.out.length + c.transportPending > this.maxPending) this.slowConsumer(c, ClosedReason.SlowConsumerPendingBytes)
+    return true
+  }
+
+  private sendNoResponders(c: Client, reply: string): void {
+    if (!c.headers) return
+    const r = c.account.sublist.match(reply)
+    for (const s of r.psubs) {
+      if (s.client !== c || s.closed) continue
+      noRespondersHmsg(c.out, reply, s.sid)
+      this.markDirty(c)
+      return
+    }
+  }
+
+  private slowConsumer(c: Client, reason: ClosedReason): void {
+    this.slowConsumers++
+    c.account.slowConsumers++
+    this.log.warn(`${c.logPrefix()} - Slow Consumer Detected: ${reason === ClosedReason.SlowConsumerPendingBytes ? `pending ${c.pendingBytes} bytes over max_pending ${this.maxPending}` : `write blocked for more than ${this.options.writeDeadlineMs}ms`}`)
+    // What is queued for it will never be read in time: drop it, tell the client why, close.
+    c.out.clear()
+    this.closeClient(c, reason, ErrText.SlowConsumer)
+  }
+
+  // ---- flushing: one write per connection per event-loop turn ----
+
+  markDirty(c: Client): void {
+    if (c.dirty) return
+    c.dirty = true
+    this.dirty.push(c)
+    if (!this.flushScheduled) {
+      this.flushScheduled = true
+      this.env.scheduleFlush(this.flushFn)
+    }
+  }
+
+  flush(): void {
+    this.flushScheduled = false
+    const list = this.dirty
+    this.dirty = this.spare
+    this.spare = list
+    for (let i = 0; i < list.length; i++) {
+      const c = list[i]
+      c.dirty = false
+      if (!c.closed) this.writeOut(c)
+    }
+    list.length = 0
+  }
+
+  /** Hand the client's pending bytes to its transport and note whether the transport keeps up. */
+  private writeOut(c: Client): void {
+    const b = c.out.take()
+    if (b === undefined) return
+    c.conn.write(b)
+    const queued = c.conn.writableLength()
+    if (queued > 0) {
+      // The write deadline runs from the last time the transport made progress.
+      if (c.blockedSince < 0 || queued < c.transportPending) c.blockedSince = this.env.now()
+    } else {
+      c.blockedSince = -1
+    }
+    c.transportPending = queued
+  }
+
+  // ---- timers: driven by the shell's periodic tick ----
+
+  /** Ping, stale, auth-timeout and write-deadline checks for every client. */
+  tick(now: number): void {
+    const o = this.options
+    for (const c of this.clients.values()) {
+      if (c.closed) continue
+      if (c.authDeadline > 0 && !c.connectReceived && now >= c.authDeadline) {
+        this.closeClient(c, ClosedReason.AuthenticationTimeout, ErrText.AuthenticationTimeout)
+        continue
+      }
+      if (c.blockedSince >= 0 && now - c.blockedSince >= o.writeDeadlineMs) {
+        this.slowConsumer(c, ClosedReason.SlowConsumerWriteDeadline)
+        continue
+      }
+      if (now >= c.nextPingAt) {
+        c.nextPingAt = now + o.pingIntervalMs
+        if (c.pingsOut + 1 > o.pingMax) {
+          this.staleConnections++
+          this.log.debug(`${c.logPrefix()} - Stale Client Connection - Closing`)
+          this.closeClient(c, ClosedReason.StaleConnection, ErrText.StaleConnection)
+          continue
+        }
+        c.pingsOut++
+        c.sendPing(now, false)
+      }
+    }
+  }
+
+  /** Graceful shutdown: stop accepting, flush what each client has pending, close. */
+  shutdown(): void {
+    if (this.shuttingDown) return
+    this.shuttingDown = true
+    for (const c of [...this.clients.values()]) this.closeClient(c, ClosedReason.ServerShutdown)
+  }
+
+  get numSubscriptions(): number {
+    let n = 0
+    for (const a of this.accounts.values()) n += a.sublist.count()
+    return n
+  }
+}
+
+/** Outbound bytes past which a connection is written before the end of the event-loop turn. */
+const EAGER_FLUSH_BYTES = 64 * 1024
+
+const noopHandlers: ConnHandlers = { onData: () => {}, onDrain: () => {}, onClose: () => {} }
+
+/** A server id in nats-server's form: 56 characters of base32, starting with N. */
+export const makeServerId = (random: () => number): string => {
+  const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
+  let id = "N"
+  for (let i = 0; i < 55; i++) id += alphabet[(random() * 32) | 0]
+  return id
+}

@@ -1,0 +1,54 @@
+// The Transport port: how the server gets byte-stream connections. Production uses
+// Node's `net` (transport-node.ts); the simulation issue adds an in-memory network.
+// The server core only ever sees `Conn` and never a socket.
+import { Context, Data } from "effect"
+import type { Effect, Scope } from "effect"
+
+/** One accepted connection, as the server core sees it. */
+export interface Conn {
+  readonly remoteAddress: string
+  readonly remotePort: number
+  /** Queue bytes for sending; never blocks. The buffer is owned by the transport afterwards. */
+  write(buf: Buffer): void
+  /** Bytes handed to `write` that the transport has not yet sent. */
+  writableLength(): number
+  /** Flush what is queued, then close. Forcibly destroyed if the peer does not drain in time. */
+  end(): void
+  /** Close at once, dropping anything queued. */
+  destroy(): void
+  /** TLS details once those exist; undefined for plain connections. */
+  readonly tls: { readonly version: string; readonly cipher: string } | undefined
+}
+
+/** What the server does with a connection's events. */
+export interface ConnHandlers {
+  onData(chunk: Buffer): void
+  /** The transport finished sending everything it had queued. */
+  onDrain(): void
+  /** The connection is gone (peer closed, error, or our own end/destroy). Called once. */
+  onClose(error: Error | undefined): void
+}
+
+export interface Listener {
+  readonly host: string
+  readonly port: number
+}
+
+export class TransportError extends Data.TaggedError("TransportError")<{
+  readonly reason: "Listen" | "Accept"
+  readonly message: string
+}> {}
+
+export interface TransportService {
+  /**
+   * Listen on host:port (port 0 = ephemeral) for the lifetime of the scope. `accept` is
+   * called synchronously for each new connection and returns its handlers.
+   */
+  readonly listen: (
+    host: string,
+    port: number,
+    accept: (conn: Conn) => ConnHandlers
+  ) => Effect.Effect<Listener, TransportError, Scope.Scope>
+}
+
+export class Transport extends Context.Tag("switchyard/Transport")<Transport, TransportService>() {}

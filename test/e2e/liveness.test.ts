@@ -1,0 +1,73 @@
+// Ping/stale detection, auth timeout and RTT, with time driven by Effect's TestClock.
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Layer, TestClock } from "effect"
+import { layerMemoryLog } from "../../src/services/log.js"
+import { layerNode } from "../../src/services/transport-node.js"
+import { startNatsServer } from "../../src/server/run.js"
+import { RawClient, testOptions } from "../helpers/server.js"
+
+const withServer = (over: Parameters<typeof testOptions>[0], lines: Array<string> = []) =>
+  startNatsServer(testOptions(over)).pipe(Effect.provide(Layer.merge(layerNode, layerMemoryLog(lines))))
+
+describe("liveness", () => {
+  it.scoped("pings an idle client every ping_interval and closes it as stale after ping_max unanswered", () =>
+    Effect.gen(function*() {
+      const running = yield* withServer({ pingIntervalMs: 60_000, pingMax: 2 })
+      const c = yield* Effect.promise(() => RawClient.ready(running.port))
+      yield* TestClock.adjust("60 seconds")
+      yield* Effect.promise(() => c.waitFor("PING\r\n"))
+      c.data = ""
+      yield* TestClock.adjust("60 seconds")
+      yield* Effect.promise(() => c.waitFor("PING\r\n"))
+      expect(c.closed).toBe(false)
+      yield* TestClock.adjust("60 seconds")
+      yield* Effect.promise(() => c.waitFor("-ERR 'Stale Connection'\r\n"))
+      yield* Effect.promise(() => c.waitClosed())
+      expect(running.server.staleConnections).toBe(1)
+      expect(running.server.closed.toArray().at(-1)?.reason).toBe("Stale Connection")
+    }))
+
+  it.scoped("a client that answers PINGs stays connected", () =>
+    Effect.gen(function*() {
+      const running = yield* withServer({ pingIntervalMs: 60_000, pingMax: 2 })
+      const c = yield* Effect.promise(() => RawClient.ready(running.port))
+      for (let i = 0; i < 5; i++) {
+        c.data = ""
+        yield* TestClock.adjust("60 seconds")
+        yield* Effect.promise(() => c.waitFor("PING\r\n"))
+        c.send("PONG\r\nPING\r\n")
+        yield* Effect.promise(() => c.waitFor("PONG\r\n"))
+      }
+      expect(c.closed).toBe(false)
+      expect(running.server.staleConnections).toBe(0)
+      c.close()
+    }))
+
+  it.scoped("closes a client that never sends CONNECT within the auth timeout when auth is required", () =>
+    Effect.gen(function*() {
+      const running = yield* withServer({
+        authorization: { user: undefined, password: undefined, token: "s3cr3t", users: [], timeoutMs: 2_000, defaultPermissions: undefined }
+      })
+      const c = yield* Effect.promise(() => RawClient.connect(running.port))
+      yield* Effect.promise(() => c.waitFor("auth_required"))
+      yield* TestClock.adjust("3 seconds")
+      yield* Effect.promise(() => c.waitFor("-ERR 'Authentication Timeout'\r\n"))
+      yield* Effect.promise(() => c.waitClosed())
+      expect(running.server.closed.toArray().at(-1)?.reason).toBe("Authentication Timeout")
+    }))
+
+  it.scoped("measures RTT with a PING right after CONNECT", () =>
+    Effect.gen(function*() {
+      const running = yield* withServer({})
+      const c = yield* Effect.promise(() => RawClient.connect(running.port))
+      yield* Effect.promise(() => c.waitFor("\r\n"))
+      c.send('CONNECT {"protocol":1}\r\n')
+      yield* Effect.promise(() => c.waitFor("PING\r\n"))
+      yield* TestClock.adjust("3 millis")
+      c.send("PONG\r\nPING\r\n")
+      yield* Effect.promise(() => c.waitFor("PONG\r\n"))
+      const client = [...running.server.clients.values()][0]
+      expect(client.rttMs).toBe(3)
+      c.close()
+    }))
+})

@@ -1,0 +1,43 @@
+// A subscriber that stops reading is cut off as a slow consumer; everyone else keeps receiving.
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { connect, type NatsConnection } from "nats"
+import { eventually, RawClient, startTestServer, type TestServer } from "../helpers/server.js"
+
+describe("slow consumers", () => {
+  let srv: TestServer
+  beforeAll(async () => {
+    srv = await startTestServer({ maxPending: 256 * 1024 })
+  })
+  afterAll(async () => {
+    await srv.close()
+  })
+
+  it("closes a subscriber over max_pending while a healthy one gets every message", async () => {
+    const stuck = await RawClient.ready(srv.port)
+    stuck.send("SUB firehose 1\r\nPING\r\n")
+    await stuck.waitFor("PONG\r\n")
+    stuck.pause()
+
+    const healthy: NatsConnection = await connect({ servers: srv.url })
+    let got = 0
+    healthy.subscribe("firehose", { callback: () => got++ })
+    await healthy.flush()
+
+    const pub = await connect({ servers: srv.url })
+    const payload = new Uint8Array(8 * 1024).fill(1)
+    const n = 3000 // 24 MB: far more than any socket buffer can hide
+    for (let i = 0; i < n; i++) {
+      pub.publish("firehose", payload)
+      if (i % 200 === 0) await pub.flush()
+    }
+    await pub.flush()
+    await eventually(() => got === n, `healthy subscriber to get ${n} messages (got ${got})`, 60_000)
+    await eventually(() => srv.server.slowConsumers === 1, "the slow consumer to be detected")
+    const rec = srv.server.closed.toArray().find((c) => c.reason.startsWith("Slow Consumer"))
+    expect(rec?.reason).toBe("Slow Consumer (Pending Bytes)")
+    expect(srv.lines.some((l) => l.includes("Slow Consumer Detected"))).toBe(true)
+    stuck.close()
+    await pub.close()
+    await healthy.close()
+  })
+})

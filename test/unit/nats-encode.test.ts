@@ -1,0 +1,235 @@
+import * as fc from "fast-check"
+import { describe, expect, it } from "vitest"
+import {
+  OK,
+  PING,
+  PONG,
+  encodeInfo,
+  noRespondersHmsg,
+  protocolErrorText,
+  statusHeaderBlock,
+  writeErr,
+  writeHeaderMsg,
+  writeMsg,
+  writeStatusHmsg
+} from "../../src/core/nats/encode.js"
+import { OutBuf } from "../../src/core/nats/outbuf.js"
+import { NatsParser } from "../../src/core/nats/parser.js"
+
+const text = (out: OutBuf): string => (out.take() ?? Buffer.alloc(0)).toString("utf8")
+
+describe("OutBuf", () => {
+  it("is empty to start with and take() gives undefined", () => {
+    const out = new OutBuf()
+    expect(out.length).toBe(0)
+    expect(out.take()).toBeUndefined()
+  })
+
+  it("writes ASCII, UTF-8, bytes and integers", () => {
+    const out = new OutBuf(8)
+    out.writeAscii("MSG ")
+    out.writeUtf8("café.☃")
+    out.writeByte(32)
+    out.writeInt(0)
+    out.writeByte(32)
+    out.writeInt(1234567890)
+    out.writeByte(32)
+    out.writeInt(Number.MAX_SAFE_INTEGER)
+    out.writeCrlf()
+    out.writeBytes(Buffer.from("xxhelloxx"), 2, 7)
+    expect(out.length).toBe(Buffer.byteLength("MSG café.☃ 0 1234567890 9007199254740991\r\nhello"))
+    expect(text(out)).toBe("MSG café.☃ 0 1234567890 9007199254740991\r\nhello")
+    expect(out.length).toBe(0)
+  })
+
+  it("long strings and byte ranges take the native path", () => {
+    const out = new OutBuf(16)
+    const ascii = "a".repeat(1000)
+    const utf8 = "é".repeat(500) + "z".repeat(10)
+    const bytes = Buffer.alloc(5000, 7)
+    out.writeAscii(ascii)
+    out.writeUtf8(utf8)
+    out.writeBytes(bytes, 0, bytes.length)
+    const b = out.take()!
+    expect(b.subarray(0, 1000).toString()).toBe(ascii)
+    expect(b.subarray(1000, 1000 + Buffer.byteLength(utf8)).toString()).toBe(utf8)
+    expect(b.subarray(1000 + Buffer.byteLength(utf8)).equals(bytes)).toBe(true)
+  })
+
+  it("grows across many writes and keeps every byte in order", () => {
+    const out = new OutBuf(4)
+    const expected: Array<string> = []
+    for (let i = 0; i < 20_000; i++) {
+      out.writeAscii("n=")
+      out.writeInt(i)
+      out.writeCrlf()
+      expected.push(`n=${i}\r\n`)
+    }
+    expect(text(out)).toBe(expected.join(""))
+  })
+
+  it("take() never hands out memory it writes again", () => {
+    const out = new OutBuf(64)
+    const taken: Array<[Buffer, string]> = []
+    for (let round = 0; round < 200; round++) {
+      const s = `round ${round} `.repeat((round % 13) + 1)
+      out.writeAscii(s)
+      if (round % 3 === 0) out.writeBytes(Buffer.alloc(round * 10, round & 0xff), 0, round * 10)
+      const b = out.take()!
+      taken.push([b, b.toString("latin1")])
+    }
+    for (const [b, s] of taken) expect(b.toString("latin1")).toBe(s)
+  })
+
+  it("take() after a burst starts from a modest size again", () => {
+    const out = new OutBuf(256)
+    out.writeBytes(Buffer.alloc(4 << 20), 0, 4 << 20)
+    expect(out.take()!.length).toBe(4 << 20)
+    out.writeAscii("PING\r\n")
+    const small = out.take()!
+    expect(small.toString()).toBe("PING\r\n")
+    expect(small.buffer.byteLength).toBeLessThanOrEqual(128 * 1024)
+  })
+
+  it("clear() drops pending bytes", () => {
+    const out = new OutBuf()
+    out.writeAscii("hello")
+    out.clear()
+    expect(out.length).toBe(0)
+    expect(out.take()).toBeUndefined()
+    out.writeAscii("x")
+    expect(text(out)).toBe("x")
+  })
+
+  it("property: any sequence of writes equals the concatenation", () => {
+    const write = fc.oneof(
+      fc.string({ maxLength: 80 }).map((s) => ({ kind: "utf8" as const, s })),
+      fc.string({ unit: fc.integer({ min: 0, max: 127 }).map((c) => String.fromCharCode(c)), maxLength: 80 }).map(
+        (s) => ({ kind: "ascii" as const, s })
+      ),
+      fc.nat().map((n) => ({ kind: "int" as const, n })),
+      fc.uint8Array({ maxLength: 200 }).map((a) => ({ kind: "bytes" as const, a })),
+      fc.constant({ kind: "take" as const })
+    )
+    fc.assert(
+      fc.property(fc.array(write, { maxLength: 60 }), fc.integer({ min: 1, max: 300 }), (writes, size) => {
+        const out = new OutBuf(size)
+        const got: Array<Buffer> = []
+        const want: Array<Buffer> = []
+        for (const w of writes) {
+          switch (w.kind) {
+            case "utf8":
+              out.writeUtf8(w.s)
+              want.push(Buffer.from(w.s, "utf8"))
+              break
+            case "ascii":
+              out.writeAscii(w.s)
+              want.push(Buffer.from(w.s, "latin1"))
+              break
+            case "int":
+              out.writeInt(w.n)
+              want.push(Buffer.from(String(w.n)))
+              break
+            case "bytes":
+              out.writeBytes(Buffer.from(w.a), 0, w.a.length)
+              want.push(Buffer.from(w.a))
+              break
+            case "take": {
+              const b = out.take()
+              if (b !== undefined) got.push(Buffer.from(b))
+            }
+          }
+        }
+        const b = out.take()
+        if (b !== undefined) got.push(b)
+        expect(Buffer.concat(got).equals(Buffer.concat(want))).toBe(true)
+      })
+    )
+  })
+})
+
+describe("encode", () => {
+  const payload = Buffer.from("..hello..")
+
+  it("MSG without and with reply", () => {
+    const out = new OutBuf()
+    writeMsg(out, "foo.bar", "7", "", -1, payload, 2, 7)
+    expect(text(out)).toBe("MSG foo.bar 7 5\r\nhello\r\n")
+    writeMsg(out, "foo.bar", "7", "_INBOX.a", -1, payload, 2, 7)
+    expect(text(out)).toBe("MSG foo.bar 7 _INBOX.a 5\r\nhello\r\n")
+  })
+
+  it("HMSG without and with reply", () => {
+    const hdr = "NATS/1.0\r\nA: 1\r\n\r\n"
+    const body = Buffer.from(hdr + "hi")
+    const out = new OutBuf()
+    writeMsg(out, "foo", "1", "", hdr.length, body, 0, body.length)
+    expect(text(out)).toBe(`HMSG foo 1 ${hdr.length} ${body.length}\r\n${hdr}hi\r\n`)
+    writeMsg(out, "foo", "1", "r", hdr.length, body, 0, body.length)
+    expect(text(out)).toBe(`HMSG foo 1 r ${hdr.length} ${body.length}\r\n${hdr}hi\r\n`)
+  })
+
+  it("empty payloads and UTF-8 subjects", () => {
+    const out = new OutBuf()
+    writeMsg(out, "café", "1", "", -1, payload, 3, 3)
+    expect(out.take()!.equals(Buffer.from("MSG café 1 0\r\n\r\n", "utf8"))).toBe(true)
+  })
+
+  it("fixed lines", () => {
+    expect(PING.toString()).toBe("PING\r\n")
+    expect(PONG.toString()).toBe("PONG\r\n")
+    expect(OK.toString()).toBe("+OK\r\n")
+    expect(encodeInfo({ server_id: "X", max_payload: 1048576 }).toString()).toBe(
+      "INFO {\"server_id\":\"X\",\"max_payload\":1048576}\r\n"
+    )
+    const out = new OutBuf()
+    writeErr(out, "Unknown Protocol Operation")
+    expect(text(out)).toBe("-ERR 'Unknown Protocol Operation'\r\n")
+  })
+
+  it("no-responders HMSG is what nats-server sends", () => {
+    const out = new OutBuf()
+    noRespondersHmsg(out, "_INBOX.abc.1", "3")
+    expect(text(out)).toBe("HMSG _INBOX.abc.1 3 16 16\r\nNATS/1.0 503\r\n\r\n\r\n")
+  })
+
+  it("status header HMSGs", () => {
+    expect(statusHeaderBlock(408, "Request Timeout").toString()).toBe("NATS/1.0 408 Request Timeout\r\n\r\n")
+    const out = new OutBuf()
+    writeStatusHmsg(out, "hb", "9", "$JS.FC.x", 100, "FlowControl Request")
+    const hdr = "NATS/1.0 100 FlowControl Request\r\n\r\n"
+    expect(text(out)).toBe(`HMSG hb 9 $JS.FC.x ${hdr.length} ${hdr.length}\r\n${hdr}\r\n`)
+    writeStatusHmsg(out, "hb", "9", "", 100, "Idle Heartbeat", [["Nats-Last-Consumer", "5"], ["Nats-Last-Stream", "7"]])
+    const hdr2 = "NATS/1.0 100 Idle Heartbeat\r\nNats-Last-Consumer: 5\r\nNats-Last-Stream: 7\r\n\r\n"
+    expect(text(out)).toBe(`HMSG hb 9 ${hdr2.length} ${hdr2.length}\r\n${hdr2}\r\n`)
+    writeHeaderMsg(out, "s", "1", "", statusHeaderBlock(200), Buffer.from("body"))
+    expect(text(out)).toBe("HMSG s 1 16 20\r\nNATS/1.0 200\r\n\r\nbody\r\n")
+  })
+
+  it("protocol error texts", () => {
+    expect(protocolErrorText("UnknownOp")).toBe("Unknown Protocol Operation")
+    expect(protocolErrorText("MaxControlLine")).toBe("Maximum Control Line Exceeded")
+    expect(protocolErrorText("MaxPayload")).toBe("Maximum Payload Violation")
+  })
+
+  it("a PUB parsed and re-encoded as MSG keeps its payload and headers", () => {
+    const out = new OutBuf()
+    const p = new NatsParser(
+      {
+        connect: () => {},
+        pub: (subject, reply, hdrLen, buf, start, end) => writeMsg(out, subject, "1", reply, hdrLen, buf, start, end),
+        sub: () => {},
+        unsub: () => {},
+        ping: () => {},
+        pong: () => {},
+        info: () => {},
+        ok: () => {},
+        err: () => {},
+        protocolError: () => {}
+      },
+      { maxControlLine: 4096, maxPayload: 1024 }
+    )
+    p.feed(Buffer.from("PUB a r 2\r\nhi\r\nHPUB b 12 14\r\nNATS/1.0\r\n\r\nyo\r\n"))
+    expect(text(out)).toBe("MSG a 1 r 2\r\nhi\r\nHMSG b 1 12 14\r\nNATS/1.0\r\n\r\nyo\r\n")
+  })
+})
