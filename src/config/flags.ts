@@ -1,0 +1,412 @@
+// Command-line flags, as nats-server spells them (`-p 4222`, `-p=4222`,
+// `--port=4222`; one or two dashes alike, booleans as `-D` or `-T=false`), plus
+// `--mqtt_port` of our own. Flags override the configuration file.
+import { Either } from "effect"
+import { ConfigError, configError } from "./errors.js"
+import {
+  clientPort,
+  listenerPort,
+  monitorPort,
+  type AuthorizationPatch,
+  type JetStreamPatch,
+  type MqttPatch,
+  type OptionsPatch
+} from "./patch.js"
+import type { LogOptions } from "./options.js"
+import { parseHostPort } from "../schema/config.js"
+
+export type FlagsResult =
+  | {
+      readonly kind: "run"
+      readonly overrides: OptionsPatch
+      readonly configFile: string | undefined
+      /** `-t`: check the configuration (strictly: warnings are errors) and exit. */
+      readonly checkOnly: boolean
+    }
+  | { readonly kind: "help" }
+  | { readonly kind: "version" }
+
+type Mutable<T> = { -readonly [K in keyof T]: T[K] }
+
+/** What the flags seen so far say. */
+interface State {
+  configFile: string | undefined
+  checkOnly: boolean
+  top: Mutable<OptionsPatch>
+  authorization: Mutable<AuthorizationPatch>
+  jetstream: Mutable<JetStreamPatch>
+  mqtt: Mutable<MqttPatch>
+  log: Mutable<Partial<LogOptions>>
+}
+
+type Group = "Server" | "Logging" | "JetStream" | "Authorization" | "MQTT" | "Common"
+
+interface FlagDef {
+  /** Without dashes; the short ones are listed with one dash, the long ones with two. */
+  readonly names: ReadonlyArray<string>
+  /** The value's placeholder; undefined for a boolean flag. */
+  readonly arg: string | undefined
+  readonly group: Group
+  readonly help: string
+  /** Applies the value (a string, or a boolean for boolean flags); a string on failure says what was expected. */
+  readonly apply: (s: State, value: string | boolean) => string | undefined
+  /** For `-h`/`-v`: stop and answer this. */
+  readonly answer?: "help" | "version"
+  /** Never show this flag's value in an error. */
+  readonly secret?: boolean
+}
+
+const int = (v: string): number | undefined => (/^[+-]?\d+$/.test(v) ? Number(v) : undefined)
+
+const portValue = (v: string): number | undefined => {
+  const n = int(v)
+  return n !== undefined && n >= -1 && n <= 65535 ? n : undefined
+}
+
+const PORT = "a port number (-1 to 65535)"
+
+const flags: ReadonlyArray<FlagDef> = [
+  // Server
+  {
+    names: ["a", "addr", "net"],
+    arg: "<host>",
+    group: "Server",
+    help: "Bind to host address (default: 0.0.0.0)",
+    apply: (s, v) => {
+      s.top.host = String(v)
+      return undefined
+    }
+  },
+  {
+    names: ["p", "port"],
+    arg: "<port>",
+    group: "Server",
+    help: "Use port for clients (default: 4222; -1 for a random port)",
+    apply: (s, v) => {
+      const n = portValue(String(v))
+      if (n === undefined) return PORT
+      s.top.port = clientPort(n)
+      return undefined
+    }
+  },
+  {
+    names: ["n", "name", "server_name"],
+    arg: "<server_name>",
+    group: "Server",
+    help: "Server name (default: auto)",
+    apply: (s, v) => {
+      const name = String(v)
+      if (name === "" || /\s/.test(name)) return "a name without spaces"
+      s.top.serverName = name
+      return undefined
+    }
+  },
+  {
+    names: ["m", "http_port"],
+    arg: "<port>",
+    group: "Server",
+    help: "Use port (or host:port) for http monitoring (default: 8222; 0 disables)",
+    apply: (s, v) => {
+      const hp = parseHostPort(String(v))
+      if (hp === undefined || hp.port === undefined) return `${PORT} or host:port`
+      if (hp.host !== undefined) s.top.httpHost = hp.host
+      s.top.httpPort = monitorPort(hp.port)
+      return undefined
+    }
+  },
+  {
+    names: ["ms", "https_port"],
+    arg: "<port>",
+    group: "Server",
+    help: "Use port (or host:port) for https monitoring (needs a tls block)",
+    apply: (s, v) => {
+      const hp = parseHostPort(String(v))
+      if (hp === undefined || hp.port === undefined) return `${PORT} or host:port`
+      if (hp.host !== undefined) s.top.httpHost = hp.host
+      s.top.httpsPort = monitorPort(hp.port)
+      return undefined
+    }
+  },
+  {
+    names: ["c", "config"],
+    arg: "<file>",
+    group: "Server",
+    help: "Configuration file",
+    apply: (s, v) => {
+      s.configFile = String(v)
+      return undefined
+    }
+  },
+  {
+    names: ["t"],
+    arg: undefined,
+    group: "Server",
+    help: "Test configuration and exit (unknown keys are errors)",
+    apply: (s, v) => {
+      s.checkOnly = v === true
+      return undefined
+    }
+  },
+  // Logging
+  {
+    names: ["l", "log", "log_file"],
+    arg: "<file>",
+    group: "Logging",
+    help: "File to redirect log output",
+    apply: (s, v) => {
+      s.log.logFile = String(v)
+      return undefined
+    }
+  },
+  {
+    names: ["T", "logtime"],
+    arg: undefined,
+    group: "Logging",
+    help: "Timestamp log entries (default: true; -T=false turns it off)",
+    apply: (s, v) => {
+      s.log.logtime = v === true
+      return undefined
+    }
+  },
+  {
+    names: ["D", "debug"],
+    arg: undefined,
+    group: "Logging",
+    help: "Enable debugging output",
+    apply: (s, v) => {
+      s.log.debug = v === true
+      return undefined
+    }
+  },
+  {
+    names: ["V", "trace"],
+    arg: undefined,
+    group: "Logging",
+    help: "Trace the raw protocol",
+    apply: (s, v) => {
+      s.log.trace = v === true
+      return undefined
+    }
+  },
+  {
+    names: ["VV"],
+    arg: undefined,
+    group: "Logging",
+    help: "Verbose trace (same as -V here)",
+    apply: (s, v) => {
+      s.log.trace = v === true
+      return undefined
+    }
+  },
+  {
+    names: ["DV"],
+    arg: undefined,
+    group: "Logging",
+    help: "Debug and trace",
+    apply: (s, v) => {
+      s.log.debug = v === true
+      s.log.trace = v === true
+      return undefined
+    }
+  },
+  {
+    names: ["DVV"],
+    arg: undefined,
+    group: "Logging",
+    help: "Debug and verbose trace (same as -DV here)",
+    apply: (s, v) => {
+      s.log.debug = v === true
+      s.log.trace = v === true
+      return undefined
+    }
+  },
+  // JetStream
+  {
+    names: ["js", "jetstream"],
+    arg: undefined,
+    group: "JetStream",
+    help: "Enable JetStream functionality (on by default; -js=false turns it off)",
+    apply: (s, v) => {
+      s.jetstream.enabled = v === true
+      return undefined
+    }
+  },
+  {
+    names: ["sd", "store_dir"],
+    arg: "<dir>",
+    group: "JetStream",
+    help: "Set the storage directory (default: ./data)",
+    apply: (s, v) => {
+      s.jetstream.storeDir = String(v)
+      return undefined
+    }
+  },
+  // Authorization
+  {
+    names: ["user"],
+    arg: "<user>",
+    group: "Authorization",
+    help: "User required for connections",
+    apply: (s, v) => {
+      s.authorization.user = String(v)
+      return undefined
+    }
+  },
+  {
+    names: ["pass"],
+    arg: "<password>",
+    group: "Authorization",
+    help: "Password required for connections",
+    secret: true,
+    apply: (s, v) => {
+      s.authorization.password = String(v)
+      return undefined
+    }
+  },
+  {
+    names: ["auth"],
+    arg: "<token>",
+    group: "Authorization",
+    help: "Authorization token required for connections",
+    secret: true,
+    apply: (s, v) => {
+      s.authorization.token = String(v)
+      return undefined
+    }
+  },
+  // MQTT (Switchyard's own; nats-server has no MQTT flag)
+  {
+    names: ["mqtt_port"],
+    arg: "<port>",
+    group: "MQTT",
+    help: "Use port for MQTT clients (default: 1883; 0 disables, -1 for a random port)",
+    apply: (s, v) => {
+      const n = portValue(String(v))
+      if (n === undefined) return PORT
+      const p = listenerPort(n)
+      s.mqtt.enabled = p.enabled
+      if (p.port !== undefined) s.mqtt.port = p.port
+      return undefined
+    }
+  },
+  // Common
+  {
+    names: ["h", "help"],
+    arg: undefined,
+    group: "Common",
+    help: "Show this message",
+    answer: "help",
+    apply: () => undefined
+  },
+  {
+    names: ["v", "version"],
+    arg: undefined,
+    group: "Common",
+    help: "Show version",
+    answer: "version",
+    apply: () => undefined
+  }
+]
+
+const byName = new Map<string, FlagDef>(flags.flatMap((f) => f.names.map((n) => [n, f] as const)))
+
+/** Go's strconv.ParseBool, which is what `-T=false` goes through in nats-server. */
+const parseBool = (v: string): boolean | undefined => {
+  if (["1", "t", "T", "true", "TRUE", "True"].includes(v)) return true
+  if (["0", "f", "F", "false", "FALSE", "False"].includes(v)) return false
+  return undefined
+}
+
+const flagError = (detail: string): ConfigError => configError("Flag", detail)
+
+const dashed = (name: string) => (name.length <= 3 && name !== "log" && name !== "net" ? `-${name}` : `--${name}`)
+
+/** Parses the arguments after the program name. */
+export const parseArgs = (argv: ReadonlyArray<string>): Either.Either<FlagsResult, ConfigError> => {
+  const s: State = {
+    configFile: undefined,
+    checkOnly: false,
+    top: {},
+    authorization: {},
+    jetstream: {},
+    mqtt: {},
+    log: {}
+  }
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]
+    if (!arg.startsWith("-") || arg === "-" || arg === "--") {
+      return Either.left(flagError(`unexpected argument ${JSON.stringify(arg)} (flags start with '-')`))
+    }
+    const body = arg.slice(arg.startsWith("--") ? 2 : 1)
+    const eq = body.indexOf("=")
+    const name = eq < 0 ? body : body.slice(0, eq)
+    const def = byName.get(name)
+    if (def === undefined) return Either.left(flagError(`unknown flag ${dashed(name)} (see --help)`))
+    if (def.answer !== undefined) return Either.right({ kind: def.answer })
+    let value: string | boolean
+    if (def.arg === undefined) {
+      if (eq < 0) value = true
+      else {
+        const b = parseBool(body.slice(eq + 1))
+        if (b === undefined) return Either.left(flagError(`invalid value for ${dashed(name)}: expected true or false`))
+        value = b
+      }
+    } else if (eq >= 0) {
+      value = body.slice(eq + 1)
+    } else {
+      if (i + 1 >= argv.length) return Either.left(flagError(`flag ${dashed(name)} needs a value ${def.arg}`))
+      value = argv[++i]
+    }
+    const expected = def.apply(s, value)
+    if (expected !== undefined) {
+      const shown = def.secret === true ? "" : ` ${JSON.stringify(value)}`
+      return Either.left(flagError(`invalid value${shown} for ${dashed(name)}: expected ${expected}`))
+    }
+  }
+  const nonEmpty = <T extends object>(o: T): T | undefined => (Object.keys(o).length === 0 ? undefined : o)
+  return Either.right({
+    kind: "run",
+    configFile: s.configFile,
+    checkOnly: s.checkOnly,
+    overrides: {
+      ...s.top,
+      ...(s.configFile === undefined ? {} : { configFile: s.configFile }),
+      ...(nonEmpty(s.authorization) && { authorization: s.authorization }),
+      ...(nonEmpty(s.jetstream) && { jetstream: s.jetstream }),
+      ...(nonEmpty(s.mqtt) && { mqtt: s.mqtt }),
+      ...(nonEmpty(s.log) && { log: s.log })
+    }
+  })
+}
+
+const GROUP_ORDER: ReadonlyArray<Group> = ["Server", "Logging", "JetStream", "Authorization", "MQTT", "Common"]
+const GROUP_TITLE: Record<Group, string> = {
+  Server: "Server Options",
+  Logging: "Logging Options",
+  JetStream: "JetStream Options",
+  Authorization: "Authorization Options",
+  MQTT: "MQTT Options (Switchyard)",
+  Common: "Common Options"
+}
+
+const usageLine = (f: FlagDef): string => {
+  const names = f.names.map(dashed)
+  const shortNames = names.filter((n) => !n.startsWith("--"))
+  const longNames = names.filter((n) => n.startsWith("--"))
+  const left = (shortNames.length > 0 ? "" : "    ") + [...shortNames, ...longNames].join(", ")
+  const withArg = f.arg === undefined ? left : `${left} ${f.arg}`
+  const width = 33
+  return withArg.length > width
+    ? `    ${withArg}\n    ${"".padEnd(width)} ${f.help}`
+    : `    ${withArg.padEnd(width)} ${f.help}`
+}
+
+/** The full usage text, nats-server style. */
+export const helpText: string = [
+  "Usage: switchyard [options]",
+  "",
+  ...GROUP_ORDER.flatMap((g) => [`${GROUP_TITLE[g]}:`, ...flags.filter((f) => f.group === g).map(usageLine), ""]),
+  "Flags take one or two dashes and their value as the next argument or after '='",
+  "(-p 4222, -p=4222, --port=4222); boolean flags accept -flag=false. Flags override",
+  "the configuration file."
+].join("\n")

@@ -1,0 +1,108 @@
+// The configuration service's front door: flags, then the file they name, then
+// the embedded defaults, into the ServerOptions the server runs with. Files come
+// through the `ConfigFiles` port so tests need no disk.
+import { Context, Effect, Either, Layer } from "effect"
+import { readFileSync } from "node:fs"
+import { parseConfigFile, type ParsedConfig } from "./conf-parser.js"
+import { checkOptions, decodeConfig, formatWarning, type ConfigWarning } from "./decode.js"
+import { configError, type ConfigError } from "./errors.js"
+import { parseArgs } from "./flags.js"
+import { defaultOptions, type ServerOptions } from "./options.js"
+import { applyPatch, mergePatches, type OptionsPatch } from "./patch.js"
+
+/** Reads configuration files (the main one and its includes). */
+export class ConfigFiles extends Context.Tag("switchyard/ConfigFiles")<
+  ConfigFiles,
+  { readonly readFile: (path: string) => string | undefined }
+>() {
+  /** The local disk, UTF-8. */
+  static readonly layerNode: Layer.Layer<ConfigFiles> = Layer.succeed(ConfigFiles, {
+    readFile: (path) => {
+      try {
+        return readFileSync(path, "utf8")
+      } catch {
+        return undefined
+      }
+    }
+  })
+
+  /** A fixed set of files, by path. */
+  static readonly layerMemory = (files: Readonly<Record<string, string>>): Layer.Layer<ConfigFiles> =>
+    Layer.succeed(ConfigFiles, {
+      readFile: (path) => (Object.prototype.hasOwnProperty.call(files, path) ? files[path] : undefined)
+    })
+}
+
+export interface LoadInput {
+  readonly configFile?: string | undefined
+  /** Laid over the file (the flags). */
+  readonly overrides?: OptionsPatch | undefined
+  readonly env: Readonly<Record<string, string | undefined>>
+  /** Warnings are errors (`-t`). */
+  readonly strict?: boolean | undefined
+  /** Defaults under everything; `defaultOptions` unless given. */
+  readonly base?: ServerOptions | undefined
+}
+
+export interface Loaded {
+  readonly options: ServerOptions
+  /** Formatted `file:line:column: …`, nothing secret in them. */
+  readonly warnings: ReadonlyArray<string>
+}
+
+const strictError = (warnings: ReadonlyArray<ConfigWarning>): ConfigError => {
+  const [head, ...rest] = warnings
+  const more = rest.length === 0 ? "" : `\n${rest.map(formatWarning).join("\n")}`
+  return configError("UnknownKey", `${head.detail}${more}`, head.at)
+}
+
+/** The options from an optional file, overrides and defaults. */
+export const loadOptions = (input: LoadInput): Effect.Effect<Loaded, ConfigError, ConfigFiles> =>
+  Effect.flatMap(ConfigFiles, (files) =>
+    Effect.suspend(() => {
+      let parsed: ParsedConfig | undefined
+      let filePatch: OptionsPatch = {}
+      let warnings: ReadonlyArray<ConfigWarning> = []
+      if (input.configFile !== undefined) {
+        const p = parseConfigFile(input.configFile, { readFile: files.readFile, env: input.env })
+        if (Either.isLeft(p)) return Effect.fail(p.left)
+        parsed = p.right
+        const d = decodeConfig(parsed)
+        if (Either.isLeft(d)) return Effect.fail(d.left)
+        filePatch = d.right.patch
+        warnings = d.right.warnings
+      }
+      if (input.strict === true && warnings.length > 0) return Effect.fail(strictError(warnings))
+      const patch = mergePatches([filePatch, input.overrides ?? {}])
+      const checked = checkOptions(applyPatch(input.base ?? defaultOptions, patch), parsed)
+      if (Either.isLeft(checked)) return Effect.fail(checked.left)
+      return Effect.succeed({ options: checked.right, warnings: warnings.map(formatWarning) })
+    })
+  )
+
+export type LoadOutcome =
+  | {
+      readonly kind: "run"
+      readonly options: ServerOptions
+      readonly warnings: ReadonlyArray<string>
+      /** `-t`: the configuration checked out; print and exit without serving. */
+      readonly checkOnly: boolean
+    }
+  | { readonly kind: "help" }
+  | { readonly kind: "version" }
+
+/** From the command line (without the program name) and the environment to what to do. */
+export const load = (
+  argv: ReadonlyArray<string>,
+  env: Readonly<Record<string, string | undefined>>
+): Effect.Effect<LoadOutcome, ConfigError, ConfigFiles> =>
+  Effect.suspend(() => {
+    const flags = parseArgs(argv)
+    if (Either.isLeft(flags)) return Effect.fail(flags.left)
+    const f = flags.right
+    if (f.kind !== "run") return Effect.succeed(f)
+    return Effect.map(
+      loadOptions({ configFile: f.configFile, overrides: f.overrides, env, strict: f.checkOnly }),
+      (loaded): LoadOutcome => ({ kind: "run", ...loaded, checkOnly: f.checkOnly })
+    )
+  })

@@ -1,0 +1,665 @@
+// The configuration file's schema: decodes the tree the conf parser builds into an
+// `OptionsPatch` (what the file says, in ServerOptions' words and units). Keys are
+// nats-server's, aliases included; each leaf says what it expected without echoing
+// secrets. `configKeys` lists the keys per block, for unknown-key warnings.
+import { Either, ParseResult, Schema } from "effect"
+import { ConfSize, isConfMap, parseSizeText } from "../config/conf-parser.js"
+import type {
+  AccountExport,
+  AccountImport,
+  AccountOptions,
+  AuthorizationOptions,
+  Permissions,
+  SubjectPermission,
+  TlsOptions,
+  UserEntry
+} from "../config/options.js"
+import {
+  clientPort,
+  listenerPort,
+  monitorPort,
+  type JetStreamPatch,
+  type MqttPatch,
+  type OptionsPatch,
+  type WebsocketPatch
+} from "../config/patch.js"
+import { notImplementedKeys } from "../config/not-implemented.js"
+
+// ---- building blocks --------------------------------------------------------
+
+const NO: unique symbol = Symbol("no match")
+type NoMatch = typeof NO
+
+/** How a value is shown in an error: scalars as written, containers by kind. */
+export const describeValue = (u: unknown): string =>
+  typeof u === "string"
+    ? JSON.stringify(u)
+    : typeof u === "number" || typeof u === "boolean"
+      ? String(u)
+      : u instanceof ConfSize
+        ? u.text
+        : Array.isArray(u)
+          ? "a list"
+          : isConfMap(u)
+            ? "a map"
+            : typeof u
+
+interface Cases<A> {
+  readonly scalar?: (u: unknown) => A | NoMatch
+  readonly list?: Schema.Schema<A, any>
+  readonly map?: Schema.Schema<A, any>
+}
+
+/**
+ * A value that may be written several ways (a scalar, a list, a map). Each way is
+ * tried by the shape of the input; anything else fails with `expected …, got …`
+ * (`secret` leaves out the `got`).
+ */
+const oneOf = <A>(expected: string, cases: Cases<A>, secret = false): Schema.Schema<A, unknown> =>
+  Schema.transformOrFail(Schema.Unknown, Schema.Any as Schema.Schema<A>, {
+    strict: true,
+    decode: (u, options, ast) => {
+      if (cases.map !== undefined && isConfMap(u)) return ParseResult.decodeUnknown(cases.map)(u, options)
+      if (cases.list !== undefined && Array.isArray(u)) return ParseResult.decodeUnknown(cases.list)(u, options)
+      if (cases.scalar !== undefined && !isConfMap(u) && !Array.isArray(u)) {
+        const a = cases.scalar(u)
+        if (a !== NO) return ParseResult.succeed(a)
+      }
+      const got = secret ? "" : `, got ${describeValue(u)}`
+      return ParseResult.fail(new ParseResult.Type(ast, u, `expected ${expected}${got}`))
+    },
+    encode: (a) => ParseResult.succeed(a)
+  })
+
+const leaf = <A>(expected: string, f: (u: unknown) => A | NoMatch, secret = false) =>
+  oneOf(expected, { scalar: f }, secret)
+
+/**
+ * A map block: its fields decode with `fields`, then `build` turns them into the
+ * result or says what is wrong with the block as a whole.
+ */
+const block = <F extends Schema.Struct.Fields, A>(
+  fields: F,
+  build: (s: Schema.Struct.Type<F>) => Either.Either<A, string>
+): Schema.Schema<A, unknown> => {
+  const struct = Schema.Struct(fields)
+  const schema = Schema.transformOrFail(Schema.Unknown, Schema.Any as Schema.Schema<A>, {
+    strict: true,
+    decode: (u, options, ast) => {
+      if (!isConfMap(u)) return ParseResult.fail(new ParseResult.Type(ast, u, `expected a map, got ${describeValue(u)}`))
+      return ParseResult.flatMap(ParseResult.decodeUnknown(struct)(u, options), (s) =>
+        Either.match(build(s as Schema.Struct.Type<F>), {
+          onLeft: (msg) => ParseResult.fail(new ParseResult.Type(ast, u, msg)),
+          onRight: (a) => ParseResult.succeed(a)
+        })
+      )
+    },
+    encode: (a) => ParseResult.succeed(a)
+  })
+  // Every leaf is context-free, so the fields need no services.
+  return schema as unknown as Schema.Schema<A, unknown>
+}
+
+/** An optional key; `exact` so a wrong value reports only its own problem. */
+const opt = <S extends Schema.Schema.All>(s: S) => Schema.optionalWith(s, { exact: true })
+
+/** The first alias that was written. */
+const first = <T>(...vs: ReadonlyArray<T | undefined>): T | undefined => vs.find((v) => v !== undefined)
+
+const ok = Either.right
+
+// ---- leaves -----------------------------------------------------------------
+
+const Str = leaf("a string", (u) => (typeof u === "string" ? u : u instanceof ConfSize ? u.text : NO))
+
+/** Passwords and tokens: never shown back. */
+const Secret = leaf(
+  "a string (quote the value)",
+  (u) => (typeof u === "string" ? u : u instanceof ConfSize ? u.text : NO),
+  true
+)
+
+const Bool = leaf("true or false", (u) => (typeof u === "boolean" ? u : NO))
+
+const intOf = (u: unknown): number | NoMatch =>
+  typeof u === "number" && Number.isSafeInteger(u) ? u : u instanceof ConfSize ? u.bytes : NO
+
+const NonNegInt = leaf("a non-negative integer", (u) => {
+  const n = intOf(u)
+  return n !== NO && n >= 0 ? n : NO
+})
+
+const Port = leaf("a port number (-1 to 65535)", (u) =>
+  typeof u === "number" && Number.isInteger(u) && u >= -1 && u <= 65535 ? u : NO
+)
+
+const sizeOf = (u: unknown): number | NoMatch => {
+  if (typeof u === "string") return parseSizeText(u.trim()) ?? NO
+  return intOf(u)
+}
+
+/** Bytes, > 0: `1048576`, `1MB`, `"64KB"`. */
+const PosSize = leaf("a size (like 1MB)", (u) => {
+  const n = sizeOf(u)
+  return n !== NO && n > 0 ? n : NO
+})
+
+/** Bytes or -1 (unlimited). */
+const LimitSize = leaf("a size (like 1GB) or -1", (u) => {
+  const n = sizeOf(u)
+  return n !== NO && n >= -1 ? n : NO
+})
+
+const DURATION_PART = /(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)/gy
+const UNIT_MS: Record<string, number> = {
+  ns: 1e-6,
+  us: 1e-3,
+  µs: 1e-3,
+  μs: 1e-3,
+  ms: 1,
+  s: 1000,
+  m: 60_000,
+  h: 3_600_000
+}
+
+/** Go's duration syntax (`30s`, `1h30m`, `500ms`, `1.5s`), in milliseconds. */
+export const parseDurationText = (text: string): number | undefined => {
+  if (text === "0") return 0
+  if (text === "") return undefined
+  DURATION_PART.lastIndex = 0
+  let ms = 0
+  let at = 0
+  while (at < text.length) {
+    DURATION_PART.lastIndex = at
+    const m = DURATION_PART.exec(text)
+    if (m === null) return undefined
+    ms += Number(m[1]) * UNIT_MS[m[2]]
+    at = DURATION_PART.lastIndex
+  }
+  return Math.round(ms)
+}
+
+/** A duration string (`"30s"`, bare `2m`), or a number of seconds. In milliseconds. */
+const Duration = leaf('a duration (like "30s" or "2m") or a number of seconds', (u) => {
+  if (typeof u === "number" && Number.isFinite(u) && u >= 0) return Math.round(u * 1000)
+  const text = typeof u === "string" ? u.trim() : u instanceof ConfSize ? u.text : undefined
+  if (text === undefined) return NO
+  return parseDurationText(text) ?? NO
+})
+
+/** `timeout` in tls/authorization: seconds (fractions allowed) or a duration. In milliseconds. */
+const Seconds = Duration
+
+const StringList = oneOf("a string or a list of strings", {
+  scalar: (u) => (typeof u === "string" ? [u] : NO),
+  list: Schema.Array(Str)
+})
+
+interface HostPort {
+  readonly host: string | undefined
+  readonly port: number | undefined
+}
+
+const validPort = (n: number) => Number.isInteger(n) && n >= -1 && n <= 65535
+
+/** `host:port`, `:port`, `[::1]:port`, or a bare port. */
+export const parseHostPort = (text: string): HostPort | undefined => {
+  if (/^-?\d+$/.test(text)) return validPort(Number(text)) ? { host: undefined, port: Number(text) } : undefined
+  const colon = text.lastIndexOf(":")
+  if (colon < 0) return undefined
+  const portText = text.slice(colon + 1)
+  let host = text.slice(0, colon)
+  if (host.startsWith("[") && host.endsWith("]")) host = host.slice(1, -1)
+  if (!/^-?\d+$/.test(portText) || !validPort(Number(portText))) return undefined
+  return { host: host === "" ? undefined : host, port: Number(portText) }
+}
+
+const Listen = leaf('"host:port" or a port number', (u): HostPort | NoMatch => {
+  if (typeof u === "number") return validPort(u) ? { host: undefined, port: u } : NO
+  if (typeof u === "string") return parseHostPort(u.trim()) ?? NO
+  return NO
+})
+
+const ServerName = leaf("a name without spaces", (u) =>
+  typeof u === "string" && u !== "" && !/\s/.test(u) ? u : NO
+)
+
+// ---- tls --------------------------------------------------------------------
+
+const TLS_TIMEOUT_MS = 2_000
+
+const tlsFields = {
+  cert_file: opt(Str),
+  key_file: opt(Str),
+  ca_file: opt(Str),
+  verify: opt(Bool),
+  timeout: opt(Seconds)
+}
+
+const Tls: Schema.Schema<TlsOptions, unknown> = block(tlsFields, (s) =>
+  s.cert_file === undefined || s.key_file === undefined
+    ? Either.left("cert_file and key_file are both required")
+    : ok({
+        certFile: s.cert_file,
+        keyFile: s.key_file,
+        caFile: s.ca_file,
+        verify: s.verify ?? false,
+        timeoutMs: s.timeout ?? TLS_TIMEOUT_MS
+      })
+)
+
+// ---- permissions, users, authorization ---------------------------------------
+
+const subjectPermissionFields = { allow: opt(StringList), deny: opt(StringList) }
+
+const SubjectPerm: Schema.Schema<SubjectPermission, unknown> = oneOf(
+  "a subject, a list of subjects or a map with allow/deny",
+  {
+    scalar: (u) => (typeof u === "string" ? { allow: [u], deny: undefined } : NO),
+    list: Schema.transform(Schema.Array(Str), Schema.Any as Schema.Schema<SubjectPermission>, {
+      strict: true,
+      decode: (allow) => ({ allow, deny: undefined }),
+      encode: (p) => p.allow ?? []
+    }),
+    map: block(subjectPermissionFields, (s) => ok({ allow: s.allow, deny: s.deny }))
+  }
+)
+
+/** nats-server's defaults for `allow_responses: true`: one response within two minutes. */
+const RESPONSES_DEFAULT = { maxMsgs: 1, expiresMs: 2 * 60_000 }
+
+const allowResponsesFields = { max: opt(NonNegInt), expires: opt(Duration) }
+
+const AllowResponses = oneOf<Permissions["allowResponses"]>("true, false or a map with max/expires", {
+  scalar: (u) => (u === true ? RESPONSES_DEFAULT : u === false ? undefined : NO),
+  map: block(allowResponsesFields, (s): Either.Either<Permissions["allowResponses"], string> =>
+    ok({ maxMsgs: s.max ?? RESPONSES_DEFAULT.maxMsgs, expiresMs: s.expires ?? RESPONSES_DEFAULT.expiresMs })
+  )
+})
+
+const permissionsFields = {
+  publish: opt(SubjectPerm),
+  pub: opt(SubjectPerm),
+  subscribe: opt(SubjectPerm),
+  sub: opt(SubjectPerm),
+  allow_responses: opt(AllowResponses),
+  allow_response: opt(AllowResponses)
+}
+
+const PermissionsSchema: Schema.Schema<Permissions, unknown> = block(permissionsFields, (s) =>
+  ok({
+    publish: first(s.publish, s.pub),
+    subscribe: first(s.subscribe, s.sub),
+    allowResponses: first(s.allow_responses, s.allow_response)
+  })
+)
+
+const userFields = {
+  user: opt(Str),
+  username: opt(Str),
+  password: opt(Secret),
+  pass: opt(Secret),
+  nkey: opt(Str),
+  permissions: opt(PermissionsSchema),
+  account: opt(Str)
+}
+
+const User: Schema.Schema<UserEntry, unknown> = block(userFields, (s) => {
+  const user = first(s.user, s.username)
+  if (user === undefined && s.nkey === undefined) return Either.left("a user needs user or nkey")
+  return ok({
+    user,
+    password: first(s.password, s.pass),
+    nkey: s.nkey,
+    permissions: s.permissions,
+    account: s.account
+  })
+})
+
+const Users = oneOf("a list of users", { list: Schema.Array(User) })
+
+const authorizationFields = {
+  user: opt(Str),
+  username: opt(Str),
+  password: opt(Secret),
+  pass: opt(Secret),
+  token: opt(Secret),
+  users: opt(Users),
+  timeout: opt(Seconds),
+  permissions: opt(PermissionsSchema),
+  default_permissions: opt(PermissionsSchema),
+  default_permission: opt(PermissionsSchema)
+}
+
+const Authorization: Schema.Schema<AuthorizationOptions, unknown> = block(authorizationFields, (s) =>
+  ok({
+    user: first(s.user, s.username),
+    password: first(s.password, s.pass),
+    token: s.token,
+    users: s.users ?? [],
+    timeoutMs: s.timeout,
+    defaultPermissions: first(s.default_permissions, s.default_permission, s.permissions)
+  })
+)
+
+// ---- accounts -----------------------------------------------------------------
+
+const exportFields = { stream: opt(Str), service: opt(Str), accounts: opt(StringList) }
+
+const Export: Schema.Schema<AccountExport, unknown> = block(exportFields, (s) =>
+  (s.stream === undefined) === (s.service === undefined)
+    ? Either.left("an export needs exactly one of stream or service")
+    : ok({ stream: s.stream, service: s.service, accounts: s.accounts })
+)
+
+const importSourceFields = { account: opt(Str), subject: opt(Str) }
+
+const ImportSource = block(importSourceFields, (s) =>
+  s.account === undefined || s.subject === undefined
+    ? Either.left("account and subject are both required")
+    : ok({ account: s.account, subject: s.subject })
+)
+
+const importFields = { stream: opt(ImportSource), service: opt(ImportSource), prefix: opt(Str), to: opt(Str) }
+
+const Import: Schema.Schema<AccountImport, unknown> = block(importFields, (s) =>
+  (s.stream === undefined) === (s.service === undefined)
+    ? Either.left("an import needs exactly one of stream or service")
+    : ok({ stream: s.stream, service: s.service, prefix: s.prefix, to: s.to })
+)
+
+const enabledWord = (u: unknown): boolean | NoMatch => {
+  if (typeof u === "boolean") return u
+  if (typeof u !== "string") return NO
+  const w = u.toLowerCase()
+  return w === "enabled" || w === "enable" ? true : w === "disabled" || w === "disable" ? false : NO
+}
+
+/** Per-account JetStream: enabled/disabled, or a map of limits (enabled; limits not enforced yet). */
+const AccountJetStream = oneOf("enabled, disabled or a map of limits", {
+  scalar: enabledWord,
+  map: Schema.transform(Schema.Unknown, Schema.Boolean, { strict: true, decode: () => true, encode: () => ({}) })
+})
+
+const accountFields = {
+  users: opt(Users),
+  exports: opt(oneOf("a list of exports", { list: Schema.Array(Export) })),
+  imports: opt(oneOf("a list of imports", { list: Schema.Array(Import) })),
+  jetstream: opt(AccountJetStream)
+}
+
+const Account = block(accountFields, (s) =>
+  ok({ users: s.users ?? [], exports: s.exports ?? [], imports: s.imports ?? [], jetstream: s.jetstream ?? false })
+)
+
+const Accounts: Schema.Schema<ReadonlyArray<AccountOptions>, unknown> = oneOf("a map of accounts", {
+  map: Schema.transform(Schema.Record({ key: Schema.String, value: Account }), Schema.Any, {
+    strict: true,
+    decode: (r) => Object.entries(r).map(([name, a]) => ({ name, ...a })),
+    encode: (as: ReadonlyArray<AccountOptions>) => Object.fromEntries(as.map(({ name, ...a }) => [name, a]))
+  })
+})
+
+// ---- jetstream, mqtt, websocket ------------------------------------------------
+
+const jetstreamFields = {
+  enabled: opt(Bool),
+  store_dir: opt(Str),
+  storedir: opt(Str),
+  max_memory_store: opt(LimitSize),
+  max_mem_store: opt(LimitSize),
+  max_mem: opt(LimitSize),
+  max_memory: opt(LimitSize),
+  max_file_store: opt(LimitSize),
+  max_file: opt(LimitSize),
+  max_storage: opt(LimitSize)
+}
+
+const JetStream: Schema.Schema<JetStreamPatch, unknown> = oneOf<JetStreamPatch>("enabled, disabled, true, false or a map", {
+  scalar: (u) => {
+    const on = enabledWord(u)
+    return on === NO ? NO : { enabled: on }
+  },
+  map: block(jetstreamFields, (s): Either.Either<JetStreamPatch, string> =>
+    ok({
+      enabled: s.enabled ?? true,
+      storeDir: first(s.store_dir, s.storedir),
+      maxMemory: first(s.max_memory_store, s.max_mem_store, s.max_mem, s.max_memory),
+      maxStorage: first(s.max_file_store, s.max_file, s.max_storage)
+    })
+  )
+})
+
+/** host/port/listen of a listener block, with the 0 = disabled, -1 = ephemeral convention. */
+const listener = (s: { host?: string; port?: number; listen?: HostPort }) => {
+  const written = first(s.port, s.listen?.port)
+  const p = written === undefined ? undefined : listenerPort(written)
+  return { host: first(s.host, s.listen?.host), enabled: p?.enabled, port: p?.port }
+}
+
+const MAX_ACK_PENDING_LIMIT = 65535
+
+const MaxAckPending = leaf(`an integer from 1 to ${MAX_ACK_PENDING_LIMIT}`, (u) => {
+  const n = intOf(u)
+  return n !== NO && n >= 1 && n <= MAX_ACK_PENDING_LIMIT ? n : NO
+})
+
+const mqttFields = {
+  host: opt(Str),
+  port: opt(Port),
+  listen: opt(Listen),
+  ack_wait: opt(Duration),
+  max_ack_pending: opt(MaxAckPending),
+  tls: opt(Tls),
+  authorization: opt(Authorization),
+  no_auth_user: opt(Str)
+}
+
+const Mqtt: Schema.Schema<MqttPatch, unknown> = oneOf<MqttPatch>("enabled, disabled, true, false or a map", {
+  scalar: (u) => {
+    const on = enabledWord(u)
+    return on === NO ? NO : { enabled: on }
+  },
+  map: block(mqttFields, (s): Either.Either<MqttPatch, string> => {
+    const l = listener(s)
+    return ok({
+      enabled: l.enabled ?? true,
+      host: l.host,
+      port: l.port,
+      ackWaitMs: s.ack_wait,
+      maxAckPending: s.max_ack_pending,
+      tls: s.tls,
+      authorization: s.authorization,
+      noAuthUser: s.no_auth_user
+    })
+  })
+})
+
+const websocketFields = {
+  host: opt(Str),
+  port: opt(Port),
+  listen: opt(Listen),
+  no_tls: opt(Bool),
+  tls: opt(Tls),
+  compression: opt(Bool)
+}
+
+const Websocket: Schema.Schema<WebsocketPatch, unknown> = oneOf<WebsocketPatch>("disabled, false or a map", {
+  scalar: (u) => (enabledWord(u) === false ? { enabled: false } : NO),
+  map: block(websocketFields, (s): Either.Either<WebsocketPatch, string> => {
+    const l = listener(s)
+    // nats-server: the listener exists only with a port, and needs TLS unless told otherwise.
+    const enabled = l.enabled ?? false
+    if (enabled && s.no_tls !== true && s.tls === undefined) {
+      return Either.left("tls is required unless no_tls is true")
+    }
+    return ok({
+      enabled,
+      host: l.host,
+      port: l.port,
+      noTls: s.no_tls,
+      tls: s.tls,
+      compression: s.compression
+    })
+  })
+})
+
+// ---- the whole file --------------------------------------------------------------
+
+const topFields = {
+  server_name: opt(ServerName),
+  name: opt(ServerName),
+  host: opt(Str),
+  net: opt(Str),
+  port: opt(Port),
+  listen: opt(Listen),
+  http: opt(Listen),
+  http_port: opt(Port),
+  monitor_port: opt(Port),
+  https: opt(Listen),
+  https_port: opt(Port),
+  http_base_path: opt(Str),
+  max_connections: opt(NonNegInt),
+  max_conn: opt(NonNegInt),
+  max_payload: opt(PosSize),
+  max_control_line: opt(PosSize),
+  max_pending: opt(PosSize),
+  max_subscriptions: opt(NonNegInt),
+  max_subs: opt(NonNegInt),
+  write_deadline: opt(Duration),
+  ping_interval: opt(Duration),
+  ping_max: opt(NonNegInt),
+  max_closed_clients: opt(NonNegInt),
+  no_header_support: opt(Bool),
+  tls: opt(Tls),
+  authorization: opt(Authorization),
+  no_auth_user: opt(Str),
+  accounts: opt(Accounts),
+  system_account: opt(Str),
+  jetstream: opt(JetStream),
+  store_dir: opt(Str),
+  mqtt: opt(Mqtt),
+  websocket: opt(Websocket),
+  ws: opt(Websocket),
+  debug: opt(Bool),
+  trace: opt(Bool),
+  logtime: opt(Bool),
+  log_file: opt(Str),
+  logfile: opt(Str)
+}
+
+const definedOnly = <T extends object>(o: T): T | undefined =>
+  Object.values(o).some((v) => v !== undefined) ? o : undefined
+
+/** The configuration file, decoded: what it sets, in ServerOptions' terms. */
+export const ConfigFile: Schema.Schema<OptionsPatch, unknown> = block(topFields, (s): Either.Either<OptionsPatch, string> => {
+  const clientWritten = first(s.port, s.listen?.port)
+  const httpWritten = first(s.http_port, s.monitor_port, s.http?.port)
+  const httpsWritten = first(s.https_port, s.https?.port)
+  const jetstream = s.jetstream ?? (s.store_dir === undefined ? undefined : {})
+  return ok({
+    serverName: first(s.server_name, s.name),
+    host: first(s.host, s.net, s.listen?.host),
+    port: clientWritten === undefined ? undefined : clientPort(clientWritten),
+    httpHost: first(s.http?.host, s.https?.host),
+    httpPort: httpWritten === undefined ? undefined : monitorPort(httpWritten),
+    httpsPort: httpsWritten === undefined ? undefined : monitorPort(httpsWritten),
+    httpBasePath: s.http_base_path,
+    maxConnections: first(s.max_connections, s.max_conn),
+    maxPayload: s.max_payload,
+    maxControlLine: s.max_control_line,
+    maxPending: s.max_pending,
+    maxSubscriptions: first(s.max_subscriptions, s.max_subs),
+    writeDeadlineMs: s.write_deadline,
+    pingIntervalMs: s.ping_interval,
+    pingMax: s.ping_max,
+    maxClosedClients: s.max_closed_clients,
+    noHeaderSupport: s.no_header_support,
+    tls: s.tls,
+    authorization: s.authorization,
+    noAuthUser: s.no_auth_user,
+    accounts: s.accounts,
+    systemAccount: s.system_account,
+    jetstream:
+      jetstream === undefined ? undefined : { ...jetstream, storeDir: first(jetstream.storeDir, s.store_dir) },
+    mqtt: s.mqtt,
+    websocket: first(s.websocket, s.ws),
+    log: definedOnly({ debug: s.debug, trace: s.trace, logtime: s.logtime, logFile: first(s.log_file, s.logfile) })
+  })
+})
+
+// ---- keys, for unknown-key warnings ------------------------------------------------
+
+/**
+ * The keys a block accepts. `children` describe the blocks under a key (a map
+ * value, or each map in a list value); `entries` describes every value of a
+ * block whose keys are names (accounts); `ignored` are nats-server keys accepted
+ * without effect; `open` blocks are not checked.
+ */
+export interface KeySpec {
+  readonly known: ReadonlySet<string>
+  readonly ignored: ReadonlySet<string>
+  readonly children: Readonly<Record<string, KeySpec>>
+  readonly entries?: KeySpec
+  readonly open?: boolean
+}
+
+const spec = (
+  fields: object,
+  children: Record<string, KeySpec> = {},
+  ignored: ReadonlyArray<string> = []
+): KeySpec => ({ known: new Set(Object.keys(fields)), ignored: new Set(ignored), children })
+
+
+const tlsSpec = spec(tlsFields, {}, notImplementedKeys.tls)
+const subjectPermissionSpec = spec(subjectPermissionFields)
+const permissionsSpec = spec(
+  permissionsFields,
+  {
+    publish: subjectPermissionSpec,
+    pub: subjectPermissionSpec,
+    subscribe: subjectPermissionSpec,
+    sub: subjectPermissionSpec,
+    allow_responses: spec(allowResponsesFields),
+    allow_response: spec(allowResponsesFields)
+  }
+)
+const userSpec = spec(userFields, { permissions: permissionsSpec }, notImplementedKeys.user)
+const authorizationSpec = spec(
+  authorizationFields,
+  {
+    users: userSpec,
+    permissions: permissionsSpec,
+    default_permissions: permissionsSpec,
+    default_permission: permissionsSpec
+  },
+  notImplementedKeys.authorization
+)
+const importSourceSpec = spec(importSourceFields)
+const accountSpec = spec(
+  accountFields,
+  {
+    users: userSpec,
+    exports: spec(exportFields, {}, notImplementedKeys.export),
+    imports: spec(importFields, { stream: importSourceSpec, service: importSourceSpec }, notImplementedKeys.import),
+    jetstream: { known: new Set(), ignored: new Set(), children: {}, open: true }
+  },
+  notImplementedKeys.account
+)
+const mqttSpec = spec(mqttFields, { tls: tlsSpec, authorization: authorizationSpec }, notImplementedKeys.mqtt)
+const websocketSpec = spec(websocketFields, { tls: tlsSpec }, notImplementedKeys.websocket)
+
+/** Every block's keys, from the top of the file down. */
+export const configKeys: KeySpec = spec(
+  topFields,
+  {
+    tls: tlsSpec,
+    authorization: authorizationSpec,
+    accounts: { known: new Set(), ignored: new Set(), children: {}, entries: accountSpec },
+    jetstream: spec(jetstreamFields, {}, notImplementedKeys.jetstream),
+    mqtt: mqttSpec,
+    websocket: websocketSpec,
+    ws: websocketSpec
+  },
+  notImplementedKeys.top
+)

@@ -1,0 +1,599 @@
+// The configuration schema: each block and key, the port conventions, aliases,
+// errors that name the key path and place, secrets kept out of messages, and
+// unknown-key warnings.
+import { describe, expect, it } from "@effect/vitest"
+import { Either } from "effect"
+import { parseConfig } from "../../src/config/conf-parser.js"
+import { checkOptions, decodeConfig, formatPath, formatWarning } from "../../src/config/decode.js"
+import type { ConfigError } from "../../src/config/errors.js"
+import { defaultOptions, MiB, type ServerOptions } from "../../src/config/options.js"
+import { applyPatch } from "../../src/config/patch.js"
+import { notImplementedKeys } from "../../src/config/not-implemented.js"
+import { parseDurationText, parseHostPort } from "../../src/schema/config.js"
+
+type Result = Either.Either<{ options: ServerOptions; warnings: Array<string> }, ConfigError>
+
+const resolve = (text: string, env: Record<string, string> = {}): Result => {
+  const parsed = parseConfig(text, "t.conf", { readFile: () => undefined, env })
+  if (Either.isLeft(parsed)) return Either.left(parsed.left)
+  const decoded = decodeConfig(parsed.right)
+  if (Either.isLeft(decoded)) return Either.left(decoded.left)
+  return Either.map(checkOptions(applyPatch(defaultOptions, decoded.right.patch), parsed.right), (options) => ({
+    options,
+    warnings: decoded.right.warnings.map(formatWarning)
+  }))
+}
+
+const options = (text: string, env: Record<string, string> = {}): ServerOptions => {
+  const r = resolve(text, env)
+  if (Either.isLeft(r)) throw new Error(`unexpected error: ${r.left.message}`)
+  return r.right.options
+}
+
+const warnings = (text: string): Array<string> => {
+  const r = resolve(text)
+  if (Either.isLeft(r)) throw new Error(`unexpected error: ${r.left.message}`)
+  return r.right.warnings
+}
+
+const failure = (text: string): ConfigError => {
+  const r = resolve(text)
+  if (Either.isRight(r)) throw new Error("expected an error")
+  return r.left
+}
+
+describe("an empty file", () => {
+  it("gives the embedded defaults, with the file recorded", () => {
+    expect(options("")).toEqual({ ...defaultOptions, configFile: "t.conf" })
+  })
+})
+
+describe("client listener", () => {
+  it("follows the port conventions: absent/0 = 4222, -1 = ephemeral", () => {
+    expect(options("").port).toBe(4222)
+    expect(options("port: 0").port).toBe(4222)
+    expect(options("port: -1").port).toBe(0)
+    expect(options("port: 5222").port).toBe(5222)
+  })
+
+  it("reads listen as host:port or a port, host and net as the host", () => {
+    expect(options("listen: 127.0.0.1:4333")).toMatchObject({ host: "127.0.0.1", port: 4333 })
+    expect(options("listen: 4334")).toMatchObject({ host: "0.0.0.0", port: 4334 })
+    expect(options('listen: "[::1]:4335"')).toMatchObject({ host: "::1", port: 4335 })
+    expect(options("listen: -1").port).toBe(0)
+    expect(options("host: 10.0.0.1").host).toBe("10.0.0.1")
+    expect(options("net: 10.0.0.2").host).toBe("10.0.0.2")
+  })
+
+  it("lets host and port win over listen", () => {
+    expect(options("listen: 127.0.0.1:4333\nport: 4444\nhost: 10.0.0.1")).toMatchObject({ host: "10.0.0.1", port: 4444 })
+  })
+
+  it("rejects ports out of range and malformed listen values", () => {
+    expect(failure("port: 70000").detail).toBe("port: expected a port number (-1 to 65535), got 70000")
+    expect(failure('port: "abc"').detail).toBe('port: expected a port number (-1 to 65535), got "abc"')
+    expect(failure("listen: localhost").detail).toBe('listen: expected "host:port" or a port number, got "localhost"')
+  })
+})
+
+describe("monitoring", () => {
+  it("serves http on 8222 unless told: 0 disables, -1 is ephemeral", () => {
+    expect(options("").httpPort).toBe(8222)
+    expect(options("http_port: 0").httpPort).toBeUndefined()
+    expect(options("http_port: -1").httpPort).toBe(0)
+    expect(options("http_port: 8000").httpPort).toBe(8000)
+    expect(options("monitor_port: 8001").httpPort).toBe(8001)
+  })
+
+  it("reads http as host:port", () => {
+    expect(options('http: "127.0.0.1:8333"')).toMatchObject({ httpHost: "127.0.0.1", httpPort: 8333 })
+    expect(options("http: 8334")).toMatchObject({ httpHost: "0.0.0.0", httpPort: 8334 })
+  })
+
+  it("listens where clients do unless told otherwise (nats-server)", () => {
+    expect(options("host: 127.0.0.1").httpHost).toBe("127.0.0.1")
+    expect(options('host: 127.0.0.1\nhttp: "10.0.0.1:8222"').httpHost).toBe("10.0.0.1")
+  })
+
+  it("serves https instead of http when only https_port is given, with the tls block", () => {
+    const o = options("https_port: 8443\ntls { cert_file: c.pem, key_file: k.pem }")
+    expect(o.httpsPort).toBe(8443)
+    expect(o.httpPort).toBeUndefined()
+    expect(o.httpTls).toEqual(o.tls)
+    const both = options("http_port: 8222\nhttps_port: 8443\ntls { cert_file: c.pem, key_file: k.pem }")
+    expect([both.httpPort, both.httpsPort]).toEqual([8222, 8443])
+  })
+
+  it("needs a tls block for https", () => {
+    const e = failure("port: 4222\nhttps_port: 8443")
+    expect([e.reason, e.line, e.column, e.detail]).toEqual(["Invalid", 2, 1, "https_port: https monitoring needs a tls block"])
+  })
+
+  it("reads http_base_path", () => {
+    expect(options('http_base_path: "/mon"').httpBasePath).toBe("/mon")
+  })
+})
+
+describe("limits", () => {
+  it("reads every limit, with aliases, sizes and durations", () => {
+    const o = options(`
+      max_connections: 100
+      max_payload: 2MB
+      max_control_line: 8KB
+      max_pending: 128MB
+      max_subscriptions: 10
+      write_deadline: "3s"
+      ping_interval: "1m30s"
+      ping_max: 5
+      max_closed_clients: 7
+      no_header_support: true
+    `)
+    expect(o).toMatchObject({
+      maxConnections: 100,
+      maxPayload: 2 * MiB,
+      maxControlLine: 8192,
+      maxPending: 128 * MiB,
+      maxSubscriptions: 10,
+      writeDeadlineMs: 3000,
+      pingIntervalMs: 90_000,
+      pingMax: 5,
+      maxClosedClients: 7,
+      noHeaderSupport: true
+    })
+    expect(options("max_conn: 5\nmax_subs: 6")).toMatchObject({ maxConnections: 5, maxSubscriptions: 6 })
+  })
+
+  it("reads durations as strings, bare words, or whole seconds", () => {
+    expect(options("ping_interval: 30s").pingIntervalMs).toBe(30_000)
+    expect(options("ping_interval: 2m").pingIntervalMs).toBe(120_000)
+    expect(options("ping_interval: 45").pingIntervalMs).toBe(45_000)
+    expect(options("write_deadline: 500ms").writeDeadlineMs).toBe(500)
+    expect(options('write_deadline: "1h30m"').writeDeadlineMs).toBe(5_400_000)
+    expect(options("write_deadline: 1.5").writeDeadlineMs).toBe(1500)
+  })
+
+  it("accepts a size as a quoted string", () => {
+    expect(options('max_payload: "64KB"').maxPayload).toBe(65536)
+  })
+
+  it("says what it expected and where", () => {
+    const e = failure('port: 4222\nmax_payload: "abc"')
+    expect([e.reason, e.file, e.line, e.column]).toEqual(["Invalid", "t.conf", 2, 1])
+    expect(e.message).toBe('t.conf:2:1: max_payload: expected a size (like 1MB), got "abc"')
+    expect(failure("max_payload: 0").detail).toBe("max_payload: expected a size (like 1MB), got 0")
+    expect(failure('ping_interval: "soon"').detail).toBe(
+      'ping_interval: expected a duration (like "30s" or "2m") or a number of seconds, got "soon"'
+    )
+    expect(failure("max_connections: -5").detail).toBe("max_connections: expected a non-negative integer, got -5")
+    expect(failure("no_header_support: maybe").detail).toBe('no_header_support: expected true or false, got "maybe"')
+    expect(failure("ping_max: [1]").detail).toBe("ping_max: expected a non-negative integer, got a list")
+  })
+
+  it("lists every problem, each with its place", () => {
+    const e = failure("max_payload: abc\nport: x\nping_max: {}")
+    expect(e.message).toBe(
+      [
+        't.conf:1:1: max_payload: expected a size (like 1MB), got "abc"',
+        't.conf:2:1: port: expected a port number (-1 to 65535), got "x"',
+        "t.conf:3:1: ping_max: expected a non-negative integer, got a map"
+      ].join("\n")
+    )
+  })
+
+  it("refuses a max_payload larger than max_pending", () => {
+    const e = failure("max_pending: 1MB\nmax_payload: 2MB")
+    expect([e.line, e.detail]).toEqual([2, "max_payload: 2097152 must not be larger than max_pending (1048576)"])
+  })
+})
+
+describe("server identity and logging", () => {
+  it("reads server_name and its alias name", () => {
+    expect(options("server_name: hub-1").serverName).toBe("hub-1")
+    expect(options("name: hub-2").serverName).toBe("hub-2")
+    expect(failure('server_name: "a b"').detail).toBe('server_name: expected a name without spaces, got "a b"')
+  })
+
+  it("reads debug, trace, logtime and log_file (or logfile)", () => {
+    expect(options("debug: true\ntrace: on\nlogtime: false\nlog_file: /tmp/s.log").log).toEqual({
+      debug: true,
+      trace: true,
+      logtime: false,
+      logFile: "/tmp/s.log"
+    })
+    expect(options("logfile: a.log").log.logFile).toBe("a.log")
+  })
+
+  it("reads system_account", () => {
+    expect(options("").systemAccount).toBe("$SYS")
+    expect(options("system_account: SYS").systemAccount).toBe("SYS")
+  })
+})
+
+describe("tls", () => {
+  it("reads cert, key, ca, verify and timeout (seconds)", () => {
+    expect(options("tls { cert_file: c.pem, key_file: k.pem, ca_file: ca.pem, verify: true, timeout: 0.5 }").tls).toEqual({
+      certFile: "c.pem",
+      keyFile: "k.pem",
+      caFile: "ca.pem",
+      verify: true,
+      timeoutMs: 500
+    })
+    expect(options("tls { cert_file: c.pem, key_file: k.pem }").tls).toEqual({
+      certFile: "c.pem",
+      keyFile: "k.pem",
+      caFile: undefined,
+      verify: false,
+      timeoutMs: 2000
+    })
+  })
+
+  it("requires cert_file and key_file", () => {
+    const e = failure("\ntls {\n  cert_file: c.pem\n}")
+    expect([e.line, e.column, e.detail]).toEqual([2, 1, "tls: cert_file and key_file are both required"])
+  })
+
+  it("accepts nats-server tls keys it does not implement, without warning", () => {
+    expect(warnings("tls { cert_file: c, key_file: k, cipher_suites: [a], handshake_first: true }")).toEqual([])
+  })
+})
+
+describe("authorization", () => {
+  it("reads a single user, pass alias, token and timeout", () => {
+    const o = options("authorization { user: a, pass: b, token: t, timeout: 1.5 }")
+    expect(o.authorization).toEqual({
+      user: "a",
+      password: "b",
+      token: "t",
+      users: [],
+      timeoutMs: 1500,
+      defaultPermissions: undefined
+    })
+    expect(o.authTimeoutMs).toBe(1500)
+    expect(options("").authTimeoutMs).toBe(2000)
+  })
+
+  it("reads users with permissions in every form", () => {
+    const o = options(`
+      authorization {
+        default_permissions { publish: "public.>", subscribe: ["public.>", "_INBOX.>"] }
+        users: [
+          { user: a, password: pa }
+          { user: b, password: pb, account: B, permissions: {
+              publish: { allow: ["orders.>"], deny: "orders.secret" }
+              sub: "replies.>"
+              allow_responses: { max: 5, expires: "1m" }
+          } }
+          { nkey: UABC, permissions: { pub: [x, y], allow_responses: true } }
+          { user: d, permissions: { allow_responses: false } }
+        ]
+      }
+    `)
+    const auth = o.authorization!
+    expect(auth.defaultPermissions).toEqual({
+      publish: { allow: ["public.>"], deny: undefined },
+      subscribe: { allow: ["public.>", "_INBOX.>"], deny: undefined },
+      allowResponses: undefined
+    })
+    expect(auth.users).toEqual([
+      { user: "a", password: "pa", nkey: undefined, permissions: undefined, account: undefined },
+      {
+        user: "b",
+        password: "pb",
+        nkey: undefined,
+        account: "B",
+        permissions: {
+          publish: { allow: ["orders.>"], deny: ["orders.secret"] },
+          subscribe: { allow: ["replies.>"], deny: undefined },
+          allowResponses: { maxMsgs: 5, expiresMs: 60_000 }
+        }
+      },
+      {
+        user: undefined,
+        password: undefined,
+        nkey: "UABC",
+        account: undefined,
+        permissions: {
+          publish: { allow: ["x", "y"], deny: undefined },
+          subscribe: undefined,
+          allowResponses: { maxMsgs: 1, expiresMs: 120_000 }
+        }
+      },
+      {
+        user: "d",
+        password: undefined,
+        nkey: undefined,
+        account: undefined,
+        permissions: { publish: undefined, subscribe: undefined, allowResponses: undefined }
+      }
+    ])
+  })
+
+  it("takes permissions as the default permissions too", () => {
+    expect(options("authorization { permissions { publish: a } }").authorization?.defaultPermissions?.publish).toEqual({
+      allow: ["a"],
+      deny: undefined
+    })
+  })
+
+  it("reports the path of a bad user entry", () => {
+    const e = failure("authorization {\n  users: [\n    { user: a }\n    { password: x }\n  ]\n}")
+    expect([e.line, e.column, e.detail]).toEqual([4, 5, "authorization.users[1]: a user needs user or nkey"])
+    expect(failure("authorization { users: { user: a } }").detail).toBe(
+      "authorization.users: expected a list of users, got a map"
+    )
+    expect(failure("authorization { permissions { publish: [1] } }").detail).toBe(
+      "authorization.permissions.publish[0]: expected a string, got 1"
+    )
+  })
+
+  it("never shows a password or token value in an error", () => {
+    for (const text of [
+      "authorization { password: 123456 }",
+      "authorization { pass: [hunter2] }",
+      "authorization { token: { t: hunter2 } }",
+      "authorization { users: [ { user: a, password: 987654 } ] }",
+      "accounts { A { users: [ { user: a, password: true } ] } }",
+      "mqtt { authorization { token: 555555 } }"
+    ]) {
+      const e = failure(text)
+      expect(e.reason).toBe("Invalid")
+      expect(e.message).toMatch(/(password|pass|token): expected a string \(quote the value\)$/)
+      expect(e.message).not.toMatch(/123456|hunter2|987654|555555|true/)
+    }
+  })
+
+  it("checks that no_auth_user names a defined user", () => {
+    expect(options("authorization { users: [ { user: guest } ] }\nno_auth_user: guest").noAuthUser).toBe("guest")
+    expect(options("accounts { A { users: [ { user: guest } ] } }\nno_auth_user: guest").noAuthUser).toBe("guest")
+    const e = failure("authorization { users: [ { user: a } ] }\nno_auth_user: nobody")
+    expect([e.line, e.detail]).toEqual([2, 'no_auth_user: no user "nobody" is defined in authorization or accounts'])
+    expect(failure("mqtt { no_auth_user: ghost }").detail).toBe(
+      'mqtt.no_auth_user: no user "ghost" is defined in authorization or accounts'
+    )
+  })
+})
+
+describe("accounts", () => {
+  it("reads users, exports, imports and jetstream per account, in order", () => {
+    const o = options(`
+      accounts {
+        ORDERS: {
+          users: [ { user: o, password: p } ]
+          jetstream: enabled
+          exports: [
+            { stream: "orders.>" }
+            { service: "orders.lookup", accounts: [SHIPPING] }
+          ]
+        }
+        SHIPPING {
+          jetstream: { max_mem: 1G }
+          imports: [
+            { stream: { account: ORDERS, subject: "orders.>" }, prefix: from }
+            { service: { account: ORDERS, subject: "orders.lookup" }, to: lookup }
+          ]
+        }
+        EMPTY: {}
+      }
+    `)
+    expect(o.accounts).toEqual([
+      {
+        name: "ORDERS",
+        users: [{ user: "o", password: "p", nkey: undefined, permissions: undefined, account: undefined }],
+        jetstream: true,
+        exports: [
+          { stream: "orders.>", service: undefined, accounts: undefined },
+          { stream: undefined, service: "orders.lookup", accounts: ["SHIPPING"] }
+        ],
+        imports: []
+      },
+      {
+        name: "SHIPPING",
+        users: [],
+        jetstream: true,
+        exports: [],
+        imports: [
+          { stream: { account: "ORDERS", subject: "orders.>" }, service: undefined, prefix: "from", to: undefined },
+          { stream: undefined, service: { account: "ORDERS", subject: "orders.lookup" }, prefix: undefined, to: "lookup" }
+        ]
+      },
+      { name: "EMPTY", users: [], jetstream: false, exports: [], imports: [] }
+    ])
+  })
+
+  it("skips variables defined among the accounts", () => {
+    const r = resolve("accounts {\n  PASS: hidden\n  A { users: [ { user: a, password: $PASS } ] }\n}")
+    const o = Either.getOrThrow(r)
+    expect(o.options.accounts.map((a) => a.name)).toEqual(["A"])
+    expect(o.warnings).toEqual([])
+  })
+
+  it("reports bad exports and imports with their path", () => {
+    expect(failure("accounts { A { exports: [ { accounts: [B] } ] } }").detail).toBe(
+      "accounts.A.exports[0]: an export needs exactly one of stream or service"
+    )
+    expect(failure("accounts { A { imports: [ { stream: { account: B } } ] } }").detail).toBe(
+      "accounts.A.imports[0].stream: account and subject are both required"
+    )
+    expect(failure("accounts { A: 1 }").detail).toBe("accounts.A: expected a map, got 1")
+    expect(failure('accounts { "my acct": { jetstream: maybe } }').detail).toBe(
+      'accounts["my acct"].jetstream: expected enabled, disabled or a map of limits, got "maybe"'
+    )
+  })
+})
+
+describe("jetstream", () => {
+  it("is on by default with ./data", () => {
+    expect(options("").jetstream).toEqual({ storeDir: "./data", maxMemory: -1, maxStorage: -1 })
+  })
+
+  it("turns off with disabled, false or off, and on with enabled or true", () => {
+    for (const v of ["disabled", "false", "off", "Disabled"]) expect(options(`jetstream: ${v}`).jetstream).toBeUndefined()
+    for (const v of ["enabled", "true", "on"]) expect(options(`jetstream: ${v}`).jetstream).toEqual(defaultOptions.jetstream)
+    expect(options("jetstream { enabled: false, store_dir: /x }").jetstream).toBeUndefined()
+  })
+
+  it("reads store_dir and limits under each of their names", () => {
+    expect(options("jetstream { store_dir: /js, max_memory_store: 1GiB, max_file_store: 10GiB }").jetstream).toEqual({
+      storeDir: "/js",
+      maxMemory: 1024 ** 3,
+      maxStorage: 10 * 1024 ** 3
+    })
+    expect(options("jetstream { max_mem: 1MB, max_file: 2MB }").jetstream).toMatchObject({ maxMemory: MiB, maxStorage: 2 * MiB })
+    expect(options("jetstream { max_memory: 1MB, max_storage: -1 }").jetstream).toMatchObject({ maxMemory: MiB, maxStorage: -1 })
+    expect(options('jetstream { max_mem_store: "4KB", storedir: /s }').jetstream).toMatchObject({ maxMemory: 4096, storeDir: "/s" })
+  })
+
+  it("reads a top-level store_dir", () => {
+    expect(options("store_dir: /top").jetstream?.storeDir).toBe("/top")
+    expect(options("store_dir: /top\njetstream: disabled").jetstream).toBeUndefined()
+    expect(options("store_dir: /top\njetstream { store_dir: /inner }").jetstream?.storeDir).toBe("/inner")
+  })
+
+  it("rejects other words", () => {
+    expect(failure("jetstream: maybe").detail).toBe('jetstream: expected enabled, disabled, true, false or a map, got "maybe"')
+  })
+})
+
+describe("mqtt", () => {
+  it("is on 1883 without a block", () => {
+    expect(options("").mqtt).toEqual(defaultOptions.mqtt)
+  })
+
+  it("turns off with port 0, false or disabled", () => {
+    expect(options("mqtt { port: 0 }").mqtt).toBeUndefined()
+    expect(options("mqtt: false").mqtt).toBeUndefined()
+    expect(options("mqtt: disabled").mqtt).toBeUndefined()
+    expect(options("mqtt: enabled").mqtt).toEqual(defaultOptions.mqtt)
+  })
+
+  it("reads every key", () => {
+    const o = options(`
+      authorization { users: [ { user: guest } ] }
+      mqtt {
+        host: 127.0.0.1
+        port: 1884
+        ack_wait: "1m"
+        max_ack_pending: 100
+        tls { cert_file: c, key_file: k }
+        authorization { user: m, password: p, timeout: 2 }
+        no_auth_user: guest
+      }
+    `)
+    expect(o.mqtt).toEqual({
+      host: "127.0.0.1",
+      port: 1884,
+      ackWaitMs: 60_000,
+      maxAckPending: 100,
+      tls: { certFile: "c", keyFile: "k", caFile: undefined, verify: false, timeoutMs: 2000 },
+      authorization: { user: "m", password: "p", token: undefined, users: [], timeoutMs: 2000, defaultPermissions: undefined },
+      noAuthUser: "guest"
+    })
+  })
+
+  it("reads listen, an ephemeral port and a host alone", () => {
+    expect(options('mqtt { listen: "127.0.0.1:1999" }').mqtt).toMatchObject({ host: "127.0.0.1", port: 1999 })
+    expect(options("mqtt { port: -1 }").mqtt?.port).toBe(0)
+    expect(options("mqtt { host: 10.0.0.1 }").mqtt).toMatchObject({ host: "10.0.0.1", port: 1883 })
+  })
+
+  it("bounds max_ack_pending", () => {
+    expect(failure("mqtt { max_ack_pending: 70000 }").detail).toBe(
+      "mqtt.max_ack_pending: expected an integer from 1 to 65535, got 70000"
+    )
+  })
+})
+
+describe("websocket", () => {
+  it("is off without a block", () => {
+    expect(options("").websocket).toBeUndefined()
+  })
+
+  it("reads a block with a port", () => {
+    expect(options("websocket { port: 8080, no_tls: true, compression: true, host: 127.0.0.1 }").websocket).toEqual({
+      host: "127.0.0.1",
+      port: 8080,
+      noTls: true,
+      tls: undefined,
+      compression: true
+    })
+    expect(options("ws { listen: 0.0.0.0:-1, no_tls: true }").websocket?.port).toBe(0)
+    expect(options("websocket { port: 443, tls { cert_file: c, key_file: k } }").websocket?.tls?.certFile).toBe("c")
+  })
+
+  it("needs tls unless no_tls is set (nats-server)", () => {
+    expect(failure("websocket { port: 8080 }").detail).toBe("websocket: tls is required unless no_tls is true")
+  })
+
+  it("stays off with port 0, and warns when no port is given", () => {
+    expect(options("websocket { port: 0 }").websocket).toBeUndefined()
+    const r = Either.getOrThrow(resolve("websocket { no_tls: true }"))
+    expect(r.options.websocket).toBeUndefined()
+    expect(r.warnings).toEqual(["t.conf:1:1: websocket: no port is set, so the WebSocket listener stays off"])
+  })
+})
+
+describe("unknown keys", () => {
+  it("warns with the block path and position", () => {
+    expect(
+      warnings(`
+port: 4222
+colour: blue
+authorization {
+  users: [ { user: a, shoe: 42 } ]
+}
+accounts { A { users: [ { user: b, hat: 1 } ], nope: 1 } }
+mqtt { colour: red }
+tls { cert_file: c, key_file: k, extra: 1 }
+jetstream { store_dir: x, turbo: true }
+`)
+    ).toEqual([
+      't.conf:3:1: unknown key "colour" in the top level',
+      't.conf:5:23: unknown key "shoe" in authorization.users[0]',
+      't.conf:7:36: unknown key "hat" in accounts.A.users[0]',
+      't.conf:7:48: unknown key "nope" in accounts.A',
+      't.conf:8:8: unknown key "colour" in mqtt',
+      't.conf:9:34: unknown key "extra" in tls',
+      't.conf:10:27: unknown key "turbo" in jetstream'
+    ])
+  })
+
+  it("accepts nats-server keys that are not implemented yet, without warning", () => {
+    const text = notImplementedKeys.top.map((k) => `${k}: 1`).join("\n")
+    expect(warnings(text)).toEqual([])
+    expect(warnings("cluster { name: c, listen: 0.0.0.0:6222, routes: [ nats://a:6222 ] }\nlame_duck_duration: \"30s\"")).toEqual([])
+  })
+
+  it("does not warn about keys used as variables", () => {
+    expect(warnings("TOKEN: abc\nauthorization { token: $TOKEN }\nUNUSED: 1")).toEqual([
+      't.conf:3:1: unknown key "UNUSED" in the top level'
+    ])
+  })
+})
+
+describe("helpers", () => {
+  it("formats paths", () => {
+    expect(formatPath([])).toBe("the top level")
+    expect(formatPath(["a", "b", 0, "c"])).toBe("a.b[0].c")
+    expect(formatPath(["accounts", "my acct"])).toBe('accounts["my acct"]')
+  })
+
+  it("parses Go durations", () => {
+    expect(parseDurationText("1h30m")).toBe(5_400_000)
+    expect(parseDurationText("1.5s")).toBe(1500)
+    expect(parseDurationText("250ms")).toBe(250)
+    expect(parseDurationText("100us")).toBe(0)
+    expect(parseDurationText("0")).toBe(0)
+    expect(parseDurationText("10")).toBeUndefined()
+    expect(parseDurationText("1d")).toBeUndefined()
+    expect(parseDurationText("")).toBeUndefined()
+  })
+
+  it("parses host:port", () => {
+    expect(parseHostPort("127.0.0.1:4222")).toEqual({ host: "127.0.0.1", port: 4222 })
+    expect(parseHostPort(":4222")).toEqual({ host: undefined, port: 4222 })
+    expect(parseHostPort("4222")).toEqual({ host: undefined, port: 4222 })
+    expect(parseHostPort("[::]:4222")).toEqual({ host: "::", port: 4222 })
+    expect(parseHostPort("host")).toBeUndefined()
+    expect(parseHostPort("host:99999")).toBeUndefined()
+  })
+})
