@@ -75,6 +75,8 @@ export class Client implements NatsOpHandler {
   blockedSince = -1
   dirty = false
   closed = false
+  /** Protocol tracing (-V): checked once per op, so tracing off costs one branch. */
+  readonly tracing: boolean
 
   constructor(
     readonly server: Server,
@@ -86,6 +88,7 @@ export class Client implements NatsOpHandler {
     const o = server.options
     this.parser = new NatsParser(this, { maxControlLine: o.maxControlLine, maxPayload: o.maxPayload })
     this.start = now
+    this.tracing = server.log.traceEnabled
     this.lastActivity = now
     this.nextPingAt = now + o.pingIntervalMs
   }
@@ -105,9 +108,11 @@ export class Client implements NatsOpHandler {
       if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) throw new Error("not an object")
       opts = parsed as ConnectOptions
     } catch {
+      if (this.tracing) this.traceIn("CONNECT", "<unparseable>")
       this.server.closeClient(this, ClosedReason.ParseError, ErrText.InvalidConnect)
       return
     }
+    if (this.tracing) this.traceIn("CONNECT", JSON.stringify(redactConnect(opts)))
     this.server.processConnect(this, opts)
   }
 
@@ -119,6 +124,7 @@ export class Client implements NatsOpHandler {
       return
     }
     const size = end - start
+    if (this.tracing) this.traceIn(hdrLen >= 0 ? "HPUB" : "PUB", `${subject}${reply === "" ? "" : ` ${reply}`} ${hdrLen >= 0 ? `${hdrLen} ` : ""}${size}`)
     this.inMsgs++
     this.inBytes += size
     if (hdrLen >= 0 && !server.headersSupported) {
@@ -146,6 +152,7 @@ export class Client implements NatsOpHandler {
       server.closeClient(this, ClosedReason.AuthenticationViolation, ErrText.AuthorizationViolation)
       return
     }
+    if (this.tracing) this.traceIn("SUB", `${subject}${queue === "" ? "" : ` ${queue}`} ${sid}`)
     if (!isValidSubject(subject)) {
       this.sendErr(ErrText.InvalidSubject)
       return
@@ -175,6 +182,7 @@ export class Client implements NatsOpHandler {
       server.closeClient(this, ClosedReason.AuthenticationViolation, ErrText.AuthorizationViolation)
       return
     }
+    if (this.tracing) this.traceIn("UNSUB", max >= 0 ? `${sid} ${max}` : sid)
     const s = this.subs.get(sid)
     if (s !== undefined) {
       if (max > 0 && s.delivered < max) s.max = max
@@ -185,11 +193,13 @@ export class Client implements NatsOpHandler {
 
   ping(): void {
     if (this.closed) return
+    if (this.tracing) this.traceIn("PING", "")
     this.out.writeBytes(PONG, 0, PONG.length)
     this.server.markDirty(this)
   }
 
   pong(): void {
+    if (this.tracing) this.traceIn("PONG", "")
     this.pingsOut = 0
     if (this.rttPingSentAt >= 0) {
       this.rttMs = Math.max(0, this.server.now() - this.rttPingSentAt)
@@ -237,6 +247,7 @@ export class Client implements NatsOpHandler {
   }
 
   sendErr(text: string): void {
+    if (this.tracing) this.server.log.trace(`${this.logPrefix()} - ->> [-ERR '${text}']`)
     writeErr(this.out, text)
     this.server.markDirty(this)
   }
@@ -247,9 +258,21 @@ export class Client implements NatsOpHandler {
     this.server.markDirty(this)
   }
 
+  /** Trace an inbound op, nats-server style: `<<- [PUB foo 5]`. */
+  traceIn(op: string, args: string): void {
+    this.server.log.trace(`${this.logPrefix()} - <<- [${op}${args === "" ? "" : ` ${truncate(args, 1024)}`}]`)
+  }
+
   logPrefix(): string {
     return `${this.conn.remoteAddress}:${this.conn.remotePort} - cid:${this.cid}`
   }
+}
+
+/** CONNECT as it may be logged: every credential replaced, whatever the client sent. */
+export const redactConnect = (opts: ConnectOptions): Record<string, unknown> => {
+  const out: Record<string, unknown> = { ...opts }
+  for (const k of ["pass", "auth_token", "sig", "jwt"] as const) if (k in out) out[k] = "[REDACTED]"
+  return out
 }
 
 const truncate = (s: string, n: number): string => (s.length > n ? `${s.slice(0, n)}…` : s)

@@ -74,4 +74,20 @@ describe("authentication", () => {
     conns.push(await connect({ servers: srv.url }))
     await eventually(() => [...srv!.server.clients.values()].some((c) => c.user === "dflt" && c.account.name === "A"), "bound to A")
   })
+
+  it("traces CONNECT without ever printing a password or token", async () => {
+    const secret = "Sentinel-Pa55-9f3b"
+    srv = await startTestServer({ authorization: authz({ users: [user("carol", secret)] }) })
+    const nc = await connect({ servers: srv.url, user: "carol", pass: secret })
+    conns.push(nc)
+    await expect(connect({ servers: srv.url, user: "carol", pass: `${secret}-wrong`, reconnect: false })).rejects.toThrow()
+    const raw = await RawClient.connect(srv.port)
+    await raw.waitFor("\r\n")
+    raw.send(`CONNECT {"user":"x","pass":"${secret}","auth_token":"${secret}"}\r\n`)
+    await raw.waitClosed()
+    const log = srv.lines.join("")
+    expect(log).toContain("<<- [CONNECT")
+    expect(log).toContain("[REDACTED]")
+    expect(log).not.toContain(secret)
+  })
 })

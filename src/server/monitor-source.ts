@@ -1,0 +1,190 @@
+// The server's side of monitoring: snapshots of the live engine in the shapes the
+// monitoring builders read. Only names, counters and settings cross this line —
+// never a password, token or key (the snapshot types have no field for them).
+import type {
+  AccountSnapshot,
+  ClosedConnSnapshot,
+  ConnSnapshot,
+  HealthSnapshot,
+  MonitorSource,
+  QueueSnapshot,
+  ServerSnapshot,
+  SublistSnapshot
+} from "../core/monitor/source.js"
+import type { Sublist } from "../core/subject/sublist.js"
+import { VERSION } from "../version.js"
+import type { Account } from "./account.js"
+import type { Client } from "./client.js"
+import type { ClosedClient, Server } from "./server.js"
+import type { Subscription } from "./subscription.js"
+
+const MS_TO_NS = 1_000_000
+
+export interface MonitorSourceExtras {
+  /** When the configuration was loaded (ms since the epoch). */
+  readonly configLoadTime: number
+  /** Whether the stream subsystem is running (never, until streams land). */
+  readonly jetstreamConfigured: boolean
+}
+
+const connSnapshot = (c: Client): ConnSnapshot => ({
+  cid: c.cid,
+  kind: "Client",
+  type: "nats",
+  ip: c.conn.remoteAddress,
+  port: c.conn.remotePort,
+  start: c.start,
+  lastActivity: c.lastActivity,
+  rttNs: Math.round(c.rttMs * MS_TO_NS),
+  pendingBytes: c.pendingBytes,
+  inMsgs: c.inMsgs,
+  outMsgs: c.outMsgs,
+  inBytes: c.inBytes,
+  outBytes: c.outBytes,
+  subs: [...c.subs.values()].map((s) => ({ subject: s.subject, queue: s.queue, sid: s.sid, msgs: s.delivered, max: s.max })),
+  name: c.name,
+  lang: c.lang,
+  version: c.version,
+  tlsVersion: c.conn.tls?.version,
+  tlsCipher: c.conn.tls?.cipher,
+  user: c.user === "" ? undefined : c.user,
+  account: c.account.name,
+  mqttClient: undefined
+})
+
+const closedSnapshot = (c: ClosedClient): ClosedConnSnapshot => ({
+  cid: c.cid,
+  kind: "Client",
+  type: "nats",
+  ip: c.ip,
+  port: c.port,
+  start: c.start,
+  lastActivity: c.lastActivity,
+  rttNs: Math.round(c.rttMs * MS_TO_NS),
+  pendingBytes: 0,
+  inMsgs: c.inMsgs,
+  outMsgs: c.outMsgs,
+  inBytes: c.inBytes,
+  outBytes: c.outBytes,
+  subs: c.subscriptions,
+  name: c.name,
+  lang: c.lang,
+  version: c.version,
+  tlsVersion: c.tls?.version,
+  tlsCipher: c.tls?.cipher,
+  user: c.user === "" ? undefined : c.user,
+  account: c.account,
+  mqttClient: undefined,
+  stop: c.stop,
+  reason: c.reason
+})
+
+export const sublistSnapshot = (sl: Sublist<Subscription>): SublistSnapshot => {
+  const s = sl.stats()
+  return {
+    subscriptions: s.numSubs,
+    cacheEntries: s.numCache,
+    inserts: s.numInserts,
+    removes: s.numRemoves,
+    matches: s.numMatches,
+    cacheHits: Math.round(s.cacheHitRate * s.numMatches),
+    maxFanout: s.maxFanout,
+    totalFanout: Math.round(s.avgFanout * s.numCache)
+  }
+}
+
+const accountSnapshot = (server: Server, a: Account): AccountSnapshot => ({
+  name: a.name,
+  isSystem: a.name === server.options.systemAccount,
+  updated: server.startTime,
+  jetstreamEnabled: false,
+  clientConnections: a.numConnections,
+  leafConnections: 0,
+  slowConsumers: a.slowConsumers,
+  sent: { msgs: a.inMsgs, bytes: a.inBytes },
+  received: { msgs: a.outMsgs, bytes: a.outBytes },
+  sublist: sublistSnapshot(a.sublist),
+  exports: [],
+  imports: []
+})
+
+export const makeMonitorSource = (server: Server, extras: MonitorSourceExtras): MonitorSource => {
+  const o = server.options
+  const serverSnapshot = (): ServerSnapshot => ({
+    serverId: server.serverId,
+    serverName: server.serverName,
+    version: VERSION,
+    proto: 1,
+    gitCommit: "",
+    host: server.host,
+    port: server.port,
+    connectUrls: [],
+    start: server.startTime,
+    configLoadTime: extras.configLoadTime,
+    authRequired: server.authRequired,
+    tlsRequired: o.tls !== undefined,
+    tlsVerify: o.tls?.verify ?? false,
+    tlsCertNotAfter: undefined,
+    systemAccount: o.systemAccount,
+    limits: {
+      maxConnections: o.maxConnections,
+      maxSubscriptions: o.maxSubscriptions,
+      maxPayload: o.maxPayload,
+      maxControlLine: o.maxControlLine,
+      maxPending: o.maxPending,
+      pingIntervalMs: o.pingIntervalMs,
+      pingMax: o.pingMax,
+      authTimeoutMs: o.authorization?.timeoutMs ?? o.authTimeoutMs,
+      tlsTimeoutMs: o.tls?.timeoutMs ?? 2000,
+      writeDeadlineMs: o.writeDeadlineMs
+    },
+    counters: {
+      connections: server.clients.size,
+      totalConnections: server.totalConnections,
+      routes: 0,
+      remotes: 0,
+      leafnodes: 0,
+      inMsgs: server.inMsgs,
+      outMsgs: server.outMsgs,
+      inBytes: server.inBytes,
+      outBytes: server.outBytes,
+      slowConsumers: server.slowConsumers,
+      slowConsumersByKind: { clients: server.slowConsumers, routes: 0, gateways: 0, leafs: 0 },
+      staleConnections: server.staleConnections,
+      stalledClients: 0,
+      subscriptions: server.numSubscriptions
+    },
+    // MQTT and WebSocket listeners are not running in this version: report them as off.
+    mqtt: undefined,
+    websocket: undefined,
+    cluster: undefined
+  })
+
+  const health = (): HealthSnapshot => ({
+    notReady: server.shuttingDown ? "server is shutting down" : undefined,
+    jetstreamConfigured: extras.jetstreamConfigured,
+    // The stream subsystem is not part of this version, so it is never configured-and-failing.
+    jetstreamError: undefined
+  })
+
+  const queues = (): ReadonlyArray<QueueSnapshot> => {
+    let pending = 0
+    let bytes = 0
+    for (const c of server.clients.values()) {
+      if (c.pendingBytes > 0) pending++
+      bytes += c.pendingBytes
+    }
+    return [{ name: "client_outbound_connections", pending, inProgress: 0 }, { name: "client_outbound_bytes", pending: bytes, inProgress: 0 }]
+  }
+
+  return {
+    now: () => server.now(),
+    server: serverSnapshot,
+    connections: () => [...server.clients.values()].map(connSnapshot),
+    closed: () => server.closed.toArray().map(closedSnapshot),
+    accounts: () => [...server.accounts.values()].map((a) => accountSnapshot(server, a)),
+    jetstream: () => undefined,
+    health,
+    queues
+  }
+}

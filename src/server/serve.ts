@@ -1,0 +1,60 @@
+// The whole server for the life of a scope: the NATS listener, the monitoring
+// listeners, and the start-up report (one log line per listener, warnings for
+// configuration that this version accepts but does not act on).
+import { Effect, type Scope } from "effect"
+import type { ServerOptions } from "../config/options.js"
+import { Log } from "../services/log.js"
+import { Transport, type TransportError } from "../services/transport.js"
+import { VERSION } from "../version.js"
+import { type MonitorError, type MonitorHandle, startMonitor } from "./monitor/http.js"
+import { makeMonitorSource } from "./monitor-source.js"
+import { hostPort, type RunningServer, startNatsServer } from "./run.js"
+import { checkUnsupported } from "./unsupported.js"
+
+export class StartupError extends Error {
+  readonly _tag = "StartupError"
+}
+
+export interface Serving extends RunningServer {
+  readonly monitor: MonitorHandle | undefined
+}
+
+export const serve = (
+  options: ServerOptions,
+  warnings: ReadonlyArray<string> = []
+): Effect.Effect<Serving, TransportError | MonitorError | StartupError, Transport | Log | Scope.Scope> =>
+  Effect.gen(function*() {
+    const log = yield* Log
+    const clock = yield* Effect.clock
+    log.info(`Starting switchyard`)
+    log.info(`  Version:  ${VERSION}`)
+    log.info(`  Runtime:  node ${process.version}`)
+    if (options.configFile !== undefined) log.info(`  Using configuration file: ${options.configFile}`)
+    for (const w of warnings) log.warn(w)
+    const unsupported = checkUnsupported(options)
+    for (const w of unsupported.warnings) log.warn(w)
+    if (unsupported.errors.length > 0) {
+      for (const e of unsupported.errors) log.fatal(e)
+      return yield* Effect.fail(new StartupError(unsupported.errors.join("; ")))
+    }
+    // Honest about what this version does not run yet, instead of pretending to.
+    if (options.jetstream !== undefined) log.info("Persistent streams (JetStream) are not available in this version; not started")
+    if (options.mqtt !== undefined) log.info("MQTT is not available in this version; not listening on its port")
+    if (options.websocket !== undefined) log.info("WebSocket is not available in this version; not listening on its port")
+
+    const running = yield* startNatsServer(options)
+    let monitor: MonitorHandle | undefined
+    if (options.httpPort !== undefined || options.httpsPort !== undefined) {
+      const source = makeMonitorSource(running.server, {
+        configLoadTime: clock.unsafeCurrentTimeMillis(),
+        jetstreamConfigured: false
+      })
+      monitor = yield* startMonitor(options, source)
+      if (monitor.port !== undefined) log.info(`Starting http monitor on ${hostPort(options.httpHost, monitor.port)}`)
+      if (monitor.httpsPort !== undefined) log.info(`Starting https monitor on ${hostPort(options.httpHost, monitor.httpsPort)}`)
+    }
+    log.info(`Server id is ${running.server.serverId}`)
+    log.info(`Server name is ${running.server.serverName}`)
+    log.info("Server is ready")
+    return { ...running, monitor }
+  })

@@ -1,0 +1,94 @@
+// The `switchyard` command as a user runs it: help, version, config checks, start-up
+// log, serving a real client, and a graceful stop on SIGTERM.
+import { type ChildProcess, spawn, spawnSync } from "node:child_process"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { afterEach, describe, expect, it } from "vitest"
+import { connect, StringCodec } from "nats"
+import { VERSION } from "../../src/version.js"
+import { eventually } from "../helpers/server.js"
+
+const bin = path.resolve("bin/switchyard.js")
+const run = (...args: Array<string>) => spawnSync(process.execPath, [bin, ...args], { encoding: "utf8", timeout: 30_000 })
+
+describe("switchyard command", () => {
+  const children: Array<ChildProcess> = []
+  afterEach(() => {
+    for (const c of children.splice(0)) if (c.exitCode === null) c.kill("SIGKILL")
+  })
+
+  it("--version prints the version", () => {
+    const r = run("--version")
+    expect(r.status).toBe(0)
+    expect(r.stdout).toContain(VERSION)
+  })
+
+  it("--help lists the flags", () => {
+    const r = run("--help")
+    expect(r.status).toBe(0)
+    for (const f of ["--port", "--http_port", "--config", "--jetstream", "--store_dir", "--user", "--pass", "--auth", "-DV"]) {
+      expect(r.stdout).toContain(f)
+    }
+  })
+
+  it("an unknown flag is a clear error", () => {
+    const r = run("--no-such-flag")
+    expect(r.status).toBe(1)
+    expect(r.stderr).toMatch(/switchyard: .*no-such-flag/)
+  })
+
+  it("-t checks a configuration: valid, and broken with file:line:column", () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sy-cli-"))
+    const good = path.join(dir, "good.conf")
+    fs.writeFileSync(good, "port: 4333\nmax_payload: 2MB\n")
+    const ok = run("-t", "-c", good)
+    expect(ok.status).toBe(0)
+    expect(ok.stdout).toContain("valid")
+    const bad = path.join(dir, "bad.conf")
+    fs.writeFileSync(bad, "port: 4333\nmax_payload: {\n")
+    const r = run("-t", "-c", bad)
+    expect(r.status).toBe(1)
+    expect(r.stderr).toContain(`${bad}:`)
+    fs.rmSync(dir, { recursive: true, force: true })
+  })
+
+  it("refuses to start with security settings it cannot honour yet", () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sy-cli-"))
+    const conf = path.join(dir, "tls.conf")
+    fs.writeFileSync(conf, 'port: -1\nhttp_port: 0\ntls { cert_file: "a.pem", key_file: "b.pem" }\n')
+    const r = run("-c", conf)
+    expect(r.status).toBe(1)
+    expect(r.stderr + r.stdout).toMatch(/TLS .*not supported/)
+    fs.rmSync(dir, { recursive: true, force: true })
+  })
+
+  it("starts, logs one line per listener, serves clients and stops gracefully on SIGTERM", async () => {
+    const child = spawn(process.execPath, [bin, "-a", "127.0.0.1", "-p", "-1", "-m", "-1"], { stdio: ["ignore", "pipe", "pipe"] })
+    children.push(child)
+    let log = ""
+    child.stderr!.on("data", (d) => (log += d))
+    child.stdout!.on("data", (d) => (log += d))
+    await eventually(() => log.includes("Server is ready"), "the server to be ready", 20_000)
+    const port = Number(/Listening for client connections on 127\.0\.0\.1:(\d+)/.exec(log)?.[1])
+    const http = Number(/Starting http monitor on 127\.0\.0\.1:(\d+)/.exec(log)?.[1])
+    expect(port).toBeGreaterThan(0)
+    expect(http).toBeGreaterThan(0)
+    const varz = (await (await fetch(`http://127.0.0.1:${http}/varz`)).json()) as { port: number }
+    expect(varz.port).toBe(port)
+
+    const sc = StringCodec()
+    const nc = await connect({ servers: `127.0.0.1:${port}`, reconnect: false })
+    const sub = nc.subscribe("cli.test", { max: 1 })
+    await nc.flush()
+    nc.publish("cli.test", sc.encode("over the wire"))
+    for await (const m of sub) expect(sc.decode(m.data)).toBe("over the wire")
+    const closed = nc.closed()
+
+    child.kill("SIGTERM")
+    const code = await new Promise<number | null>((resolve) => child.on("exit", (c) => resolve(c)))
+    expect(code).toBe(0)
+    await closed
+    expect(log).toContain("Initiating Shutdown")
+  })
+})
