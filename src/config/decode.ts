@@ -195,8 +195,8 @@ export const checkOptions = (
       message: `${options.maxPayload} must not be larger than max_pending (${options.maxPending})`
     })
   }
-  if (options.httpsPort !== undefined && options.tls === undefined) {
-    found.push({ path: ["https_port"], message: "https monitoring needs a tls block" })
+  if (options.httpsPort !== undefined && options.httpTls === undefined) {
+    found.push({ path: ["https_port"], message: "https monitoring needs a tls block (in http { tls {…} } or at the top level)" })
   }
   const users = knownUsers(options)
   if (options.noAuthUser !== undefined && !users.has(options.noAuthUser)) {

@@ -64,6 +64,8 @@ export interface OptionsPatch {
   readonly httpPort?: number | null
   readonly httpsPort?: number | null
   readonly httpBasePath?: string
+  /** The spec's `http { tls {} }`: the HTTPS monitoring certificate, apart from the client port's. */
+  readonly httpTls?: TlsOptions
   readonly maxConnections?: number
   readonly maxPayload?: number
   readonly maxControlLine?: number
@@ -208,7 +210,7 @@ export const applyPatch = (base: ServerOptions, patch: OptionsPatch): ServerOpti
     httpPort,
     httpsPort,
     httpBasePath: pick(patch.httpBasePath, base.httpBasePath),
-    httpTls: httpsPort === undefined ? undefined : (tls ?? base.httpTls),
+    httpTls: httpsPort === undefined ? undefined : (patch.httpTls ?? tls ?? base.httpTls),
     maxConnections: pick(patch.maxConnections, base.maxConnections),
     maxPayload: pick(patch.maxPayload, base.maxPayload),
     maxControlLine: pick(patch.maxControlLine, base.maxControlLine),

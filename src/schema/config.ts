@@ -504,6 +504,31 @@ const Websocket: Schema.Schema<WebsocketPatch, unknown> = oneOf<WebsocketPatch>(
   })
 })
 
+// ---- http (monitoring) -------------------------------------------------------------
+
+/** `http` is "host:port", a port, or (the spec's form) a block that also carries the HTTPS `tls`. */
+interface HttpListen {
+  readonly host: string | undefined
+  readonly port: number | undefined
+  readonly tls: TlsOptions | undefined
+}
+
+const httpFields = {
+  host: opt(Str),
+  port: opt(Port),
+  listen: opt(Listen),
+  tls: opt(Tls)
+}
+
+const Http: Schema.Schema<HttpListen, unknown> = oneOf<HttpListen>('"host:port", a port number or a block with host, port and tls', {
+  scalar: (u) => {
+    const hp = typeof u === "number" ? (validPort(u) ? { host: undefined, port: u } : undefined)
+      : typeof u === "string" ? parseHostPort(u.trim()) : undefined
+    return hp === undefined ? NO : { host: hp.host, port: hp.port, tls: undefined }
+  },
+  map: block(httpFields, (s) => ok({ host: first(s.host, s.listen?.host), port: first(s.port, s.listen?.port), tls: s.tls }))
+})
+
 // ---- the whole file --------------------------------------------------------------
 
 const topFields = {
@@ -513,7 +538,7 @@ const topFields = {
   net: opt(Str),
   port: opt(Port),
   listen: opt(Listen),
-  http: opt(Listen),
+  http: opt(Http),
   http_port: opt(Port),
   monitor_port: opt(Port),
   https: opt(Listen),
@@ -565,6 +590,7 @@ export const ConfigFile: Schema.Schema<OptionsPatch, unknown> = block(topFields,
     httpPort: httpWritten === undefined ? undefined : monitorPort(httpWritten),
     httpsPort: httpsWritten === undefined ? undefined : monitorPort(httpsWritten),
     httpBasePath: s.http_base_path,
+    httpTls: s.http?.tls,
     maxConnections: first(s.max_connections, s.max_conn),
     maxPayload: s.max_payload,
     maxControlLine: s.max_control_line,
@@ -654,6 +680,7 @@ export const configKeys: KeySpec = spec(
   topFields,
   {
     tls: tlsSpec,
+    http: spec(httpFields, { tls: tlsSpec }),
     authorization: authorizationSpec,
     accounts: { known: new Set(), ignored: new Set(), children: {}, entries: accountSpec },
     jetstream: spec(jetstreamFields, {}, notImplementedKeys.jetstream),

@@ -106,7 +106,7 @@ describe("monitoring", () => {
 
   it("needs a tls block for https", () => {
     const e = failure("port: 4222\nhttps_port: 8443")
-    expect([e.reason, e.line, e.column, e.detail]).toEqual(["Invalid", 2, 1, "https_port: https monitoring needs a tls block"])
+    expect([e.reason, e.line, e.column, e.detail]).toEqual(["Invalid", 2, 1, "https_port: https monitoring needs a tls block (in http { tls {…} } or at the top level)"])
   })
 
   it("reads http_base_path", () => {
@@ -595,5 +595,22 @@ describe("helpers", () => {
     expect(parseHostPort("[::]:4222")).toEqual({ host: "::", port: 4222 })
     expect(parseHostPort("host")).toBeUndefined()
     expect(parseHostPort("host:99999")).toBeUndefined()
+  })
+})
+
+describe("http block (the spec's form for HTTPS monitoring)", () => {
+  it("takes host, port and a tls block of its own for https_port", async () => {
+    const { loadOptions, ConfigFiles } = await import("../../src/config/load.js")
+    const { Effect } = await import("effect")
+    const conf = 'http { host: "127.0.0.1", port: 8300, tls { cert_file: "c.pem", key_file: "k.pem" } }\nhttps_port: 8443\n'
+    const loaded = await Effect.runPromise(
+      loadOptions({ configFile: "/x.conf", env: {} }).pipe(Effect.provide(ConfigFiles.layerMemory({ "/x.conf": conf })))
+    )
+    expect(loaded.options.httpHost).toBe("127.0.0.1")
+    expect(loaded.options.httpPort).toBe(8300)
+    expect(loaded.options.httpsPort).toBe(8443)
+    expect(loaded.options.httpTls?.certFile).toBe("c.pem")
+    expect(loaded.options.tls).toBeUndefined()
+    expect(loaded.warnings).toEqual([])
   })
 })

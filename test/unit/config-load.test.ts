@@ -197,7 +197,7 @@ describe("precedence: flags over the file over the defaults", () => {
   it.effect("checks the combined result", () =>
     Effect.gen(function* () {
       const e = yield* Effect.flip(load(["-ms", "8443"], {}))
-      expect([e.reason, e.file, e.detail]).toEqual(["Invalid", undefined, "https_port: https monitoring needs a tls block"])
+      expect([e.reason, e.file, e.detail]).toEqual(["Invalid", undefined, "https_port: https monitoring needs a tls block (in http { tls {…} } or at the top level)"])
     }).pipe(Effect.provide(ConfigFiles.layerMemory({})))
   )
 })
