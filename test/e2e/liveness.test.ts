@@ -70,4 +70,36 @@ describe("liveness", () => {
       expect(client.rttMs).toBe(3)
       c.close()
     }))
+
+  it.scoped("closes a subscriber whose socket makes no progress for write_deadline as a slow consumer", () =>
+    Effect.gen(function*() {
+      const lines: Array<string> = []
+      const running = yield* withServer({ writeDeadlineMs: 5_000, maxPending: 512 * 1024 * 1024 }, lines)
+      const stuck = yield* Effect.promise(() => RawClient.ready(running.port))
+      stuck.send("SUB firehose 1\r\nPING\r\n")
+      yield* Effect.promise(() => stuck.waitFor("PONG\r\n"))
+      stuck.pause()
+      const pub = yield* Effect.promise(() => RawClient.ready(running.port))
+      const payload = "x".repeat(8192)
+      const batch = `PUB firehose ${payload.length}\r\n${payload}\r\n`.repeat(500)
+      const stuckClient = [...running.server.clients.values()][0]
+      // Keep publishing until the kernel buffers are full and the transport holds bytes.
+      yield* Effect.promise(async () => {
+        for (let i = 0; i < 200 && stuckClient.transportPending === 0; i++) {
+          pub.send(batch)
+          pub.send("PING\r\n")
+          await pub.waitFor("PONG\r\n")
+          pub.data = ""
+        }
+      })
+      expect(stuckClient.transportPending).toBeGreaterThan(0)
+      expect(stuckClient.closed).toBe(false)
+      yield* TestClock.adjust("6 seconds")
+      expect(stuckClient.closed).toBe(true)
+      expect(running.server.slowConsumers).toBe(1)
+      expect(running.server.closed.toArray().at(-1)?.reason).toBe("Slow Consumer (Write Deadline)")
+      expect(pub.closed).toBe(false)
+      stuck.close()
+      pub.close()
+    }))
 })
