@@ -58,13 +58,13 @@ export class Client implements NatsOpHandler {
   outBytes = 0
   readonly start: number
   lastActivity: number
-  /** Round-trip time of the last server PING, ms (fractional). */
-  rttMs = 0
+  /** Round-trip time of the last server PING, nanoseconds; 0 until measured. */
+  rttNs = 0
 
   // Liveness.
   pingsOut = 0
   nextPingAt: number
-  /** When an RTT-measuring PING was sent; -1 when none is outstanding. */
+  /** When (high-resolution nanoseconds) an RTT-measuring PING was sent; -1 when none is outstanding. */
   rttPingSentAt = -1
   authDeadline = 0
 
@@ -125,8 +125,13 @@ export class Client implements NatsOpHandler {
     }
     const size = end - start
     if (this.tracing) this.traceIn(hdrLen >= 0 ? "HPUB" : "PUB", `${subject}${reply === "" ? "" : ` ${reply}`} ${hdrLen >= 0 ? `${hdrLen} ` : ""}${size}`)
+    // Counted at every level before any check, as nats-server does, so /connz adds up to /varz.
     this.inMsgs++
     this.inBytes += size
+    this.account.inMsgs++
+    this.account.inBytes += size
+    server.inMsgs++
+    server.inBytes += size
     if (hdrLen >= 0 && !server.headersSupported) {
       server.closeClient(this, ClosedReason.MsgHeaderViolation, ErrText.HeadersNotSupported)
       return
@@ -202,7 +207,7 @@ export class Client implements NatsOpHandler {
     if (this.tracing) this.traceIn("PONG", "")
     this.pingsOut = 0
     if (this.rttPingSentAt >= 0) {
-      this.rttMs = Math.max(0, this.server.now() - this.rttPingSentAt)
+      this.rttNs = Math.max(0, this.server.env.nanos() - this.rttPingSentAt)
       this.rttPingSentAt = -1
     }
   }
@@ -252,9 +257,9 @@ export class Client implements NatsOpHandler {
     this.server.markDirty(this)
   }
 
-  sendPing(now: number, forRtt: boolean): void {
+  sendPing(forRtt: boolean): void {
     this.out.writeBytes(PING, 0, PING.length)
-    if (forRtt || this.rttPingSentAt < 0) this.rttPingSentAt = now
+    if (forRtt || this.rttPingSentAt < 0) this.rttPingSentAt = this.server.env.nanos()
     this.server.markDirty(this)
   }
 

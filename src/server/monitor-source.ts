@@ -18,7 +18,6 @@ import type { Client } from "./client.js"
 import type { ClosedClient, Server } from "./server.js"
 import type { Subscription } from "./subscription.js"
 
-const MS_TO_NS = 1_000_000
 
 export interface MonitorSourceExtras {
   /** When the configuration was loaded (ms since the epoch). */
@@ -35,7 +34,7 @@ const connSnapshot = (c: Client): ConnSnapshot => ({
   port: c.conn.remotePort,
   start: c.start,
   lastActivity: c.lastActivity,
-  rttNs: Math.round(c.rttMs * MS_TO_NS),
+  rttNs: c.rttNs,
   pendingBytes: c.pendingBytes,
   inMsgs: c.inMsgs,
   outMsgs: c.outMsgs,
@@ -60,7 +59,7 @@ const closedSnapshot = (c: ClosedClient): ClosedConnSnapshot => ({
   port: c.port,
   start: c.start,
   lastActivity: c.lastActivity,
-  rttNs: Math.round(c.rttMs * MS_TO_NS),
+  rttNs: c.rttNs,
   pendingBytes: 0,
   inMsgs: c.inMsgs,
   outMsgs: c.outMsgs,

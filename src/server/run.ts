@@ -43,6 +43,7 @@ export const startNatsServer = (
     const now = () => clock.unsafeCurrentTimeMillis()
     const server = new Server(options, {
       now,
+      nanos: () => Number(clock.unsafeCurrentTimeNanos()),
       random,
       log,
       scheduleFlush: (flush) => setImmediate(flush),

@@ -26,6 +26,7 @@ export const serve = (
   Effect.gen(function*() {
     const log = yield* Log
     const clock = yield* Effect.clock
+    const configLoadTime = clock.unsafeCurrentTimeMillis()
     log.info(`Starting switchyard`)
     log.info(`  Version:  ${VERSION}`)
     log.info(`  Runtime:  node ${process.version}`)
@@ -46,7 +47,7 @@ export const serve = (
     let monitor: MonitorHandle | undefined
     if (options.httpPort !== undefined || options.httpsPort !== undefined) {
       const source = makeMonitorSource(running.server, {
-        configLoadTime: clock.unsafeCurrentTimeMillis(),
+        configLoadTime,
         jetstreamConfigured: false
       })
       monitor = yield* startMonitor(options, source)

@@ -17,6 +17,8 @@ import type { Subscription } from "./subscription.js"
 export interface ServerEnv {
   /** Wall-clock milliseconds (Effect's Clock in production, TestClock in tests). */
   readonly now: () => number
+  /** A high-resolution clock in nanoseconds, for round-trip times (same Clock). */
+  readonly nanos: () => number
   /** Uniform [0, 1), seeded in tests: queue member choice. */
   readonly random: () => number
   readonly log: LogService
@@ -36,7 +38,7 @@ export interface ClosedClient {
   readonly lastActivity: number
   readonly stop: number
   readonly reason: string
-  readonly rttMs: number
+  readonly rttNs: number
   readonly inMsgs: number
   readonly outMsgs: number
   readonly inBytes: number
@@ -214,7 +216,7 @@ export class Server {
     c.authDeadline = 0
     if (c.verbose) c.sendOk()
     // Measure the round-trip time right away so /connz has an `rtt` for every client.
-    if (typeof opts.protocol === "number" && opts.protocol >= 1) c.sendPing(this.env.now(), true)
+    if (typeof opts.protocol === "number" && opts.protocol >= 1) c.sendPing(true)
   }
 
   private bindAccount(c: Client, acc: Account): void {
@@ -268,7 +270,7 @@ export class Server {
       lastActivity: c.lastActivity,
       stop: now,
       reason,
-      rttMs: c.rttMs,
+      rttNs: c.rttNs,
       inMsgs: c.inMsgs,
       outMsgs: c.outMsgs,
       inBytes: c.inBytes,
@@ -287,13 +289,7 @@ export class Server {
   // ---- routing: the hot path ----
 
   processPub(c: Client, subject: string, reply: string, hdrLen: number, buf: Buffer, start: number, end: number): void {
-    const acc = c.account
-    const size = end - start
-    acc.inMsgs++
-    acc.inBytes += size
-    this.inMsgs++
-    this.inBytes += size
-    const r = acc.sublist.match(subject)
+    const r = c.account.sublist.match(subject)
     let delivered = 0
     const psubs = r.psubs
     for (let i = 0; i < psubs.length; i++) {
@@ -443,7 +439,7 @@ export class Server {
           continue
         }
         c.pingsOut++
-        c.sendPing(now, false)
+        c.sendPing(false)
       }
     }
   }

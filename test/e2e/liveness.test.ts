@@ -67,7 +67,7 @@ describe("liveness", () => {
       c.send("PONG\r\nPING\r\n")
       yield* Effect.promise(() => c.waitFor("PONG\r\n"))
       const client = [...running.server.clients.values()][0]
-      expect(client.rttMs).toBe(3)
+      expect(client.rttNs).toBe(3_000_000)
       c.close()
     }))
 
