@@ -42,7 +42,7 @@ export const decodeQuery = <S extends ParamSpecs>(
     const spec = specs[name]
     const raw = get(name)
     if (raw === null || raw === undefined || raw === "") continue
-    const input = spec.caseInsensitive ? raw.toLowerCase() : raw
+    const input = spec.caseInsensitive ? raw.toLowerCase() : spec.normalize !== undefined ? spec.normalize(raw) : raw
     const decoded = Schema.decodeUnknownEither(spec.schema)(input)
     if (Either.isLeft(decoded)) return Either.left(badParam(name, raw, spec.allowed, spec.expected))
     out[name] = decoded.right

@@ -10,8 +10,10 @@ export interface ParamSpec<A> {
   readonly allowed: ReadonlyArray<string> | undefined
   /** What kind of value is expected, for the 400 body. */
   readonly expected: string
-  /** Lower-case the raw value before decoding (nats-server does for `state` and `subs=detail`). */
+  /** Lower-case the raw value before decoding (nats-server does for `state`). */
   readonly caseInsensitive: boolean
+  /** Rewrite the raw value before decoding (e.g. `subs=DETAIL` → `detail`, as nats-server compares it). */
+  readonly normalize?: (raw: string) => string
 }
 
 export type ParamSpecs = Readonly<Record<string, ParamSpec<any>>>
@@ -44,7 +46,9 @@ const subs = (description: string): ParamSpec<boolean | "detail"> => ({
   ),
   allowed: ["true", "false", "1", "0", "detail"],
   expected: "boolean or detail",
-  caseInsensitive: false
+  caseInsensitive: false,
+  // nats-server: strings.ToLower(subs) == "detail"; anything else goes through ParseBool (case as given).
+  normalize: (raw) => (raw.toLowerCase() === "detail" ? "detail" : raw)
 })
 
 const integer = (description: string, pattern: RegExp, expected: string): ParamSpec<number> => ({
