@@ -1,0 +1,50 @@
+// What the harness asks a load-generator process to do, and what it gets back.
+// Plain JSON both ways (sent over the child-process IPC channel).
+
+export interface NatsFlowJob {
+  readonly kind: "nats-flow"
+  readonly port: number
+  readonly serverPid: number
+  /** Publisher connections; the count is split between them. */
+  readonly pubs: number
+  /** Subscriber connections (0 = publish only). */
+  readonly subs: number
+  /** Subscribers join one queue group (each message goes to one of them). */
+  readonly queue: boolean
+  readonly size: number
+  /** Messages published in total (over all publishers). */
+  readonly count: number
+}
+
+export interface NatsReqRepJob {
+  readonly kind: "nats-reqrep"
+  readonly port: number
+  readonly serverPid: number
+  readonly size: number
+  /** Measured requests (a warm-up of up to 1000 comes first). */
+  readonly count: number
+}
+
+export interface NatsIdleJob {
+  readonly kind: "nats-idle"
+  readonly port: number
+  readonly serverPid: number
+  /** Connections to open and hold. */
+  readonly count: number
+}
+
+export type Job = NatsFlowJob | NatsReqRepJob | NatsIdleJob
+
+export interface JobResult {
+  /** False when the run could not be carried out at all (see `error`). */
+  readonly ok: boolean
+  readonly error?: string
+  /** Scenario-specific numbers, keyed as the scenario table's metrics. */
+  readonly metrics: Record<string, number>
+  /** Messages (or connections) expected but never seen. */
+  readonly loss: number
+  /** Messages seen more often than expected. */
+  readonly excess: number
+  /** -ERR lines, unexpected closes, stalls. */
+  readonly errors: ReadonlyArray<string>
+}

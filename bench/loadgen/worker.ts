@@ -1,0 +1,33 @@
+// The load-generator process: the harness forks it once per run, sends one Job over
+// IPC, and gets one JobResult back. Running here, away from the harness, gives the
+// generator its own event loop (and, the OS willing, its own core).
+import type { Job, JobResult } from "./jobs.js"
+import { runFlow, runIdle, runReqRep } from "./nats-load.js"
+
+const run = (job: Job): Promise<JobResult> => {
+  switch (job.kind) {
+    case "nats-flow":
+      return runFlow(job)
+    case "nats-reqrep":
+      return runReqRep(job)
+    case "nats-idle":
+      return runIdle(job)
+  }
+}
+
+process.once("message", (job: Job) => {
+  run(job).then(
+    (r) => process.send!(r, () => process.exit(0)),
+    (e: unknown) => {
+      const r: JobResult = {
+        ok: false,
+        error: e instanceof Error ? e.message : String(e),
+        metrics: {},
+        loss: 0,
+        excess: 0,
+        errors: []
+      }
+      process.send!(r, () => process.exit(0))
+    }
+  )
+})
