@@ -242,8 +242,8 @@ export class Server {
     c.closed = true
     c.parser.stop()
     if (errText !== undefined) writeErr(c.out, errText)
-    const pending = c.out.take()
-    if (pending !== undefined) c.conn.write(pending)
+    const pending = c.out.takeAll()
+    if (pending !== undefined) c.conn.writev(pending)
     c.conn.end()
     this.removeClient(c, reason)
   }
@@ -402,9 +402,10 @@ export class Server {
 
   /** Hand the client's pending bytes to its transport and note whether the transport keeps up. */
   private writeOut(c: Client): void {
-    const b = c.out.take()
-    if (b === undefined) return
-    c.conn.write(b)
+    const bufs = c.out.takeAll()
+    if (bufs === undefined) return
+    if (bufs.length === 1) c.conn.write(bufs[0])
+    else c.conn.writev(bufs)
     const queued = c.conn.writableLength()
     if (queued > 0) {
       // The write deadline runs from the last time the transport made progress.

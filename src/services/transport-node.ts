@@ -13,6 +13,13 @@ const wrap = (socket: net.Socket): Conn => ({
   write: (buf) => {
     if (!socket.destroyed) socket.write(buf)
   },
+  writev: (bufs) => {
+    if (socket.destroyed) return
+    // Corked writes reach the kernel as one writev when uncorked.
+    socket.cork()
+    for (let i = 0; i < bufs.length; i++) socket.write(bufs[i])
+    socket.uncork()
+  },
   writableLength: () => socket.writableLength,
   end: () => {
     if (socket.destroyed) return

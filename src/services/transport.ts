@@ -10,6 +10,8 @@ export interface Conn {
   readonly remotePort: number
   /** Queue bytes for sending; never blocks. The buffer is owned by the transport afterwards. */
   write(buf: Buffer): void
+  /** Queue several buffers as one write (one syscall where the transport can). */
+  writev(bufs: ReadonlyArray<Buffer>): void
   /** Bytes handed to `write` that the transport has not yet sent. */
   writableLength(): number
   /** Flush what is queued, then close. Forcibly destroyed if the peer does not drain in time. */
@@ -22,6 +24,7 @@ export interface Conn {
 
 /** What the server does with a connection's events. */
 export interface ConnHandlers {
+  /** A received chunk. The transport never reuses its memory: the server may keep references into it. */
   onData(chunk: Buffer): void
   /** The transport finished sending everything it had queued. */
   onDrain(): void

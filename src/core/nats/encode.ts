@@ -26,7 +26,9 @@ export const writeMsg = (
   start: number,
   end: number
 ): void => {
-  const b = out.reserve(headRoom(subject, sid, reply) + (end - start))
+  const size = end - start
+  const byRef = size >= BY_REFERENCE
+  const b = out.reserve(headRoom(subject, sid, reply) + (byRef ? 0 : size))
   let p = out.cursor
   if (hdrLen < 0) {
     p = putMsgHead(b, p, subject, sid, reply)
@@ -36,14 +38,26 @@ export const writeMsg = (
     p = putInt(b, p, hdrLen)
     b[p++] = Ch.SPACE
   }
-  p = putInt(b, p, end - start)
+  p = putInt(b, p, size)
   b[p++] = Ch.CR
   b[p++] = Ch.LF
+  if (byRef) {
+    out.commit(p)
+    out.writeRef(buf, start, end)
+    out.writeCrlf()
+    return
+  }
   p = putBytes(b, p, buf, start, end)
   b[p++] = Ch.CR
   b[p++] = Ch.LF
   out.commit(p)
 }
+
+/**
+ * Payloads at least this large are queued by reference instead of copied: above it a
+ * memcpy costs more than the extra iovec of a vectored write.
+ */
+export const BY_REFERENCE = 8 * 1024
 
 /** Upper bound on the bytes of an (H)MSG line around a payload. */
 const headRoom = (subject: string, sid: string, reply: string): number =>

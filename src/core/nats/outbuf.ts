@@ -1,6 +1,9 @@
 // Per-connection outbound buffer: the router appends protocol text and payloads, the
-// shell takes the pending bytes once per flush and hands them to socket.write. Bytes
-// handed out by take() are never written again, so the socket may keep them queued.
+// shell takes the pending bytes once per flush and hands them to the socket in one
+// (vectored) write. Bytes are appended to a slab; a full slab is sealed into the
+// segment list rather than copied into a bigger one, and large payloads are queued
+// by reference (writeRef), so a 16 KiB message fanned out to N clients is copied
+// zero times. Bytes handed out by take()/takeAll() are never written again.
 
 /** Slabs above this size are dropped after take(), so a burst does not pin memory. */
 const MAX_RETAINED = 64 * 1024
@@ -63,6 +66,9 @@ export const putBytes = (b: Buffer, p: number, src: Buffer, start: number, end: 
 export const INT_ROOM = 16
 
 export class OutBuf {
+  /** Sealed bytes waiting before the slab's pending bytes: slab slices and referenced payloads. */
+  private segs: Array<Buffer> = []
+  private segBytes = 0
   private buf: Buffer | undefined = undefined
   /** Pending bytes are buf[start, pos); buf[0, start) was handed out by take(). */
   private start = 0
@@ -86,7 +92,28 @@ export class OutBuf {
 
   /** Bytes pending. */
   get length(): number {
-    return this.pos - this.start
+    return this.segBytes + this.pos - this.start
+  }
+
+  /**
+   * Queues src[start, end) by reference, without copying. The caller promises that
+   * those bytes are never written again (socket chunks and parser payload buffers
+   * are fresh allocations, so payloads qualify).
+   */
+  writeRef(src: Buffer, start: number, end: number): void {
+    if (end <= start) return
+    this.seal()
+    this.segs.push(src.subarray(start, end))
+    this.segBytes += end - start
+  }
+
+  /** Moves the slab's pending bytes to the segment list (no copy). */
+  private seal(): void {
+    if (this.pos > this.start) {
+      this.segs.push((this.buf as Buffer).subarray(this.start, this.pos))
+      this.segBytes += this.pos - this.start
+      this.start = this.pos
+    }
   }
 
   writeByte(b: number): void {
@@ -134,26 +161,37 @@ writeInt(n: number): void {
   }
 
   /**
-   * Hands the pending bytes to the caller and starts fresh; undefined when nothing is
-   * pending. The returned memory is never written again.
+   * Hands every pending byte to the caller, in order, as one or more buffers (for one
+   * vectored write), and starts fresh; undefined when nothing is pending. The returned
+   * memory is never written again.
    */
-  take(): Buffer | undefined {
-    const buf = this.buf
-    const n = this.pos - this.start
-    if (buf === undefined || n === 0) return undefined
-    const out = buf.subarray(this.start, this.pos)
+  takeAll(): Array<Buffer> | undefined {
+    this.seal()
+    const n = this.segBytes
+    if (n === 0) return undefined
+    const out = this.segs
+    this.segs = []
+    this.segBytes = 0
     this.hint = Math.min(Math.max(n, this.initialSize), MAX_RETAINED)
-    if (buf.length > MAX_RETAINED || buf.length - this.pos < MIN_TAIL) {
+    const buf = this.buf
+    if (buf !== undefined && (buf.length > MAX_RETAINED || buf.length - this.pos < MIN_TAIL)) {
       this.buf = undefined
       this.start = this.pos = 0
-    } else {
-      this.start = this.pos
     }
     return out
   }
 
+  /** Like takeAll, as a single buffer (joined when there are several). */
+  take(): Buffer | undefined {
+    const all = this.takeAll()
+    if (all === undefined) return undefined
+    return all.length === 1 ? all[0] : Buffer.concat(all)
+  }
+
   /** Drops the pending bytes. */
   clear(): void {
+    this.segs = []
+    this.segBytes = 0
     if (this.buf !== undefined && this.buf.length > MAX_RETAINED) {
       this.buf = undefined
       this.start = 0
@@ -172,15 +210,16 @@ writeInt(n: number): void {
   }
 
   private grow(n: number): Buffer {
-    const pending = this.pos - this.start
-    const need = pending + n
-    // Geometric while a batch accumulates; a fresh batch starts at the hint.
-    const size = pending === 0 ? Math.max(this.hint, n) : Math.max(this.hint, 2 * need)
+    // What is pending stays where it is (sealed); the new slab grows geometrically while
+    // a batch accumulates, up to MAX_RETAINED, and a fresh batch starts at the hint.
+    const batching = this.segBytes > 0 || this.pos > this.start
+    this.seal()
+    const prev = this.buf === undefined ? 0 : this.buf.length
+    const size = Math.max(n, batching ? Math.min(Math.max(2 * prev, this.hint), MAX_RETAINED) : this.hint)
     const grown = Buffer.allocUnsafe(size)
-    if (pending > 0) (this.buf as Buffer).copy(grown, 0, this.start, this.pos)
     this.buf = grown
     this.start = 0
-    this.pos = pending
+    this.pos = 0
     return grown
   }
 }

@@ -7,7 +7,9 @@ export interface NatsOpHandler {
   /**
    * reply is "" when absent; hdrLen is -1 for PUB, the header size for HPUB (headers are
    * buf[start, start+hdrLen)); the payload including headers is buf[start, end).
-   * buf/start/end are only valid during the call: copy what you keep.
+   * buf/start/end are only valid during the call, but the bytes themselves are never written
+   * again (a transport chunk, or a payload buffer allocated for this op), so a caller may
+   * keep a reference to them instead of copying, as long as it never writes to them.
    */
   pub(subject: string, reply: string, hdrLen: number, buf: Buffer, start: number, end: number): void
   /** queue is "" when absent */
