@@ -1,6 +1,7 @@
 import * as fc from "fast-check"
 import { describe, expect, it } from "vitest"
 import {
+  BY_REFERENCE,
   OK,
   PING,
   PONG,
@@ -231,5 +232,44 @@ describe("encode", () => {
     )
     p.feed(Buffer.from("PUB a r 2\r\nhi\r\nHPUB b 12 14\r\nNATS/1.0\r\n\r\nyo\r\n"))
     expect(text(out)).toBe("MSG a 1 r 2\r\nhi\r\nHMSG b 1 12 14\r\nNATS/1.0\r\n\r\nyo\r\n")
+  })
+})
+
+describe("OutBuf segments and payloads by reference", () => {
+  it("queues a payload of BY_REFERENCE bytes or more without copying it", () => {
+    const out = new OutBuf(64)
+    const chunk = Buffer.alloc(BY_REFERENCE + 100, 7)
+    writeMsg(out, "big", "1", "", -1, chunk, 50, 50 + BY_REFERENCE)
+    const segs = out.takeAll()!
+    expect(segs.some((s) => s.buffer === chunk.buffer && s.byteOffset === chunk.byteOffset + 50)).toBe(true)
+    const joined = Buffer.concat(segs)
+    expect(joined.toString("latin1")).toBe(`MSG big 1 ${BY_REFERENCE}\r\n${"\u0007".repeat(BY_REFERENCE)}\r\n`)
+  })
+
+  it("copies small payloads, so the source may be reused", () => {
+    const out = new OutBuf(64)
+    const chunk = Buffer.from("hello")
+    writeMsg(out, "s", "1", "", -1, chunk, 0, 5)
+    chunk.fill(0)
+    expect(out.take()!.toString()).toBe("MSG s 1 5\r\nhello\r\n")
+  })
+
+  it("keeps order and length across sealed slabs, references and small writes", () => {
+    const out = new OutBuf(16)
+    const big = Buffer.alloc(BY_REFERENCE, 65)
+    let expected = ""
+    for (let i = 0; i < 200; i++) {
+      if (i % 7 === 0) {
+        writeMsg(out, `r.${i}`, "9", "", -1, big, 0, big.length)
+        expected += `MSG r.${i} 9 ${big.length}\r\n${"A".repeat(big.length)}\r\n`
+      } else {
+        out.writeAscii(`line ${i}\r\n`)
+        expected += `line ${i}\r\n`
+      }
+      expect(out.length).toBe(Buffer.byteLength(expected))
+    }
+    expect(Buffer.concat(out.takeAll()!).toString("latin1")).toBe(expected)
+    expect(out.length).toBe(0)
+    expect(out.takeAll()).toBeUndefined()
   })
 })
