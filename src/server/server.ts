@@ -12,7 +12,7 @@ import { type Authenticator, makeAuthenticator } from "./auth.js"
 import { Client, type ConnectOptions } from "./client.js"
 import { ClosedRing } from "./closed.js"
 import { ClosedReason, ErrText } from "./reasons.js"
-import type { Subscription } from "./subscription.js"
+import { type InternalHandler, Subscription } from "./subscription.js"
 
 export interface ServerEnv {
   /** Wall-clock milliseconds (Effect's Clock in production, TestClock in tests). */
@@ -77,6 +77,7 @@ export class Server {
   shuttingDown = false
 
   private nextCid = 1
+  private nextInternalSid = 1
   private dirty: Array<Client> = []
   private spare: Array<Client> = []
   private flushScheduled = false
@@ -329,6 +330,11 @@ export class Server {
   deliver(s: Subscription, subject: string, reply: string, hdrLen: number, buf: Buffer, start: number, end: number): boolean {
     const c = s.client
     if (s.closed || c.closed) return false
+    if (s.handler !== undefined) {
+      s.delivered++
+      s.handler(subject, reply, hdrLen, buf, start, end)
+      return true
+    }
     let h = hdrLen
     let from = start
     if (h >= 0 && !c.headers) {
@@ -373,6 +379,34 @@ export class Server {
     // What is queued for it will never be read in time: drop it, tell the client why, close.
     c.out.clear()
     this.closeClient(c, reason, ErrText.SlowConsumer)
+  }
+
+  // ---- internal clients: the server's own subsystems on the same subjects ----
+
+  /**
+   * A client for a subsystem of the server (stream API, MQTT bridge) in an account. It
+   * has no socket, is not listed in /connz and does not count as a connection.
+   */
+  internalClient(account: string, name: string): Client {
+    const c = new Client(this, 0, internalConn, this.account(account), this.env.now())
+    c.connectReceived = true
+    c.headers = true
+    c.name = name
+    return c
+  }
+
+  /** Subscribe an internal client; `handler` is called synchronously for each message. */
+  internalSubscribe(c: Client, subject: string, queue: string | undefined, handler: InternalHandler): Subscription {
+    const s = new Subscription(c, subject, queue, `$I${this.nextInternalSid++}`, handler)
+    c.subs.set(s.sid, s)
+    c.account.sublist.insert(s)
+    return s
+  }
+
+  /** Publish from an internal client: routed exactly like a client's PUB/HPUB. */
+  internalPublish(c: Client, subject: string, reply: string, headers: Buffer | undefined, payload: Buffer): void {
+    const buf = headers === undefined ? payload : Buffer.concat([headers, payload])
+    this.processPub(c, subject, reply, headers === undefined ? -1 : headers.length, buf, 0, buf.length)
   }
 
   // ---- flushing: one write per connection per event-loop turn ----
@@ -461,6 +495,18 @@ export class Server {
 
 /** Outbound bytes past which a connection is written before the end of the event-loop turn. */
 const EAGER_FLUSH_BYTES = 64 * 1024
+
+/** The socket of an internal client: there is none, and nothing is ever written to it. */
+const internalConn: Conn = {
+  remoteAddress: "",
+  remotePort: 0,
+  tls: undefined,
+  write: () => {},
+  writev: () => {},
+  writableLength: () => 0,
+  end: () => {},
+  destroy: () => {}
+}
 
 const noopHandlers: ConnHandlers = { onData: () => {}, onDrain: () => {}, onClose: () => {} }
 

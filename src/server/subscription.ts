@@ -2,6 +2,20 @@
 import type { SubLike } from "../core/subject/sublist.js"
 import type { Client } from "./client.js"
 
+/**
+ * How the server's own subsystems (stream API, MQTT bridge) receive messages: called
+ * synchronously during routing. buf[start, end) holds headers (hdrLen bytes, -1 for
+ * none) then payload; the bytes are never written again, so a handler may keep them.
+ */
+export type InternalHandler = (
+  subject: string,
+  reply: string,
+  hdrLen: number,
+  buf: Buffer,
+  start: number,
+  end: number
+) => void
+
 export class Subscription implements SubLike {
   /** Messages delivered on this subscription. */
   delivered = 0
@@ -13,6 +27,8 @@ export class Subscription implements SubLike {
     readonly client: Client,
     readonly subject: string,
     readonly queue: string | undefined,
-    readonly sid: string
+    readonly sid: string,
+    /** Set for the server's internal subscriptions: delivery calls it instead of writing MSG. */
+    readonly handler: InternalHandler | undefined = undefined
   ) {}
 }
