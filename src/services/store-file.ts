@@ -1,0 +1,745 @@
+// The file store: each stream is a folder of append-only block files of
+// checksummed records (core/stream/record.ts) plus crash-safe small files for its
+// config and meta. Indexes live in memory and are rebuilt by scanning the blocks
+// on open. Appends go to an in-memory tail; `sync()` writes and fsyncs it under a
+// lock, so publishes that arrive during one fsync share the next (group commit).
+//   <dir>/<stream>/config         store config (JSON, checksummed)
+//   <dir>/<stream>/msgs/<n>.blk   blocks, rolled at `blockSize`
+//   <dir>/<stream>/meta/<key>     meta values (checksummed)
+import { Deferred, Effect, Layer, Option } from "effect"
+import { makeStoreConfig, msgSize, type StoreConfig } from "../core/stream/config.js"
+import {
+  decodeMeta,
+  decodeState,
+  DEL_LEN,
+  encodeDel,
+  encodeFloor,
+  encodeMeta,
+  encodeMsg,
+  encodeState,
+  FLOOR_LEN,
+  msgBody,
+  msgHead,
+  msgRecordLen,
+  recordAt,
+  recordSeq,
+  RecordType,
+  scanRecords,
+  STATE_LEN
+} from "../core/stream/record.js"
+import { StreamIndex, type IndexEntry } from "../core/stream/stream-index.js"
+import { Disk, type DiskError, type DiskFile, type DiskService, joinPath } from "./disk.js"
+import { Log } from "./log.js"
+import {
+  decodeName,
+  encodeName,
+  makeStreamStore,
+  Store,
+  storeError,
+  type StoreHealth,
+  type StoreProblem,
+  type StoreError,
+  type StoreService,
+  type StoredMsg,
+  type StreamStore
+} from "./store.js"
+import { makeMemoryStore } from "./store-memory.js"
+
+export interface FileStoreOptions {
+  /** A block is sealed once it reaches this size (a single larger record gets its own). */
+  readonly blockSize?: number
+  /** Sealed blocks kept in memory for reads. */
+  readonly cacheBlocks?: number
+}
+
+interface Block {
+  readonly id: number
+  readonly path: string
+  file: DiskFile | undefined
+  /** Bytes [0, size) when held in memory: always for the active block and unflushed ones. */
+  buf: Buffer | undefined
+  /** Whether `buf` was checked (written by us or scanned); otherwise check each record read. */
+  trusted: boolean
+  size: number
+  /** Bytes handed to the OS. */
+  flushed: number
+  /** Written since the last fsync. */
+  dirty: boolean
+  /** File created since the folder was last fsynced: its name is not durable yet. */
+  fresh: boolean
+  live: number
+  liveBytes: number
+  /** Bytes of removed messages still in the file: what compaction would reclaim. */
+  deadBytes: number
+  /** Sequence range of the MSG records physically present (removed or not). */
+  minSeq: number
+  maxSeq: number
+  /** Bumped when compaction rewrites the file, so a read racing it retries. */
+  gen: number
+  /** Compaction epoch when last rewritten (a block of tombstones only is revisited once others change). */
+  epoch: number
+  /** Recovery found unreadable bytes in it: compaction leaves it alone, keeping the evidence. */
+  damaged: boolean
+}
+
+interface Loc {
+  readonly blk: Block
+  off: number
+  readonly len: number
+}
+
+const BLOCK_EXT = ".blk"
+const TMP_EXT = ".tmp"
+const TRASH_EXT = ".deleted"
+const FIRST_BUF = 64 * 1024
+const NEW_EXT = ".new"
+/** Problems kept for health(); a disk that keeps failing must not grow this forever. */
+const MAX_PROBLEMS = 100
+
+const fromDisk = (e: DiskError): StoreError =>
+  storeError(e.reason === "NoSpace" ? "NoSpace" : e.reason === "NotFound" ? "NotFound" : "Io", `${e.path}: ${e.message}`)
+
+const asBuffer = (u: Uint8Array): Buffer => (Buffer.isBuffer(u) ? u : Buffer.from(u.buffer, u.byteOffset, u.length))
+
+const io = <A>(eff: Effect.Effect<A, DiskError>): Effect.Effect<A, StoreError> => Effect.mapError(eff, fromDisk)
+
+const warn = (msg: string) =>
+  Effect.flatMap(Effect.serviceOption(Log), (log) =>
+    Option.isSome(log) ? Effect.sync(() => log.value.warn(msg)) : Effect.logWarning(msg)
+  )
+
+/** Write a small file so that a crash leaves either the old or the new content. */
+const writeAtomic = (disk: DiskService, dir: string, name: string, data: Uint8Array, tmpId: number) =>
+  Effect.gen(function*() {
+    const tmp = joinPath(dir, `${name}.${tmpId}${TMP_EXT}`)
+    const f = yield* disk.open(tmp, true)
+    yield* Effect.ensuring(
+      Effect.zipRight(Effect.zipRight(f.truncate(0), f.write(data, 0)), f.sync()),
+      Effect.ignore(f.close())
+    )
+    yield* disk.rename(tmp, joinPath(dir, name))
+    yield* disk.syncDir(dir)
+  })
+
+const readConfig = (disk: DiskService, streamDir: string): Effect.Effect<StoreConfig | undefined, DiskError> =>
+  Effect.map(disk.readFile(joinPath(streamDir, "config")), (raw) => {
+    const data = decodeMeta(raw)
+    if (data === undefined) return undefined
+    try {
+      return makeStoreConfig(JSON.parse(Buffer.from(data).toString("utf8")) as Partial<StoreConfig>)
+    } catch {
+      return undefined
+    }
+  })
+
+const encodeConfig = (cfg: StoreConfig): Uint8Array => encodeMeta(Buffer.from(JSON.stringify(cfg), "utf8"))
+
+interface StreamCtx {
+  readonly disk: DiskService
+  readonly name: string
+  readonly dir: string
+  readonly blockSize: number
+  readonly cacheBlocks: number
+  readonly tmpId: () => number
+}
+
+const newBlock = (ctx: StreamCtx, id: number): Block => ({
+  id,
+  path: joinPath(ctx.dir, "msgs", `${id}${BLOCK_EXT}`),
+  file: undefined,
+  buf: undefined,
+  trusted: true,
+  size: 0,
+  flushed: 0,
+  dirty: false,
+  fresh: false,
+  live: 0,
+  liveBytes: 0,
+  deadBytes: 0,
+  minSeq: Number.POSITIVE_INFINITY,
+  maxSeq: 0,
+  gen: 0,
+  epoch: 0,
+  damaged: false
+})
+
+interface Recovered {
+  readonly index: StreamIndex<Loc>
+  readonly blocks: Block[]
+  readonly problems: StoreProblem[]
+}
+
+/** Rebuild the index from the blocks; truncate a torn tail of the last one. */
+const recover = (ctx: StreamCtx, cfg: StoreConfig) =>
+  Effect.gen(function*() {
+    const { disk } = ctx
+    const msgsDir = joinPath(ctx.dir, "msgs")
+    yield* disk.mkdirp(msgsDir)
+    const names = yield* disk.list(msgsDir)
+    for (const n of names) if (n.endsWith(TMP_EXT)) yield* Effect.ignore(disk.unlink(joinPath(msgsDir, n)))
+    const ids = names
+      .filter((n) => n.endsWith(BLOCK_EXT) && /^\d+$/.test(n.slice(0, -BLOCK_EXT.length)))
+      .map((n) => Number(n.slice(0, -BLOCK_EXT.length)))
+      .sort((a, b) => a - b)
+    const index = new StreamIndex<Loc>()
+    const blocks: Block[] = []
+    const problems: StoreProblem[] = []
+    let floor = 0
+    let last = 0
+    let lastTs = 0
+    const kill = (e: IndexEntry<Loc>) => {
+      e.loc.blk.live--
+      e.loc.blk.liveBytes -= e.loc.len
+      e.loc.blk.deadBytes += e.loc.len
+    }
+    for (let i = 0; i < ids.length; i++) {
+      const blk = newBlock(ctx, ids[i])
+      const buf = asBuffer(yield* disk.readFile(blk.path))
+      const isLast = i === ids.length - 1
+      const scan = scanRecords(buf, buf.length, (type, off, len) => {
+        if (type === RecordType.Msg) {
+          const h = msgHead(buf, off, len)
+          if (h.seq <= index.last) {
+            problems.push({ kind: "Corrupt", file: blk.path, offset: off, length: len, message: `message ${h.seq} out of order` })
+            return
+          }
+          const size = msgSize(cfg.storage, h.subjectLen, h.hdrLen, h.payloadLen)
+          index.add(h.seq, h.subject, h.ts, size, { blk, off, len })
+          blk.live++
+          blk.liveBytes += len
+          if (h.seq < blk.minSeq) blk.minSeq = h.seq
+          if (h.seq > blk.maxSeq) blk.maxSeq = h.seq
+          if (h.seq >= last) {
+            last = h.seq
+            lastTs = h.ts
+          }
+        } else if (type === RecordType.Del) {
+          const seq = recordSeq(buf, off)
+          const e = index.remove(seq)
+          if (e !== undefined) kill(e)
+          if (seq > last) last = seq
+        } else if (type === RecordType.Floor) {
+          const seq = recordSeq(buf, off)
+          if (seq > floor) floor = seq
+          if (seq - 1 > last) last = seq - 1
+        } else {
+          const st = decodeState(buf, off)
+          if (st.floor > floor) floor = st.floor
+          if (st.last >= last) {
+            last = st.last
+            lastTs = st.lastTs
+          }
+        }
+      })
+      blk.size = buf.length
+      blk.damaged = scan.bad.length > 0 || (scan.tornAt !== undefined && !isLast)
+      for (const b of scan.bad) {
+        problems.push({
+          kind: "Corrupt",
+          file: blk.path,
+          offset: b.offset,
+          length: b.length,
+          message: `${b.length} unreadable bytes at offset ${b.offset}; later records recovered`
+        })
+      }
+      if (scan.tornAt !== undefined) {
+        const cut = buf.length - scan.tornAt
+        if (isLast) {
+          const f = yield* disk.open(blk.path, true)
+          yield* f.truncate(scan.tornAt)
+          yield* f.sync()
+          blk.file = f
+          blk.size = scan.tornAt
+          const message = `truncated ${cut} bytes of an unfinished write at offset ${scan.tornAt}`
+          problems.push({ kind: "TornTail", file: blk.path, offset: scan.tornAt, length: cut, message })
+          yield* warn(`stream '${ctx.name}': ${blk.path}: ${message}`)
+        } else {
+          problems.push({
+            kind: "Corrupt",
+            file: blk.path,
+            offset: scan.tornAt,
+            length: cut,
+            message: `${cut} unreadable bytes at the end of a sealed block`
+          })
+        }
+      }
+      blk.flushed = blk.size
+      blk.buf = buf
+      blocks.push(blk)
+    }
+    // What we read may be a dead process's unsynced writes: make it durable before
+    // anyone sees it, or a later power loss could take back a sequence already served.
+    for (const blk of blocks) {
+      const f = blk.file ?? (yield* disk.open(blk.path, false))
+      yield* f.sync()
+      if (blk !== blocks[blocks.length - 1]) yield* f.close()
+      else blk.file = f
+    }
+    if (blocks.length > 0) yield* disk.syncDir(msgsDir)
+    index.restoreLast(last, lastTs)
+    const dropped: IndexEntry<Loc>[] = []
+    index.setFloor(floor, dropped)
+    dropped.forEach(kill)
+    for (const p of problems) {
+      if (p.kind === "Corrupt") yield* warn(`stream '${ctx.name}': ${p.file}: ${p.message}`)
+    }
+    // Keep the newest blocks in memory; the active one must be.
+    for (let i = 0; i < blocks.length - 1 - ctx.cacheBlocks; i++) blocks[i].buf = undefined
+    return { index, blocks, problems } satisfies Recovered
+  })
+
+const openFileStream = (ctx: StreamCtx, cfg: StoreConfig, rec: Recovered, extraProblems: StoreProblem[], onClose: () => void) => {
+  const { disk, index, blocks } = { disk: ctx.disk, index: rec.index, blocks: rec.blocks }
+  const msgsDir = joinPath(ctx.dir, "msgs")
+  const metaDir = joinPath(ctx.dir, "meta")
+  const problems: StoreProblem[] = [...extraProblems, ...rec.problems]
+  const lock = Effect.unsafeMakeSemaphore(1)
+  let appended = 0
+  let durable = 0
+  let recordedFloor = index.first
+  // The floor known to be on disk: a DEL below it may be dropped by compaction.
+  let syncedFloor = index.first
+  let epoch = 1
+  const cached: Block[] = blocks.filter((b) => b.buf !== undefined && b !== blocks[blocks.length - 1])
+
+  const active = (): Block | undefined => blocks[blocks.length - 1]
+
+  const reserve = (blk: Block, len: number) => {
+    const need = blk.size + len
+    const have = blk.buf === undefined ? 0 : blk.buf.length
+    if (need <= have) return
+    const next = Buffer.allocUnsafe(Math.max(need, Math.min(Math.max(have * 2, FIRST_BUF), ctx.blockSize + len)))
+    if (blk.buf !== undefined) blk.buf.copy(next, 0, 0, blk.size)
+    blk.buf = next
+  }
+
+  const evict = () => {
+    while (cached.length > ctx.cacheBlocks) {
+      const i = cached.findIndex((b) => b.flushed === b.size && b !== active())
+      if (i < 0) return
+      cached[i].buf = undefined
+      cached.splice(i, 1)
+    }
+  }
+
+  /** The block to append `len` bytes to, rolling to a new one (opened by a STATE record) when full. */
+  const room = (len: number): Block => {
+    let blk = active()
+    if (blk === undefined || (blk.size > 0 && blk.size + len > ctx.blockSize)) {
+      if (blk !== undefined) {
+        cached.push(blk)
+        evict()
+      }
+      blk = newBlock(ctx, blk === undefined ? 1 : blk.id + 1)
+      blocks.push(blk)
+      reserve(blk, STATE_LEN + len)
+      blk.size += encodeState(blk.buf!, 0, index.first, index.last, index.lastTs)
+      appended++
+    }
+    reserve(blk, len)
+    return blk
+  }
+
+  const writeTombstone = (len: number, encode: (buf: Buffer, off: number) => number) => {
+    const blk = room(len)
+    blk.size += encode(blk.buf!, blk.size)
+    appended++
+  }
+
+  const append = (seq: number, subject: string, subjectLen: number, headers: Uint8Array | undefined, payload: Uint8Array, ts: number): Loc => {
+    const len = msgRecordLen(subjectLen, headers === undefined ? 0 : headers.length, payload.length)
+    const blk = room(len)
+    const off = blk.size
+    encodeMsg(blk.buf!, off, seq, ts, subject, subjectLen, headers, payload)
+    blk.size += len
+    blk.live++
+    blk.liveBytes += len
+    if (seq < blk.minSeq) blk.minSeq = seq
+    if (seq > blk.maxSeq) blk.maxSeq = seq
+    appended++
+    return { blk, off, len }
+  }
+
+  // FLOOR(first) is always true, so it records every removal below the new first
+  // in one record; only removals above it need a DEL each.
+  const removed = (entries: ReadonlyArray<IndexEntry<Loc>>) => {
+    const first = index.first
+    for (const e of entries) {
+      const blk = e.loc.blk
+      blk.live--
+      blk.liveBytes -= e.loc.len
+      blk.deadBytes += e.loc.len
+      if (e.seq >= first) writeTombstone(DEL_LEN, (b, o) => encodeDel(b, o, e.seq))
+    }
+    if (first > recordedFloor) {
+      recordedFloor = first
+      writeTombstone(FLOOR_LEN, (b, o) => encodeFloor(b, o, first))
+    }
+  }
+
+  /** A sealed block's bytes from disk, as laid out now (retried if compaction rewrote it meanwhile). */
+  const loadBlock = (blk: Block): Effect.Effect<Buffer, StoreError> =>
+    Effect.gen(function*() {
+      const gen = blk.gen
+      const data = asBuffer(yield* io(disk.readFile(blk.path)))
+      if (blk.gen !== gen) return yield* loadBlock(blk)
+      if (blk.buf !== undefined) return blk.buf
+      blk.buf = data
+      blk.trusted = false
+      cached.push(blk)
+      evict()
+      return data
+    })
+
+  const decode = (e: IndexEntry<Loc>, buf: Buffer, trusted: boolean): Effect.Effect<StoredMsg, StoreError> => {
+    const { blk, off, len } = e.loc
+    if ((!trusted && recordAt(buf, off, off + len) !== len) || recordSeq(buf, off) !== e.seq) {
+      return Effect.fail(storeError("Corrupt", `${blk.path}: message ${e.seq} is damaged`))
+    }
+    const m = msgBody(buf, off, len)
+    return Effect.succeed({ seq: e.seq, subject: e.subject, ts: m.ts, headers: m.headers, payload: m.payload })
+  }
+
+  const read = (e: IndexEntry<Loc>): Effect.Effect<StoredMsg, StoreError> =>
+    Effect.suspend(() => {
+      const blk = e.loc.blk
+      if (blk.buf !== undefined) return decode(e, blk.buf, blk.trusted)
+      return Effect.flatMap(loadBlock(blk), (buf) => decode(e, buf, false))
+    })
+
+  const failWrite = (blk: Block, e: StoreError) =>
+    Effect.gen(function*() {
+      if (problems.length < MAX_PROBLEMS) problems.push({ kind: "WriteFailed", file: blk.path, offset: blk.flushed, message: e.message })
+      // Cut whatever part of the write landed, so the retry appends after good records.
+      if (blk.file !== undefined) yield* Effect.ignore(blk.file.truncate(blk.flushed))
+      return yield* Effect.fail(e)
+    })
+
+  const writeOut = Effect.gen(function*() {
+    for (const blk of blocks.slice()) {
+      if (blk.flushed >= blk.size) continue
+      if (blk.file === undefined) {
+        blk.file = yield* io(disk.open(blk.path, true))
+        blk.fresh = true
+      }
+      const end = blk.size
+      yield* io(blk.file.write(blk.buf!.subarray(blk.flushed, end), blk.flushed)).pipe(
+        Effect.catchAll((e) => failWrite(blk, e))
+      )
+      blk.flushed = end
+      blk.dirty = true
+    }
+  })
+
+  const syncNow = Effect.gen(function*() {
+    const end = appended
+    const floor = recordedFloor
+    yield* writeOut
+    for (const blk of blocks.slice()) {
+      if (blk.dirty) {
+        yield* io(blk.file!.sync())
+        blk.dirty = false
+      }
+    }
+    // Only names created before this folder sync become durable by it.
+    const fresh = blocks.filter((b) => b.fresh)
+    if (fresh.length > 0) {
+      yield* io(disk.syncDir(msgsDir))
+      for (const blk of fresh) blk.fresh = false
+    }
+    durable = end
+    syncedFloor = floor
+    evict()
+  })
+
+  // Group commit: callers queue for the next round; one committer fiber runs rounds
+  // back to back, each a single write + fsync covering everything appended before
+  // it started, so every caller waits for at most the round in flight and its own.
+  // (A plain lock would not do: Effect's semaphore lets a releasing fiber barge
+  // back in, and a looping publisher would get an fsync per message.)
+  let waiting: Array<Deferred.Deferred<void, StoreError>> = []
+  let committing = false
+  const commitRounds: Effect.Effect<void> = Effect.suspend(() => {
+    if (waiting.length === 0) {
+      committing = false
+      return Effect.void
+    }
+    const round = waiting
+    waiting = []
+    return Effect.exit(lock.withPermits(1)(Effect.uninterruptible(syncNow))).pipe(
+      Effect.flatMap((exit) => Effect.forEach(round, (d) => Deferred.done(d, exit), { discard: true })),
+      Effect.zipRight(commitRounds)
+    )
+  })
+
+  const sync = () =>
+    Effect.suspend(() => {
+      if (durable >= appended) return Effect.void
+      return Effect.flatMap(Deferred.make<void, StoreError>(), (d) => {
+        waiting.push(d)
+        if (committing) return Deferred.await(d)
+        committing = true
+        return Effect.zipRight(Effect.forkDaemon(commitRounds), Deferred.await(d))
+      })
+    })
+
+  const flush = () => lock.withPermits(1)(Effect.uninterruptible(writeOut))
+
+  /** Does an older block still physically hold message `seq` (so a DEL for it must stay)? */
+  const heldBefore = (blk: Block, seq: number) => {
+    for (const b of blocks) {
+      if (b === blk) return false
+      if (seq >= b.minSeq && seq <= b.maxSeq) return true
+    }
+    return false
+  }
+
+  /** Rewrite a sealed block with only what still matters; unlink it when nothing does. */
+  const rewrite = (blk: Block) =>
+    Effect.gen(function*() {
+      const before = blk.size
+      const src = blk.buf ?? (yield* loadBlock(blk))
+      const out = Buffer.allocUnsafe(blk.size)
+      const moves: Array<[IndexEntry<Loc>, number]> = []
+      let o = 0
+      let minSeq = Number.POSITIVE_INFINITY
+      let maxSeq = 0
+      scanRecords(src, blk.size, (type, off, len) => {
+        const seq = recordSeq(src, off)
+        if (type === RecordType.Msg) {
+          const e = index.get(seq)
+          if (e === undefined || e.loc.blk !== blk || e.loc.off !== off) return
+          moves.push([e, o])
+          minSeq = Math.min(minSeq, seq)
+          maxSeq = Math.max(maxSeq, seq)
+        } else if (type !== RecordType.Del || seq < syncedFloor || !heldBefore(blk, seq)) {
+          return
+        }
+        src.copy(out, o, off, off + len)
+        o += len
+      })
+      if (o === before) {
+        // Nothing to drop (tombstones still needed): leave the file alone.
+        blk.epoch = epoch
+        return 0
+      }
+      if (o === 0) {
+        if (blk.file !== undefined) yield* Effect.ignore(blk.file.close())
+        yield* io(disk.unlink(blk.path))
+        yield* io(disk.syncDir(msgsDir))
+        blocks.splice(blocks.indexOf(blk), 1)
+        const c = cached.indexOf(blk)
+        if (c >= 0) cached.splice(c, 1)
+        epoch++
+        return before
+      }
+      yield* io(writeAtomic(disk, msgsDir, `${blk.id}${BLOCK_EXT}`, out.subarray(0, o), ctx.tmpId()))
+      if (blk.file !== undefined) yield* Effect.ignore(blk.file.close())
+      blk.file = undefined
+      blk.buf = out.subarray(0, o)
+      blk.trusted = true
+      blk.size = blk.flushed = o
+      blk.gen++
+      blk.live = blk.liveBytes = blk.deadBytes = 0
+      for (const [e, at] of moves) {
+        e.loc.off = at
+        if (index.get(e.seq) === e) {
+          blk.live++
+          blk.liveBytes += e.loc.len
+        } else blk.deadBytes += e.loc.len
+      }
+      blk.minSeq = minSeq
+      blk.maxSeq = maxSeq
+      blk.epoch = ++epoch
+      if (!cached.includes(blk)) cached.push(blk)
+      evict()
+      return before - o
+    })
+
+  // The lock is taken per block, so publishes waiting on sync() slip in between.
+  const compact = () =>
+    Effect.gen(function*() {
+      // Only blocks sealed before this sync: then the block active now, durable after
+      // it, holds a STATE at least as new as any FLOOR or STATE compaction drops.
+      const sealed = blocks.slice(0, -1)
+      yield* lock.withPermits(1)(Effect.uninterruptible(syncNow))
+      let reclaimed = 0
+      for (const blk of sealed) {
+        reclaimed += yield* lock.withPermits(1)(
+          Effect.uninterruptible(
+            Effect.suspend(() => {
+              if (!blocks.includes(blk) || blk.damaged) return Effect.succeed(0)
+              const mostlyDead = blk.deadBytes > 0 && blk.deadBytes * 2 >= blk.size
+              // Tombstones alone: worth a look again only once another block changed.
+              const onlyTombstones = blk.live === 0 && blk.epoch !== epoch
+              return mostlyDead || onlyTombstones ? rewrite(blk) : Effect.succeed(0)
+            })
+          )
+        )
+      }
+      return reclaimed
+    })
+
+  const metaPath = (key: string) => joinPath(metaDir, encodeName(key))
+
+  const closeFiles = Effect.gen(function*() {
+    for (const blk of blocks) {
+      if (blk.file !== undefined) yield* Effect.ignore(blk.file.close())
+      blk.file = undefined
+      blk.buf = undefined
+    }
+  })
+
+  const health = (): StoreHealth => ({ ok: problems.every((p) => p.kind === "TornTail"), problems: [...problems] })
+
+  return makeStreamStore<Loc>(
+    ctx.name,
+    cfg,
+    {
+      index,
+      append,
+      removed,
+      read,
+      persistConfig: (next) => io(writeAtomic(disk, ctx.dir, "config", encodeConfig(next), ctx.tmpId())),
+      sync,
+      flush,
+      compact,
+      health,
+      writeMeta: (key, value) => io(writeAtomic(disk, metaDir, encodeName(key), encodeMeta(value), ctx.tmpId())),
+      readMeta: (key) =>
+        disk.readFile(metaPath(key)).pipe(
+          Effect.map((raw): Uint8Array | undefined => raw),
+          Effect.catchTag("DiskError", (e) => (e.reason === "NotFound" ? Effect.succeed(undefined) : Effect.fail(fromDisk(e)))),
+          Effect.flatMap((raw) => {
+            if (raw === undefined) return Effect.succeed(undefined)
+            const data = decodeMeta(raw)
+            return data === undefined
+              ? Effect.fail(storeError("Corrupt", `meta '${key}' of stream '${ctx.name}' is damaged`))
+              : Effect.succeed(data)
+          })
+        ),
+      deleteMeta: (key) =>
+        disk.unlink(metaPath(key)).pipe(
+          Effect.zipRight(disk.syncDir(metaDir)),
+          Effect.catchTag("DiskError", (e) => (e.reason === "NotFound" ? Effect.void : Effect.fail(fromDisk(e))))
+        ),
+      listMeta: () =>
+        Effect.map(io(disk.list(metaDir)), (names) =>
+          names.filter((n) => !n.endsWith(TMP_EXT)).flatMap((n) => decodeName(n) ?? [])
+        ),
+      close: () => Effect.ensuring(lock.withPermits(1)(Effect.uninterruptible(syncNow)), lock.withPermits(1)(closeFiles))
+    },
+    onClose
+  )
+}
+
+/** Stream stores under `dir`; streams configured with `storage: "memory"` are kept in memory. */
+export const makeFileStore = (dir: string, options: FileStoreOptions = {}) =>
+  Effect.gen(function*() {
+    const disk = yield* Disk
+    const memory = makeMemoryStore()
+    const open = new Map<string, StreamStore>()
+    const lock = Effect.unsafeMakeSemaphore(1)
+    let tmpCounter = 0
+    yield* io(disk.mkdirp(dir))
+    for (const n of yield* io(disk.list(dir))) {
+      if (n.endsWith(TRASH_EXT) || n.endsWith(NEW_EXT)) yield* io(disk.removeAll(joinPath(dir, n)))
+    }
+
+    const ctxFor = (name: string): StreamCtx => ({
+      disk,
+      name,
+      dir: joinPath(dir, encodeName(name)),
+      blockSize: options.blockSize ?? 8 * 1024 * 1024,
+      cacheBlocks: options.cacheBlocks ?? 4,
+      tmpId: () => ++tmpCounter
+    })
+
+    const onDisk = (name: string) =>
+      Effect.map(io(disk.list(dir)), (names) => names.includes(encodeName(name)))
+
+    const openStream = (name: string, cfg: StoreConfig | undefined) =>
+      Effect.gen(function*() {
+        const ctx = ctxFor(name)
+        const extra: StoreProblem[] = []
+        if (cfg === undefined) {
+          const stored = yield* Effect.either(readConfig(disk, ctx.dir))
+          cfg = stored._tag === "Right" ? stored.right : undefined
+          if (cfg === undefined) {
+            // Never lose a stream over its metadata: open it without limits and say so.
+            const message = `config of stream '${name}' is missing or damaged; opened without limits`
+            extra.push({ kind: "MetaCorrupt", file: joinPath(ctx.dir, "config"), message })
+            yield* warn(message)
+            cfg = makeStoreConfig()
+          }
+        }
+        yield* disk.mkdirp(joinPath(ctx.dir, "meta"))
+        const rec = yield* recover(ctx, cfg)
+        const handle = openFileStream(ctx, cfg, rec, extra, () => {
+          if (open.get(name) === handle) open.delete(name)
+        })
+        open.set(name, handle)
+        return handle
+      })
+
+    const service: StoreService = {
+      create: (name, config) =>
+        lock.withPermits(1)(
+          Effect.gen(function*() {
+            if (open.has(name) || (yield* onDisk(name)) || (yield* Effect.either(memory.open(name)))._tag === "Right") {
+              return yield* Effect.fail(storeError("Exists", `stream '${name}' already exists`))
+            }
+            if (config.storage === "memory") return yield* memory.create(name, config)
+            // Built aside and renamed into place: a crash mid-create leaves no half stream.
+            const ctx = ctxFor(name)
+            const staging = `${ctx.dir}${NEW_EXT}`
+            yield* io(disk.removeAll(staging))
+            yield* io(disk.mkdirp(joinPath(staging, "msgs")))
+            yield* io(disk.mkdirp(joinPath(staging, "meta")))
+            yield* io(writeAtomic(disk, staging, "config", encodeConfig(config), ++tmpCounter))
+            yield* io(disk.syncDir(staging))
+            yield* io(disk.rename(staging, ctx.dir))
+            yield* io(disk.syncDir(dir))
+            return yield* io(openStream(name, config))
+          })
+        ),
+      open: (name) =>
+        lock.withPermits(1)(
+          Effect.suspend(() => {
+            const h = open.get(name)
+            if (h !== undefined) return Effect.succeed(h)
+            return Effect.flatMap(onDisk(name), (here) => (here ? io(openStream(name, undefined)) : memory.open(name)))
+          })
+        ),
+      delete: (name) =>
+        lock.withPermits(1)(
+          Effect.gen(function*() {
+            const h = open.get(name)
+            if (h !== undefined) yield* Effect.ignore(h.close())
+            if (!(yield* onDisk(name))) return yield* memory.delete(name)
+            const ctx = ctxFor(name)
+            // Rename first: a crash mid-removal must not leave a half stream that looks damaged.
+            const trash = `${ctx.dir}${TRASH_EXT}`
+            yield* io(disk.rename(ctx.dir, trash))
+            yield* io(disk.syncDir(dir))
+            yield* io(disk.removeAll(trash))
+          })
+        ),
+      list: () =>
+        Effect.gen(function*() {
+          const names = (yield* io(disk.list(dir)))
+            .filter((n) => !n.includes("."))
+            .flatMap((n) => decodeName(n) ?? [])
+          const mem = yield* memory.list()
+          return [...new Set([...names, ...mem])].sort()
+        })
+    }
+
+    yield* Effect.addFinalizer(() =>
+      Effect.forEach([...open.values()], (h) => Effect.ignore(h.close()), { discard: true })
+    )
+    return service
+  })
+
+export const layerFile = (dir: string, options: FileStoreOptions = {}): Layer.Layer<Store, StoreError, Disk> =>
+  Layer.scoped(Store, makeFileStore(dir, options))
