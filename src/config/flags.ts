@@ -37,9 +37,10 @@ interface State {
   jetstream: Mutable<JetStreamPatch>
   mqtt: Mutable<MqttPatch>
   log: Mutable<Partial<LogOptions>>
+  tls: { enabled?: boolean; verify?: boolean; certFile?: string; keyFile?: string; caFile?: string }
 }
 
-type Group = "Server" | "Logging" | "JetStream" | "Authorization" | "MQTT" | "Common"
+type Group = "Server" | "Logging" | "JetStream" | "Authorization" | "TLS" | "MQTT" | "Common"
 
 interface FlagDef {
   /** Without dashes; the short ones are listed with one dash, the long ones with two. */
@@ -274,6 +275,57 @@ const flags: ReadonlyArray<FlagDef> = [
       return undefined
     }
   },
+  // TLS on the client port, as nats-server's flags: --tls or --tlsverify turn it on.
+  {
+    names: ["tls"],
+    arg: undefined,
+    group: "TLS",
+    help: "Enable TLS, do not verify clients (default: false)",
+    apply: (s, v) => {
+      s.tls.enabled = v === true
+      return undefined
+    }
+  },
+  {
+    names: ["tlscert"],
+    arg: "<file>",
+    group: "TLS",
+    help: "Server certificate file",
+    apply: (s, v) => {
+      s.tls.certFile = String(v)
+      return undefined
+    }
+  },
+  {
+    names: ["tlskey"],
+    arg: "<file>",
+    group: "TLS",
+    help: "Private key for server certificate",
+    apply: (s, v) => {
+      s.tls.keyFile = String(v)
+      return undefined
+    }
+  },
+  {
+    names: ["tlsverify"],
+    arg: undefined,
+    group: "TLS",
+    help: "Enable TLS, verify client certificates",
+    apply: (s, v) => {
+      s.tls.verify = v === true
+      return undefined
+    }
+  },
+  {
+    names: ["tlscacert"],
+    arg: "<file>",
+    group: "TLS",
+    help: "Client certificate CA for verification",
+    apply: (s, v) => {
+      s.tls.caFile = String(v)
+      return undefined
+    }
+  },
   // MQTT (Switchyard's own; nats-server has no MQTT flag)
   {
     names: ["mqtt_port"],
@@ -319,7 +371,22 @@ const parseBool = (v: string): boolean | undefined => {
 
 const flagError = (detail: string): ConfigError => configError("Flag", detail)
 
-const dashed = (name: string) => (name.length <= 3 && name !== "log" && name !== "net" ? `-${name}` : `--${name}`)
+const dashed = (name: string) =>
+  name.length <= 3 && name !== "log" && name !== "net" && name !== "tls" ? `-${name}` : `--${name}`
+
+/** TLS from the flags: on with --tls or --tlsverify, which then need a certificate and its key. */
+const tlsFromFlags = (t: State["tls"]): Either.Either<OptionsPatch["tls"], ConfigError> => {
+  const on = t.enabled === true || t.verify === true
+  if (!on) {
+    return t.certFile !== undefined || t.keyFile !== undefined || t.caFile !== undefined
+      ? Either.left(flagError("--tlscert, --tlskey and --tlscacert need --tls or --tlsverify"))
+      : Either.right(undefined)
+  }
+  if (t.certFile === undefined || t.keyFile === undefined) {
+    return Either.left(flagError("TLS needs a server certificate and key (--tlscert and --tlskey)"))
+  }
+  return Either.right({ certFile: t.certFile, keyFile: t.keyFile, caFile: t.caFile, verify: t.verify === true, timeoutMs: 2_000 })
+}
 
 /** Parses the arguments after the program name. */
 export const parseArgs = (argv: ReadonlyArray<string>): Either.Either<FlagsResult, ConfigError> => {
@@ -330,7 +397,8 @@ export const parseArgs = (argv: ReadonlyArray<string>): Either.Either<FlagsResul
     authorization: {},
     jetstream: {},
     mqtt: {},
-    log: {}
+    log: {},
+    tls: {}
   }
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]
@@ -364,6 +432,8 @@ export const parseArgs = (argv: ReadonlyArray<string>): Either.Either<FlagsResul
     }
   }
   const nonEmpty = <T extends object>(o: T): T | undefined => (Object.keys(o).length === 0 ? undefined : o)
+  const tls = tlsFromFlags(s.tls)
+  if (Either.isLeft(tls)) return Either.left(tls.left)
   return Either.right({
     kind: "run",
     configFile: s.configFile,
@@ -374,17 +444,19 @@ export const parseArgs = (argv: ReadonlyArray<string>): Either.Either<FlagsResul
       ...(nonEmpty(s.authorization) && { authorization: s.authorization }),
       ...(nonEmpty(s.jetstream) && { jetstream: s.jetstream }),
       ...(nonEmpty(s.mqtt) && { mqtt: s.mqtt }),
-      ...(nonEmpty(s.log) && { log: s.log })
+      ...(nonEmpty(s.log) && { log: s.log }),
+      ...(tls.right !== undefined && { tls: tls.right })
     }
   })
 }
 
-const GROUP_ORDER: ReadonlyArray<Group> = ["Server", "Logging", "JetStream", "Authorization", "MQTT", "Common"]
+const GROUP_ORDER: ReadonlyArray<Group> = ["Server", "Logging", "JetStream", "Authorization", "TLS", "MQTT", "Common"]
 const GROUP_TITLE: Record<Group, string> = {
   Server: "Server Options",
   Logging: "Logging Options",
   JetStream: "JetStream Options",
   Authorization: "Authorization Options",
+  TLS: "TLS Options",
   MQTT: "MQTT Options (Switchyard)",
   Common: "Common Options"
 }

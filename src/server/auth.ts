@@ -1,28 +1,38 @@
-// Who may connect, and to which account. The foundation handles the plain forms
-// (single user, token, user lists with plain passwords, accounts with users,
-// no_auth_user); bcrypt, nkeys and permissions arrive with the auth work and are
-// refused at start-up until then (see unsupported.ts), never silently ignored.
-import { createHash, timingSafeEqual } from "node:crypto"
-import type { ServerOptions } from "../config/options.js"
+// Who may connect, to which account and with which permissions: tokens, a single
+// user, user lists and account users (plain or bcrypt passwords), nkey users signing
+// the server's nonce, and no_auth_user. Secrets are compared in constant time (bcrypt
+// by its own construction) and never logged.
+import { createHash, randomBytes, timingSafeEqual } from "node:crypto"
+import bcrypt from "bcryptjs"
+import { fromPublic } from "@nats-io/nkeys"
+import type { Permissions, ServerOptions, UserEntry } from "../config/options.js"
 import { GLOBAL_ACCOUNT } from "./account.js"
 import type { ConnectOptions } from "./client.js"
 
 export interface AuthResult {
   readonly account: string
   readonly user: string
+  /** undefined = may publish and subscribe to anything in the account. */
+  readonly permissions: Permissions | undefined
 }
 
 export interface Authenticator {
   readonly required: boolean
-  /** The account and user for these CONNECT credentials, or undefined when refused. */
-  authenticate(opts: ConnectOptions): AuthResult | undefined
+  /** Nkey users exist: INFO carries a nonce for the client to sign. */
+  readonly nonceRequired: boolean
+  /** The account, user and permissions for these CONNECT credentials, or undefined when refused. */
+  authenticate(opts: ConnectOptions, nonce: string | undefined): AuthResult | undefined
 }
 
 interface UserCred {
   readonly user: string
   readonly password: string | undefined
   readonly account: string
+  readonly permissions: Permissions | undefined
 }
+
+/** bcrypt hashes are recognised by their prefix, as nats-server does. */
+export const isBcrypt = (p: string | undefined): boolean => p !== undefined && /^\$2[abxy]\$/.test(p)
 
 /** Constant-time equality that does not leak the length of the secret either. */
 export const secretEquals = (given: string | undefined, expected: string): boolean => {
@@ -32,39 +42,83 @@ export const secretEquals = (given: string | undefined, expected: string): boole
   return timingSafeEqual(a, b)
 }
 
+/** A configured password (plain or bcrypt) against the one a client sent. */
+export const passwordMatches = (given: string | undefined, expected: string): boolean => {
+  if (!isBcrypt(expected)) return secretEquals(given, expected)
+  if (given === undefined) return false
+  try {
+    return bcrypt.compareSync(given, expected)
+  } catch {
+    return false
+  }
+}
+
+/** A fresh nonce for one connection: 16 random bytes, base64url without padding (22 characters). */
+export const makeNonce = (): string => randomBytes(16).toString("base64url")
+
+/** Node's base64 decoder skips junk; a signature must be nothing but base64 (either alphabet). */
+const Base64Re = /^[A-Za-z0-9+/_-]+={0,2}$/
+
+/** Did the holder of the nkey `publicKey` sign `nonce`? `sig` is base64 (std or url, padded or not). */
+export const verifyNonce = (publicKey: string, nonce: string, sig: string | undefined): boolean => {
+  if (sig === undefined || !Base64Re.test(sig) || !publicKey.startsWith("U")) return false
+  try {
+    const kp = fromPublic(publicKey)
+    return kp.verify(Buffer.from(nonce), Buffer.from(sig, "base64"))
+  } catch {
+    return false
+  }
+}
+
+const cred = (u: UserEntry, name: string, account: string, defaults: Permissions | undefined): UserCred => ({
+  user: name,
+  password: u.password,
+  account,
+  permissions: u.permissions ?? defaults
+})
+
 export const makeAuthenticator = (options: ServerOptions): Authenticator => {
   const authz = options.authorization
+  const defaults = authz?.defaultPermissions
   const users = new Map<string, UserCred>()
-  for (const acc of options.accounts) {
-    for (const u of acc.users) {
-      if (u.user !== undefined) users.set(u.user, { user: u.user, password: u.password, account: acc.name })
-    }
+  const nkeys = new Map<string, UserCred>()
+  const add = (u: UserEntry, account: string) => {
+    if (u.nkey !== undefined) nkeys.set(u.nkey, cred(u, u.nkey, account, defaults))
+    else if (u.user !== undefined) users.set(u.user, cred(u, u.user, account, defaults))
   }
-  for (const u of authz?.users ?? []) {
-    if (u.user !== undefined) {
-      users.set(u.user, { user: u.user, password: u.password, account: u.account ?? GLOBAL_ACCOUNT })
-    }
-  }
+  for (const acc of options.accounts) for (const u of acc.users) add(u, acc.name)
+  for (const u of authz?.users ?? []) add(u, u.account ?? GLOBAL_ACCOUNT)
   const single = authz?.user !== undefined ? { user: authz.user, password: authz.password ?? "" } : undefined
   const token = authz?.token
-  const required = users.size > 0 || single !== undefined || token !== undefined
-  const noAuthUser = options.noAuthUser !== undefined ? users.get(options.noAuthUser) : undefined
+  const required = users.size > 0 || nkeys.size > 0 || single !== undefined || token !== undefined
+  const noAuthUser = options.noAuthUser !== undefined
+    ? users.get(options.noAuthUser) ?? nkeys.get(options.noAuthUser)
+    : undefined
+  // An unknown user costs what a known one does, so timing does not reveal who exists.
+  const dummyHash = [...users.values()].find((u) => isBcrypt(u.password))?.password ?? "\u0000unknown-user"
 
-  const authenticate = (opts: ConnectOptions): AuthResult | undefined => {
-    const hasCreds = opts.user !== undefined || opts.pass !== undefined || opts.auth_token !== undefined
-    if (!hasCreds && noAuthUser !== undefined) return { account: noAuthUser.account, user: noAuthUser.user }
+  const granted = (u: UserCred): AuthResult => ({ account: u.account, user: u.user, permissions: u.permissions })
+
+  const authenticate = (opts: ConnectOptions, nonce: string | undefined): AuthResult | undefined => {
+    const hasCreds = opts.user !== undefined || opts.pass !== undefined || opts.auth_token !== undefined ||
+      opts.nkey !== undefined
+    if (!hasCreds && noAuthUser !== undefined) return granted(noAuthUser)
+    if (typeof opts.nkey === "string" && nkeys.size > 0) {
+      const u = nkeys.get(opts.nkey)
+      if (u === undefined || nonce === undefined) return undefined
+      return verifyNonce(opts.nkey, nonce, typeof opts.sig === "string" ? opts.sig : undefined) ? granted(u) : undefined
+    }
     if (token !== undefined) {
-      return secretEquals(opts.auth_token, token) ? { account: GLOBAL_ACCOUNT, user: "" } : undefined
+      return secretEquals(opts.auth_token, token) ? { account: GLOBAL_ACCOUNT, user: "", permissions: defaults } : undefined
     }
     if (single !== undefined) {
-      const ok = secretEquals(opts.user, single.user) && secretEquals(opts.pass, single.password)
-      return ok ? { account: GLOBAL_ACCOUNT, user: single.user } : undefined
+      const ok = secretEquals(opts.user, single.user) && passwordMatches(opts.pass, single.password)
+      return ok ? { account: GLOBAL_ACCOUNT, user: single.user, permissions: defaults } : undefined
     }
     const u = opts.user !== undefined ? users.get(opts.user) : undefined
-    // Compare against a dummy when the user is unknown so timing does not reveal which users exist.
-    const ok = secretEquals(opts.pass, u?.password ?? "\u0000unknown-user") && u !== undefined && u.password !== undefined
-    return ok ? { account: u.account, user: u.user } : undefined
+    const ok = passwordMatches(opts.pass, u?.password ?? dummyHash) && u !== undefined && u.password !== undefined
+    return ok ? granted(u) : undefined
   }
 
-  return { required, authenticate }
+  return { required, nonceRequired: nkeys.size > 0, authenticate }
 }

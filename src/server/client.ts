@@ -8,6 +8,7 @@ import { isValidLiteralSubject, isValidQueueName, isValidSubject } from "../core
 import type { Conn } from "../services/transport.js"
 import type { Account } from "./account.js"
 import { ClosedReason, ErrText } from "./reasons.js"
+import { type ClientPermissions, publishViolation, subscribeViolation } from "./permissions.js"
 import type { Server } from "./server.js"
 import { Subscription } from "./subscription.js"
 
@@ -50,6 +51,10 @@ export class Client implements NatsOpHandler {
   version = ""
   /** The authenticated user name (never a password or token). */
   user = ""
+  /** What the user may publish and subscribe to; undefined = anything in its account. */
+  perms: ClientPermissions | undefined = undefined
+  /** The nonce sent in INFO for nkey users to sign. */
+  nonce: string | undefined = undefined
 
   // Counters for /connz and /varz.
   inMsgs = 0
@@ -146,6 +151,11 @@ export class Client implements NatsOpHandler {
       this.sendErr(ErrText.InvalidPublishSubject)
       return
     }
+    if (this.perms !== undefined && !this.perms.canPublish(subject, server)) {
+      server.log.error(`${this.logPrefix()} - Publish Violation - User "${this.user}", Subject "${subject}"`)
+      this.sendErr(publishViolation(subject))
+      return
+    }
     server.processPub(this, subject, reply, hdrLen, buf, start, end)
     if (this.verbose) this.sendOk()
   }
@@ -164,6 +174,11 @@ export class Client implements NatsOpHandler {
     }
     if (queue !== "" && !isValidQueueName(queue)) {
       this.sendErr(ErrText.InvalidQueue)
+      return
+    }
+    if (this.perms !== undefined && !this.perms.canSubscribe(subject, queue)) {
+      server.log.error(`${this.logPrefix()} - Subscription Violation - User "${this.user}", Subject "${subject}"`)
+      this.sendErr(subscribeViolation(subject, queue))
       return
     }
     // A repeated SID is accepted and ignored, as nats-server does.

@@ -11,19 +11,24 @@ import type {
   ServerSnapshot,
   SublistSnapshot
 } from "../core/monitor/source.js"
+import { X509Certificate } from "node:crypto"
+import { readFileSync } from "node:fs"
 import type { Sublist } from "../core/subject/sublist.js"
 import { VERSION } from "../version.js"
 import type { Account } from "./account.js"
 import type { Client } from "./client.js"
 import type { ClosedClient, Server } from "./server.js"
 import type { Subscription } from "./subscription.js"
+import type { JetStreamMonitor } from "./jetstream/monitor.js"
 
 
 export interface MonitorSourceExtras {
   /** When the configuration was loaded (ms since the epoch). */
   readonly configLoadTime: number
-  /** Whether the stream subsystem is running (never, until streams land). */
+  /** Whether the stream subsystem is running. */
   readonly jetstreamConfigured: boolean
+  /** The running stream subsystem, when configured. */
+  readonly jetstream?: JetStreamMonitor | undefined
 }
 
 const connSnapshot = (c: Client): ConnSnapshot => ({
@@ -92,11 +97,11 @@ export const sublistSnapshot = (sl: Sublist<Subscription>): SublistSnapshot => {
   }
 }
 
-const accountSnapshot = (server: Server, a: Account): AccountSnapshot => ({
+const accountSnapshot = (server: Server, a: Account, extras: MonitorSourceExtras): AccountSnapshot => ({
   name: a.name,
   isSystem: a.name === server.options.systemAccount,
   updated: server.startTime,
-  jetstreamEnabled: false,
+  jetstreamEnabled: extras.jetstream?.enabledFor(a.name) ?? false,
   clientConnections: a.numConnections,
   leafConnections: 0,
   slowConsumers: a.slowConsumers,
@@ -107,8 +112,20 @@ const accountSnapshot = (server: Server, a: Account): AccountSnapshot => ({
   imports: []
 })
 
+/** When the client port's certificate expires (ms since the epoch); read once, only the date. */
+const certNotAfter = (certFile: string | undefined): number | undefined => {
+  if (certFile === undefined) return undefined
+  try {
+    const t = Date.parse(new X509Certificate(readFileSync(certFile)).validTo)
+    return Number.isNaN(t) ? undefined : t
+  } catch {
+    return undefined
+  }
+}
+
 export const makeMonitorSource = (server: Server, extras: MonitorSourceExtras): MonitorSource => {
   const o = server.options
+  const tlsCertNotAfter = certNotAfter(o.tls?.certFile)
   const serverSnapshot = (): ServerSnapshot => ({
     serverId: server.serverId,
     serverName: server.serverName,
@@ -123,7 +140,7 @@ export const makeMonitorSource = (server: Server, extras: MonitorSourceExtras): 
     authRequired: server.authRequired,
     tlsRequired: o.tls !== undefined,
     tlsVerify: o.tls?.verify ?? false,
-    tlsCertNotAfter: undefined,
+    tlsCertNotAfter,
     systemAccount: o.systemAccount,
     limits: {
       maxConnections: o.maxConnections,
@@ -162,8 +179,7 @@ export const makeMonitorSource = (server: Server, extras: MonitorSourceExtras): 
   const health = (): HealthSnapshot => ({
     notReady: server.shuttingDown ? "server is shutting down" : undefined,
     jetstreamConfigured: extras.jetstreamConfigured,
-    // The stream subsystem is not part of this version, so it is never configured-and-failing.
-    jetstreamError: undefined
+    jetstreamError: extras.jetstream?.healthError()
   })
 
   const queues = (): ReadonlyArray<QueueSnapshot> => {
@@ -181,8 +197,8 @@ export const makeMonitorSource = (server: Server, extras: MonitorSourceExtras): 
     server: serverSnapshot,
     connections: () => [...server.clients.values()].map(connSnapshot),
     closed: () => server.closed.toArray().map(closedSnapshot),
-    accounts: () => [...server.accounts.values()].map((a) => accountSnapshot(server, a)),
-    jetstream: () => undefined,
+    accounts: () => [...server.accounts.values()].map((a) => accountSnapshot(server, a, extras)),
+    jetstream: () => extras.jetstream?.snapshot(),
     health,
     queues
   }

@@ -5,6 +5,7 @@ import { Effect, Random, type Scope } from "effect"
 import type { ServerOptions } from "../config/options.js"
 import { Log } from "../services/log.js"
 import { Transport, type TransportError } from "../services/transport.js"
+import { wireImports } from "./imports.js"
 import { makeServerId, Server } from "./server.js"
 
 export interface RunningServer {
@@ -49,7 +50,8 @@ export const startNatsServer = (
       scheduleFlush: (flush) => setImmediate(flush),
       serverId: makeServerId(random)
     })
-    const listener = yield* transport.listen(options.host, options.port, (conn) => server.accept(conn))
+    wireImports(server)
+    const listener = yield* transport.listen(options.host, options.port, (conn) => server.accept(conn), options.tls)
     server.setListener(listener.host, listener.port)
     // Registered after the listener, so it runs first on close: clients are flushed and
     // closed before the listening socket waits for them to go.

@@ -10,6 +10,7 @@ import { type MonitorError, type MonitorHandle, startMonitor } from "./monitor/h
 import { makeMonitorSource } from "./monitor-source.js"
 import { hostPort, type RunningServer, startNatsServer } from "./run.js"
 import { checkUnsupported } from "./unsupported.js"
+import { startJetStreamOnDisk } from "./jetstream/start.js"
 
 export class StartupError extends Error {
   readonly _tag = "StartupError"
@@ -39,16 +40,20 @@ export const serve = (
       return yield* Effect.fail(new StartupError(unsupported.errors.join("; ")))
     }
     // Honest about what this version does not run yet, instead of pretending to.
-    if (options.jetstream !== undefined) log.info("Persistent streams (JetStream) are not available in this version; not started")
     if (options.mqtt !== undefined) log.info("MQTT is not available in this version; not listening on its port")
     if (options.websocket !== undefined) log.info("WebSocket is not available in this version; not listening on its port")
 
     const running = yield* startNatsServer(options)
+    const jetstream = options.jetstream === undefined ? undefined : yield* startJetStreamOnDisk(running.server, options.jetstream).pipe(
+      Effect.mapError((e) => new StartupError(`Could not start JetStream: ${e.message}`))
+    )
+    if (jetstream !== undefined) log.info(`Starting JetStream, store directory "${options.jetstream!.storeDir}"`)
     let monitor: MonitorHandle | undefined
     if (options.httpPort !== undefined || options.httpsPort !== undefined) {
       const source = makeMonitorSource(running.server, {
         configLoadTime,
-        jetstreamConfigured: false
+        jetstreamConfigured: jetstream !== undefined,
+        jetstream
       })
       monitor = yield* startMonitor(options, source)
       if (monitor.port !== undefined) log.info(`Starting http monitor on ${hostPort(options.httpHost, monitor.port)}`)

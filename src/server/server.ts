@@ -4,13 +4,14 @@
 // scheduler are injected so the Effect shell (or a simulation) decides what they are.
 import type { ServerOptions } from "../config/options.js"
 import { encodeInfo, noRespondersHmsg, writeErr, writeMsg } from "../core/nats/encode.js"
-import type { Conn, ConnHandlers } from "../services/transport.js"
+import { type Conn, type ConnHandlers, TlsHandshakeError } from "../services/transport.js"
 import type { LogService } from "../services/log.js"
-import { VERSION } from "../version.js"
+import { NATS_COMPAT_VERSION, VERSION } from "../version.js"
 import { Account, GLOBAL_ACCOUNT } from "./account.js"
-import { type Authenticator, makeAuthenticator } from "./auth.js"
+import { type Authenticator, makeAuthenticator, makeNonce } from "./auth.js"
 import { Client, type ConnectOptions } from "./client.js"
 import { ClosedRing } from "./closed.js"
+import { ClientPermissions } from "./permissions.js"
 import { ClosedReason, ErrText } from "./reasons.js"
 import { type InternalHandler, Subscription } from "./subscription.js"
 
@@ -70,6 +71,7 @@ export class Server {
   totalConnections = 0
   slowConsumers = 0
   staleConnections = 0
+  tlsHandshakeFailures = 0
 
   /** Where the client listener ended up (port 0 resolves to the OS's choice). */
   host: string
@@ -174,7 +176,8 @@ export class Server {
     const info: Record<string, unknown> = {
       server_id: this.serverId,
       server_name: this.serverName,
-      version: VERSION,
+      version: NATS_COMPAT_VERSION,
+      switchyard: VERSION,
       proto: 1,
       go: `node ${process.version}`,
       host: this.host,
@@ -185,7 +188,15 @@ export class Server {
       client_ip: c.conn.remoteAddress
     }
     if (this.authRequired) info.auth_required = true
-    if (o.tls !== undefined) info.tls_required = true
+    if (o.tls !== undefined) {
+      info.tls_required = true
+      if (o.tls.verify) info.tls_verify = true
+    }
+    if (o.jetstream !== undefined) info.jetstream = true
+    if (this.auth.nonceRequired) {
+      c.nonce ??= makeNonce()
+      info.nonce = c.nonce
+    }
     return encodeInfo(info)
   }
 
@@ -204,7 +215,7 @@ export class Server {
       return
     }
     if (this.authRequired && !c.connectReceived) {
-      const res = this.auth.authenticate(opts)
+      const res = this.auth.authenticate(opts, c.nonce)
       if (res === undefined) {
         this.log.warn(`${c.logPrefix()} - ${opts.user !== undefined ? `User "${opts.user}"` : "Client"} authentication failed`)
         this.closeClient(c, ClosedReason.AuthenticationViolation, ErrText.AuthorizationViolation)
@@ -212,6 +223,7 @@ export class Server {
       }
       this.bindAccount(c, this.account(res.account))
       c.user = res.user
+      c.perms = res.permissions !== undefined ? new ClientPermissions(res.permissions) : undefined
     }
     c.connectReceived = true
     c.authDeadline = 0
@@ -231,6 +243,12 @@ export class Server {
   private connClosed(c: Client, error: Error | undefined): void {
     if (c.closed) return
     c.closed = true
+    if (error instanceof TlsHandshakeError) {
+      this.tlsHandshakeFailures++
+      this.log.error(`${c.logPrefix()} - TLS handshake error: ${error.message}`)
+      this.removeClient(c, ClosedReason.TLSHandshakeError)
+      return
+    }
     const reason = error === undefined || (error as NodeJS.ErrnoException).code === "ECONNRESET"
       ? ClosedReason.ClientClosed
       : ClosedReason.ReadError
@@ -330,6 +348,11 @@ export class Server {
   deliver(s: Subscription, subject: string, reply: string, hdrLen: number, buf: Buffer, start: number, end: number): boolean {
     const c = s.client
     if (s.closed || c.closed) return false
+    const perms = c.perms
+    if (perms !== undefined) {
+      if (perms.subDeny !== undefined && perms.deniesDelivery(subject)) return false
+      if (reply !== "" && perms.hasResponses) perms.noteReply(reply, this.env.now())
+    }
     if (s.handler !== undefined) {
       s.delivered++
       s.handler(subject, reply, hdrLen, buf, start, end)

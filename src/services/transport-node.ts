@@ -1,7 +1,20 @@
 // Transport over Node's `net`: one listening socket per `listen`, closed with its scope.
+// With TLS the NATS way: INFO goes out in the clear, then the socket is upgraded in
+// place; a failed or timed-out handshake closes the connection with a
+// TlsHandshakeError and never disturbs the listener.
+import { readFileSync } from "node:fs"
 import * as net from "node:net"
+import * as tls from "node:tls"
 import { Effect, Layer } from "effect"
-import { type Conn, type ConnHandlers, type Listener, Transport, TransportError } from "./transport.js"
+import {
+  type Conn,
+  type ConnHandlers,
+  type Listener,
+  TlsHandshakeError,
+  type TlsListen,
+  Transport,
+  TransportError
+} from "./transport.js"
 
 /** How long a gracefully ended connection may take to drain before it is destroyed. */
 const END_GRACE_MS = 2_000
@@ -31,6 +44,27 @@ const wrap = (socket: net.Socket): Conn => ({
   }
 })
 
+/** nats-server's forms: version "1.3", cipher suite by its IANA name. Undefined until the handshake is done. */
+const tlsDetails = (socket: tls.TLSSocket): { version: string; cipher: string } | undefined => {
+  const protocol = socket.getProtocol()
+  if (protocol === null || protocol === "unknown") return undefined
+  const cipher = socket.getCipher()
+  return { version: protocol.replace(/^TLSv/, ""), cipher: cipher.standardName ?? cipher.name }
+}
+
+/**
+ * Why the client's certificate is not acceptable, or undefined when it chains to the CA.
+ * The verdict is OpenSSL's own (what tls.Server consults); without it, refuse.
+ */
+const peerRefusal = (s: tls.TLSSocket): string | undefined => {
+  const handle = (s as unknown as { _handle?: { verifyError?: () => Error | null } })._handle
+  if (typeof handle?.verifyError !== "function") return "cannot be verified"
+  const err = handle.verifyError()
+  if (err !== null && err !== undefined) return (err as NodeJS.ErrnoException).code ?? err.message
+  if (Object.keys(s.getPeerCertificate()).length === 0) return "none presented"
+  return undefined
+}
+
 const normalizeAddress = (a: string | undefined): string =>
   a === undefined ? "" : a.startsWith("::ffff:") ? a.slice(7) : a
 
@@ -44,17 +78,134 @@ const attach = (socket: net.Socket, handlers: ConnHandlers): void => {
   socket.on("close", () => handlers.onClose(lastError))
 }
 
+/** The server side of one connection's TLS, for the whole listener. */
+interface TlsSetup {
+  readonly context: tls.SecureContext
+  readonly verify: boolean
+  readonly timeoutMs: number
+}
+
+const loadTls = (o: TlsListen): Effect.Effect<TlsSetup, TransportError> =>
+  Effect.try({
+    try: () => ({
+      context: tls.createSecureContext({
+        cert: readFileSync(o.certFile),
+        key: readFileSync(o.keyFile),
+        ...(o.caFile !== undefined && { ca: readFileSync(o.caFile) })
+      }),
+      verify: o.verify,
+      timeoutMs: o.timeoutMs
+    }),
+    // Node's messages name the file or the PEM routine, never the key material.
+    catch: (e) => new TransportError({ reason: "Listen", message: `tls: cannot load the certificate or key: ${(e as Error).message}` })
+  })
+
+/**
+ * Accept one connection: hand it to the server (which writes INFO on the plain socket),
+ * then upgrade to TLS. The server sees data only once the handshake is done; writes made
+ * meanwhile are queued by the TLS socket until then.
+ */
+const acceptTls = (raw: net.Socket, setup: TlsSetup, accept: (conn: Conn) => ConnHandlers): void => {
+  let current: net.Socket = raw
+  // Read once, at the end of the handshake: asking a torn-down TLS socket is not safe.
+  let details: Conn["tls"]
+  // Errors surface on the TLS socket; the raw one must not crash the process with its own.
+  raw.on("error", () => {})
+  const conn = wrapSwitching(() => current, () => details, raw)
+  const handlers = accept(conn)
+  // Turned away at once (shutting down, too many connections): no handshake to run.
+  if (raw.destroyed || raw.writableEnded) {
+    attach(raw, handlers)
+    raw.resume()
+    return
+  }
+  const secure = new tls.TLSSocket(raw, {
+    isServer: true,
+    secureContext: setup.context,
+    requestCert: setup.verify,
+    rejectUnauthorized: setup.verify
+  })
+  current = secure
+  let handshakeError: Error | undefined
+  let lastError: Error | undefined
+  let secured = false
+  const timer = setTimeout(() => {
+    handshakeError = new TlsHandshakeError(`handshake not completed within ${setup.timeoutMs}ms`)
+    secure.destroy()
+  }, setup.timeoutMs)
+  timer.unref()
+  secure.once("secure", () => {
+    clearTimeout(timer)
+    // A TLS socket made by hand (not by tls.Server) neither judges nor refuses its peer: we do.
+    const refused = setup.verify ? peerRefusal(secure) : undefined
+    if (refused !== undefined) {
+      handshakeError = new TlsHandshakeError(`client certificate refused: ${refused}`)
+      secure.destroy()
+      return
+    }
+    secured = true
+    details = tlsDetails(secure)
+  })
+  secure.on("data", (chunk: Buffer) => handlers.onData(chunk))
+  secure.on("drain", () => handlers.onDrain())
+  secure.on("error", (e) => {
+    if (!secured && handshakeError === undefined) handshakeError = new TlsHandshakeError(e.message)
+    lastError = e
+  })
+  secure.on("close", () => {
+    clearTimeout(timer)
+    raw.destroy()
+    handlers.onClose(secured ? lastError : (handshakeError ?? new TlsHandshakeError("connection closed during the handshake")))
+  })
+}
+
+/** A Conn whose socket changes once (plain for INFO, then TLS). */
+const wrapSwitching = (socket: () => net.Socket, details: () => Conn["tls"], raw: net.Socket): Conn => {
+  const base = wrap(raw)
+  return {
+    remoteAddress: base.remoteAddress,
+    remotePort: base.remotePort,
+    get tls() {
+      return details()
+    },
+    write: (buf) => {
+      const s = socket()
+      if (!s.destroyed) s.write(buf)
+    },
+    writev: (bufs) => {
+      const s = socket()
+      if (s.destroyed) return
+      s.cork()
+      for (let i = 0; i < bufs.length; i++) s.write(bufs[i])
+      s.uncork()
+    },
+    writableLength: () => socket().writableLength,
+    end: () => {
+      const s = socket()
+      if (s.destroyed) return
+      s.end()
+      setTimeout(() => s.destroy(), END_GRACE_MS).unref()
+    },
+    destroy: () => {
+      socket().destroy()
+    }
+  }
+}
+
 export const listenNode = (
   host: string,
   port: number,
-  accept: (conn: Conn) => ConnHandlers
+  accept: (conn: Conn) => ConnHandlers,
+  tlsOptions?: TlsListen
 ): Effect.Effect<Listener, TransportError, import("effect").Scope.Scope> =>
   Effect.acquireRelease(
+    Effect.flatMap(tlsOptions === undefined ? Effect.succeed(undefined) : loadTls(tlsOptions), (setup) =>
     Effect.async<{ server: net.Server; listener: Listener }, TransportError>((resume) => {
-      const server = net.createServer({ noDelay: true, pauseOnConnect: false }, (socket) => {
+      const server = net.createServer({ noDelay: true, pauseOnConnect: setup !== undefined }, (socket) => {
         socket.setNoDelay(true)
         try {
-          attach(socket, accept(wrap(socket)))
+          if (setup !== undefined) acceptTls(socket, setup, accept)
+          else attach(socket, accept(wrap(socket)))
         } catch {
           socket.destroy()
         }
@@ -67,7 +218,7 @@ export const listenNode = (
         const actual = typeof addr === "object" && addr !== null ? addr.port : port
         resume(Effect.succeed({ server, listener: { host, port: actual } }))
       })
-    }),
+    })),
     ({ server }) => Effect.async<void>((resume) => {
       server.close(() => resume(Effect.void))
     })

@@ -32,6 +32,22 @@ export interface ConnHandlers {
   onClose(error: Error | undefined): void
 }
 
+/** Server-side TLS for a listener (nats-server's `tls {}` block). Key material is read by the transport and never logged. */
+export interface TlsListen {
+  readonly certFile: string
+  readonly keyFile: string
+  readonly caFile: string | undefined
+  /** Require and verify client certificates. */
+  readonly verify: boolean
+  /** Handshake timeout, milliseconds. */
+  readonly timeoutMs: number
+}
+
+/** The error a connection closes with when its TLS handshake failed or timed out. */
+export class TlsHandshakeError extends Error {
+  readonly _tag = "TlsHandshakeError"
+}
+
 export interface Listener {
   readonly host: string
   readonly port: number
@@ -45,12 +61,15 @@ export class TransportError extends Data.TaggedError("TransportError")<{
 export interface TransportService {
   /**
    * Listen on host:port (port 0 = ephemeral) for the lifetime of the scope. `accept` is
-   * called synchronously for each new connection and returns its handlers.
+   * called synchronously for each new connection and returns its handlers. With `tls`,
+   * whatever `accept` writes at once (INFO) goes out in the clear, then the connection
+   * upgrades to TLS, as the NATS protocol does.
    */
   readonly listen: (
     host: string,
     port: number,
-    accept: (conn: Conn) => ConnHandlers
+    accept: (conn: Conn) => ConnHandlers,
+    tls?: TlsListen
   ) => Effect.Effect<Listener, TransportError, Scope.Scope>
 }
 

@@ -56,15 +56,26 @@ describe("switchyard command", () => {
   it("refuses to start with security settings it cannot honour yet", () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sy-cli-"))
     const conf = path.join(dir, "tls.conf")
-    fs.writeFileSync(conf, 'port: -1\nhttp_port: 0\ntls { cert_file: "a.pem", key_file: "b.pem" }\n')
+    fs.writeFileSync(conf, 'port: -1\nhttp_port: 0\nmqtt { port: -1, tls { cert_file: "a.pem", key_file: "b.pem" } }\n')
     const r = run("-c", conf)
     expect(r.status).toBe(1)
     expect(r.stderr + r.stdout).toMatch(/TLS .*not supported/)
     fs.rmSync(dir, { recursive: true, force: true })
   })
 
+  it("a TLS certificate that cannot be loaded is a clear start-up error", () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sy-cli-"))
+    const conf = path.join(dir, "tls.conf")
+    fs.writeFileSync(conf, 'port: -1\nhttp_port: 0\ntls { cert_file: "missing.pem", key_file: "missing-key.pem" }\n')
+    const r = run("-c", conf)
+    expect(r.status).toBe(1)
+    expect(r.stderr + r.stdout).toMatch(/tls: cannot load/)
+    fs.rmSync(dir, { recursive: true, force: true })
+  })
+
   it("starts, logs one line per listener, serves clients and stops gracefully on SIGTERM", async () => {
-    const child = spawn(process.execPath, [bin, "-a", "127.0.0.1", "-p", "-1", "-m", "-1"], { stdio: ["ignore", "pipe", "pipe"] })
+    const storeDir = fs.mkdtempSync(path.join(os.tmpdir(), "sy-cli-js-"))
+    const child = spawn(process.execPath, [bin, "-a", "127.0.0.1", "-p", "-1", "-m", "-1", "--mqtt_port", "0", "-sd", storeDir], { stdio: ["ignore", "pipe", "pipe"] })
     children.push(child)
     let log = ""
     child.stderr!.on("data", (d) => (log += d))
@@ -90,5 +101,6 @@ describe("switchyard command", () => {
     expect(code).toBe(0)
     await closed
     expect(log).toContain("Initiating Shutdown")
+    fs.rmSync(storeDir, { recursive: true, force: true })
   })
 })

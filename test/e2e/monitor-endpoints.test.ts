@@ -2,6 +2,9 @@
 // ephemeral ports) with real `nats` clients: every endpoint and parameter answers
 // a body valid against its published JSON Schema, and the values are true —
 // counters move by exactly what a known traffic pattern adds.
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { connect, headers, type NatsConnection } from "nats"
 import { MonitorEndpoints } from "../../src/core/monitor/endpoints.js"
@@ -481,19 +484,36 @@ describe("pending bytes and slow consumers on a live server", () => {
   })
 })
 
-describe("a server configured with streams and MQTT, which this version does not run", () => {
-  it("reports them off rather than pretending: healthz ok, js-enabled-only 503, jsz disabled, empty varz blocks", async () => {
+describe("a server with streams configured and MQTT asked for", () => {
+  it("reports streams as running and MQTT as off, never pretending", async () => {
+    const storeDir = fs.mkdtempSync(path.join(os.tmpdir(), "sy-mon-js-"))
     const srv = await startMonitoredServer({
-      jetstream: { storeDir: "/nonexistent/switchyard-e2e", maxMemory: -1, maxStorage: -1 }
+      jetstream: { storeDir, maxMemory: -1, maxStorage: -1 },
+      mqtt: { host: "127.0.0.1", port: 0, ackWaitMs: 30_000, maxAckPending: 1024, tls: undefined, authorization: undefined, noAuthUser: undefined }
     })
     try {
-      expect(srv.lines.some((l) => l.includes("not available in this version"))).toBe(true)
+      expect(srv.lines.some((l) => l.includes("MQTT is not available in this version"))).toBe(true)
       expect((await getJson(srv.base, "/healthz")).json).toEqual({ status: "ok" })
+      expect((await getJson(srv.base, "/healthz?js-enabled-only=true")).json).toEqual({ status: "ok" })
+      const jsz = (await getJson(srv.base, "/jsz?config=true")).json
+      expect(jsz.disabled).toBeUndefined()
+      expect(jsz.config.store_dir).toBe(storeDir)
+      const v = (await getJson(srv.base, "/varz")).json
+      expect([v.mqtt, v.websocket]).toEqual([{}, {}])
+    } finally {
+      await srv.close()
+      fs.rmSync(storeDir, { recursive: true, force: true })
+    }
+  })
+})
+
+describe("a server with streams off", () => {
+  it("answers js-enabled-only with 503 and /jsz disabled", async () => {
+    const srv = await startMonitoredServer({ jetstream: undefined })
+    try {
       const js = (await getJson(srv.base, "/healthz?js-enabled-only=true", 503)).json
       expect(js).toEqual({ status: "unavailable", error: "JetStream not enabled" })
       expect((await getJson(srv.base, "/jsz")).json.disabled).toBe(true)
-      const v = (await getJson(srv.base, "/varz")).json
-      expect([v.jetstream, v.mqtt, v.websocket]).toEqual([{}, {}, {}])
     } finally {
       await srv.close()
     }

@@ -1,6 +1,7 @@
 // Core NATS behaviour end to end with the real `nats` npm client.
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { connect, Empty, ErrorCode, headers, type NatsConnection, type NatsError, StringCodec } from "nats"
+import { NATS_COMPAT_VERSION, VERSION } from "../../src/version.js"
 import { eventually, startTestServer, type TestServer } from "../helpers/server.js"
 
 const sc = StringCodec()
@@ -27,6 +28,9 @@ describe("pub/sub with the nats client", () => {
     const info = nc.info!
     expect(info.server_id).toMatch(/^N[A-Z2-7]{55}$/)
     expect(info.proto).toBe(1)
+    // Clients enable features by the nats-server version in INFO; ours travels beside it.
+    expect(info.version).toBe(NATS_COMPAT_VERSION)
+    expect((info as unknown as { switchyard: string }).switchyard).toBe(VERSION)
     expect(info.headers).toBe(true)
     expect(info.max_payload).toBe(1024 * 1024)
     expect(info.port).toBe(srv.port)

@@ -116,6 +116,18 @@ describe("jetstream, authorization and mqtt flags", () => {
     expect(overrides("--auth=tok")).toEqual({ authorization: { token: "tok" } })
   })
 
+  it("--tls/--tlsverify with --tlscert, --tlskey and --tlscacert", () => {
+    expect(overrides("--tls", "--tlscert", "s.pem", "--tlskey=s.key")).toEqual({
+      tls: { certFile: "s.pem", keyFile: "s.key", caFile: undefined, verify: false, timeoutMs: 2_000 }
+    })
+    expect(overrides("--tlsverify", "--tlscert", "s.pem", "--tlskey", "s.key", "--tlscacert", "ca.pem")).toEqual({
+      tls: { certFile: "s.pem", keyFile: "s.key", caFile: "ca.pem", verify: true, timeoutMs: 2_000 }
+    })
+    expect(overrides("--tls=false")).toEqual({})
+    expect(flagError("--tls", "--tlscert", "s.pem").message).toBe("TLS needs a server certificate and key (--tlscert and --tlskey)")
+    expect(flagError("--tlscert", "s.pem", "--tlskey", "s.key").message).toBe("--tlscert, --tlskey and --tlscacert need --tls or --tlsverify")
+  })
+
   it("--mqtt_port: 0 disables, -1 is ephemeral", () => {
     expect(overrides("--mqtt_port", "1884")).toEqual({ mqtt: { enabled: true, port: 1884 } })
     expect(overrides("--mqtt_port=0")).toEqual({ mqtt: { enabled: false } })
@@ -174,6 +186,11 @@ describe("help and version", () => {
       "--pass <password>",
       "--auth <token>",
       "--mqtt_port <port>",
+      "--tls ",
+      "--tlscert <file>",
+      "--tlskey <file>",
+      "--tlsverify",
+      "--tlscacert <file>",
       "-h, --help",
       "-v, --version"
     ]) {

@@ -1,0 +1,154 @@
+// Accounts sharing subjects, nats-server's exports/imports. A stream import is an
+// internal subscription in the exporting account that republishes into the importer
+// (under a prefix or a mapped subject); a service import is an internal subscription in
+// the importer that forwards requests to the exporter with a private reply subject,
+// whose single response is forwarded back. Nothing else ever crosses accounts.
+import { randomBytes } from "node:crypto"
+import type { AccountExport, AccountImport, ServerOptions } from "../config/options.js"
+import { isValidSubject, subjectHasWildcard, subjectIsSubsetMatch } from "../core/subject/subject.js"
+import type { Client } from "./client.js"
+import type { Server } from "./server.js"
+
+/** Outstanding service requests per service import, at most (the oldest is dropped first). */
+export const MAX_RESPONSE_MAPS = 10_000
+/** How long a service response is waited for (nats-server's response_threshold default). */
+export const RESPONSE_THRESHOLD_MS = 2 * 60_000
+
+type Kind = "stream" | "service"
+
+const source = (imp: AccountImport): { kind: Kind; account: string; subject: string } | undefined =>
+  imp.stream !== undefined
+    ? { kind: "stream", ...imp.stream }
+    : imp.service !== undefined
+      ? { kind: "service", ...imp.service }
+      : undefined
+
+const exportSubject = (e: AccountExport, kind: Kind): string | undefined => (kind === "stream" ? e.stream : e.service)
+
+/** Why each configured import is not allowed (unknown account, nothing exported that covers it, not for this account). */
+export const importProblems = (o: ServerOptions): Array<string> => {
+  const problems: Array<string> = []
+  const byName = new Map(o.accounts.map((a) => [a.name, a]))
+  for (const acc of o.accounts) {
+    for (const imp of acc.imports) {
+      const src = source(imp)
+      if (src === undefined) continue
+      const what = `accounts.${acc.name}: ${src.kind} import of "${src.subject}" from "${src.account}"`
+      const from = byName.get(src.account)
+      if (from === undefined) {
+        problems.push(`${what}: no such account`)
+        continue
+      }
+      if (!isValidSubject(src.subject)) {
+        problems.push(`${what}: invalid subject`)
+        continue
+      }
+      const allowed = from.exports.some((e) => {
+        const s = exportSubject(e, src.kind)
+        return s !== undefined && subjectIsSubsetMatch(src.subject, s) && (e.accounts === undefined || e.accounts.includes(acc.name))
+      })
+      if (!allowed) problems.push(`${what}: not authorized (no matching export for this account)`)
+    }
+  }
+  return problems
+}
+
+/**
+ * The subject `subject` (matched by `filter`) becomes under `to`: each `*` of `to` takes
+ * the next token matched by a wildcard of `filter`, a `>` takes the rest. A literal `to`
+ * is used as it is.
+ */
+export const mapSubject = (subject: string, filter: string, to: string): string => {
+  if (!subjectHasWildcard(to)) return to
+  const st = subject.split(".")
+  const ft = filter.split(".")
+  const captured: Array<string> = []
+  let rest: Array<string> = []
+  for (let i = 0; i < ft.length; i++) {
+    if (ft[i] === "*") captured.push(st[i])
+    else if (ft[i] === ">") {
+      rest = st.slice(i)
+      break
+    }
+  }
+  let next = 0
+  return to
+    .split(".")
+    .map((t) => (t === "*" ? (captured[next++] ?? "*") : t === ">" ? rest.join(".") : t))
+    .join(".")
+}
+
+/** Where a stream import delivers `subject` in the importing account. */
+const streamTarget = (imp: AccountImport, filter: string): ((subject: string) => string) => {
+  if (imp.prefix !== undefined && imp.prefix !== "") return (s) => `${imp.prefix}.${s}`
+  if (imp.to !== undefined && imp.to !== "") return (s) => mapSubject(s, filter, imp.to!)
+  return (s) => s
+}
+
+interface PendingResponse {
+  readonly reply: string
+  readonly expiresAt: number
+}
+
+const wireStream = (server: Server, importer: string, imp: AccountImport, from: string, filter: string): void => {
+  const into: Client = server.internalClient(importer, `stream import ${from} ${filter}`)
+  const listener = server.internalClient(from, `stream export to ${importer}`)
+  const target = streamTarget(imp, filter)
+  server.internalSubscribe(listener, filter, undefined, (subject, reply, hdrLen, buf, start, end) => {
+    server.processPub(into, target(subject), reply, hdrLen, buf, start, end)
+  })
+}
+
+const wireService = (server: Server, importer: string, imp: AccountImport, from: string, remote: string): void => {
+  const local = imp.to !== undefined && imp.to !== "" ? imp.to : remote
+  const requester = server.internalClient(from, `service import from ${importer}`)
+  const responder = server.internalClient(importer, `service export from ${from}`)
+  const prefix = `_R_.${randomBytes(6).toString("base64url")}`
+  const pending = new Map<string, PendingResponse>()
+  let seq = 0
+  const prune = (now: number) => {
+    for (const [k, p] of pending) {
+      if (p.expiresAt > now && pending.size < MAX_RESPONSE_MAPS) break
+      pending.delete(k)
+    }
+  }
+  // Requests in the importer, on the local subject, go to the exporter on the service subject.
+  server.internalSubscribe(responder, local, undefined, (subject, reply, hdrLen, buf, start, end) => {
+    const target = mapSubject(subject, local, remote)
+    if (reply === "") {
+      server.processPub(requester, target, "", hdrLen, buf, start, end)
+      return
+    }
+    const now = server.now()
+    prune(now)
+    const token = `${prefix}.${(seq++).toString(36)}`
+    pending.set(token, { reply, expiresAt: now + RESPONSE_THRESHOLD_MS })
+    server.processPub(requester, target, token, hdrLen, buf, start, end)
+  })
+  // The single response, in the exporter, goes back to the requester's reply subject.
+  server.internalSubscribe(requester, `${prefix}.*`, undefined, (subject, _reply, hdrLen, buf, start, end) => {
+    const p = pending.get(subject)
+    if (p === undefined) return
+    pending.delete(subject)
+    if (p.expiresAt < server.now()) return
+    server.processPub(responder, p.reply, "", hdrLen, buf, start, end)
+  })
+}
+
+/** Subscribe what the configured imports need; unauthorized ones are skipped and logged (`serve` refuses to start with them). */
+export const wireImports = (server: Server): void => {
+  const o = server.options
+  const problems = new Set(importProblems(o))
+  if (problems.size > 0) for (const p of problems) server.log.error(p)
+  const byName = new Map(o.accounts.map((a) => [a.name, a]))
+  for (const acc of o.accounts) {
+    for (const imp of acc.imports) {
+      const src = source(imp)
+      if (src === undefined || !byName.has(src.account)) continue
+      const what = `accounts.${acc.name}: ${src.kind} import of "${src.subject}" from "${src.account}"`
+      if ([...problems].some((p) => p.startsWith(what))) continue
+      if (src.kind === "stream") wireStream(server, acc.name, imp, src.account, src.subject)
+      else wireService(server, acc.name, imp, src.account, src.subject)
+    }
+  }
+}

@@ -1,0 +1,305 @@
+// The `$JS.API` requests: each handler takes the parsed request and returns the JSON
+// response nats-server would send (errors in the JetStream error shape). Handlers run
+// one at a time (see JetStream.enqueue), so checks and the changes they guard agree.
+import { Effect, Either, Schema } from "effect"
+import { ListRequest, MsgDeleteRequest, MsgGetRequest, PurgeRequest, StreamInfoRequest } from "../../core/jetstream/api-schema.js"
+import { type ApiError, errorResponse, JsErr, responseType } from "../../core/jetstream/errors.js"
+import { buildHeaders } from "../../core/jetstream/headers.js"
+import {
+  checkUpdate,
+  normalizeStreamConfig,
+  overlaps,
+  rfc3339,
+  sameConfig,
+  type StreamConfig,
+  toStoreConfig
+} from "../../core/jetstream/stream-config.js"
+import { subjectsCollide } from "../../core/subject/subject.js"
+import type { StoredMsg } from "../../services/store.js"
+import type { JetStream, JsAccount, StoredStreamMeta } from "./jetstream.js"
+import { STREAM_META } from "./jetstream.js"
+import type { JsStream } from "./stream.js"
+import { consumerCount, handleConsumerApi, notifyConsumers, stopConsumers } from "./consumer-api.js"
+
+type Response = Record<string, unknown>
+type Reply = Effect.Effect<Response | undefined>
+
+const API = "$JS.API."
+
+const fail = (kind: string, e: ApiError): Reply => Effect.succeed(errorResponse(kind, e))
+
+const parseBody = (body: string): unknown | typeof BAD => {
+  if (body.trim() === "") return {}
+  try {
+    return JSON.parse(body)
+  } catch {
+    return BAD
+  }
+}
+const BAD = Symbol("bad-json")
+
+/** The store name of a stream: unique per account, never a path (the store encodes it). */
+export const storeName = (account: string, stream: string): string => `${account}/${stream}`
+
+export const handleApi = (js: JetStream, acc: JsAccount, subject: string, raw: string): Reply => {
+  const rest = subject.slice(API.length)
+  const dot = (p: string) => (rest.startsWith(p) ? rest.slice(p.length) : undefined)
+  if (!acc.enabled) return fail(kindOf(rest), JsErr.notEnabledForAccount)
+  const body = parseBody(raw)
+  if (body === BAD) return fail(kindOf(rest), JsErr.invalidJson)
+  const req = (typeof body === "object" && body !== null ? body : {}) as Record<string, unknown>
+  let name: string | undefined
+  if (rest === "INFO") return Effect.succeed(accountInfo(js, acc))
+  if ((name = dot("STREAM.CREATE.")) !== undefined) return createOrUpdate(js, acc, name, body, true)
+  if ((name = dot("STREAM.UPDATE.")) !== undefined) return createOrUpdate(js, acc, name, body, false)
+  if (rest === "STREAM.NAMES") return Effect.succeed(streamNames(acc, req))
+  if (rest === "STREAM.LIST") return Effect.succeed(streamList(js, acc, req))
+  if ((name = dot("STREAM.INFO.")) !== undefined) {
+    const q = decodeReq(StreamInfoRequest, req)
+    if (isApiError(q)) return fail("stream_info", q)
+    return withStream(acc, name, "stream_info", (s) => Effect.succeed(streamInfo(js, s, "stream_info", q)))
+  }
+  if ((name = dot("STREAM.DELETE.")) !== undefined) return withStream(acc, name, "stream_delete", (s) => deleteStream(js, acc, s))
+  if ((name = dot("STREAM.PURGE.")) !== undefined) return withStream(acc, name, "stream_purge", (s) => purgeStream(s, req))
+  if ((name = dot("STREAM.MSG.GET.")) !== undefined) return withStream(acc, name, "stream_msg_get", (s) => msgGet(s, req))
+  if ((name = dot("STREAM.MSG.DELETE.")) !== undefined) return withStream(acc, name, "stream_msg_delete", (s) => msgDelete(s, req))
+  if (rest.startsWith("CONSUMER.")) return handleConsumerApi(js, acc, rest, req)
+  return Effect.succeed(undefined)
+}
+
+const kindOf = (rest: string): string => {
+  if (rest === "INFO") return "account_info"
+  const parts = rest.split(".")
+  return parts.slice(0, parts[1] === "MSG" ? 3 : 2).join("_").toLowerCase()
+}
+
+/** A request body in its schema's shape, or nats-server's "bad request". */
+const decodeReq = <A, I>(schema: Schema.Schema<A, I>, req: unknown): A | ApiError =>
+  Either.getOrElse(Either.mapLeft(Schema.decodeUnknownEither(schema)(req), () => JsErr.badRequest), (e) => e)
+
+const isApiError = (x: unknown): x is ApiError => typeof x === "object" && x !== null && "err_code" in x
+
+const withStream = (acc: JsAccount, name: string, kind: string, f: (s: JsStream) => Reply): Reply => {
+  const s = acc.streams.get(name)
+  return s === undefined ? fail(kind, JsErr.streamNotFound) : f(s)
+}
+
+const accountInfo = (js: JetStream, acc: JsAccount): Response => ({
+  type: responseType("account_info"),
+  memory: acc.usage("memory"),
+  storage: acc.usage("file"),
+  reserved_memory: acc.reserved("memory"),
+  reserved_storage: acc.reserved("file"),
+  streams: acc.streams.size,
+  consumers: 0,
+  limits: {
+    max_memory: js.options.maxMemory,
+    max_storage: js.options.maxStorage,
+    max_streams: -1,
+    max_consumers: -1,
+    max_ack_pending: -1,
+    memory_max_stream_bytes: -1,
+    storage_max_stream_bytes: -1,
+    max_bytes_required: false
+  },
+  api: { total: acc.apiTotal, errors: acc.apiErrors }
+})
+
+export const streamInfo = (js: JetStream, s: JsStream, kind: string, req: typeof StreamInfoRequest.Type = {}): Response => {
+  const st = s.store.state()
+  const state: Response = {
+    messages: st.messages,
+    bytes: st.bytes,
+    first_seq: st.first_seq,
+    first_ts: rfc3339(st.first_ts),
+    last_seq: st.last_seq,
+    last_ts: rfc3339(st.last_ts),
+    num_subjects: st.num_subjects,
+    num_deleted: st.num_deleted,
+    consumer_count: consumerCount(s)
+  }
+  if (req.subjects_filter !== undefined && req.subjects_filter !== "") {
+    const subjects: Record<string, number> = {}
+    for (const [subj, ss] of s.store.subjectsState(req.subjects_filter)) subjects[subj] = ss.msgs
+    state.subjects = subjects
+  }
+  if (req.deleted_details === true && st.num_deleted > 0) state.deleted = s.store.deleted()
+  return {
+    type: responseType(kind),
+    config: s.config,
+    created: rfc3339(s.created),
+    state,
+    cluster: { leader: js.server.serverName },
+    ts: rfc3339(js.server.now())
+  }
+}
+
+const createOrUpdate = (js: JetStream, acc: JsAccount, name: string, body: unknown, create: boolean): Reply =>
+  Effect.gen(function*() {
+    const kind = create ? "stream_create" : "stream_update"
+    const parsed = normalizeStreamConfig(body, name, create)
+    if (Either.isLeft(parsed)) return errorResponse(kind, parsed.left)
+    const cfg = parsed.right
+    const cur = acc.streams.get(name)
+    if (create && cur !== undefined)
+      return sameConfig(cur.config, cfg) ? streamInfo(js, cur, kind) : errorResponse(kind, JsErr.streamNameExist)
+    if (!create && cur === undefined) return errorResponse(kind, JsErr.streamNotFound)
+    if (cur !== undefined) {
+      const bad = checkUpdate(cur.config, cfg)
+      if (bad !== undefined) return errorResponse(kind, bad)
+    }
+    const others = [...acc.streams.values()].filter((s) => s.name !== name).flatMap((s) => s.config.subjects)
+    if (overlaps(cfg.subjects, others)) return errorResponse(kind, JsErr.streamSubjectOverlap)
+    const noRoom = acc.reserve(cfg)
+    if (noRoom !== undefined) return errorResponse(kind, noRoom)
+    if (cur !== undefined) return yield* update(js, cur, cfg, kind)
+    const created = js.server.now()
+    const meta: StoredStreamMeta = { account: acc.name, created, config: cfg }
+    const r = yield* Effect.either(
+      Effect.tap(js.store.create(storeName(acc.name, name), toStoreConfig(cfg)), (st) => st.writeMeta(STREAM_META, encodeMeta(meta)))
+    )
+    if (r._tag === "Left") return errorResponse(kind, JsErr.streamStoreFailed(r.left.message))
+    return streamInfo(js, js.makeStream(acc, meta, r.right), kind)
+  })
+
+const encodeMeta = (m: StoredStreamMeta): Uint8Array => Buffer.from(JSON.stringify(m))
+
+const update = (js: JetStream, s: JsStream, cfg: StreamConfig, kind: string): Reply =>
+  Effect.gen(function*() {
+    const meta: StoredStreamMeta = { account: s.host.client.account.name, created: s.created, config: cfg }
+    const r = yield* Effect.either(Effect.zipRight(s.store.updateConfig(toStoreConfig(cfg)), s.store.writeMeta(STREAM_META, encodeMeta(meta))))
+    if (r._tag === "Left") return errorResponse(kind, JsErr.streamUpdate(r.left.message))
+    s.config = cfg
+    s.subscribe()
+    return streamInfo(js, s, kind)
+  })
+
+const deleteStream = (js: JetStream, acc: JsAccount, s: JsStream): Reply =>
+  Effect.gen(function*() {
+    s.unsubscribe()
+    s.closed = true
+    acc.streams.delete(s.name)
+    stopConsumers(s)
+    const r = yield* Effect.either(js.store.delete(storeName(acc.name, s.name)))
+    if (r._tag === "Left") return errorResponse("stream_delete", JsErr.streamStoreFailed(r.left.message))
+    return { type: responseType("stream_delete"), success: true }
+  })
+
+const purgeStream = (s: JsStream, req: Response): Reply => {
+  const kind = "stream_purge"
+  if (s.config.sealed) return fail(kind, JsErr.streamSealed)
+  if (s.config.deny_purge) return fail(kind, JsErr.streamPurgeFailed("stream purge not permitted"))
+  const q = decodeReq(PurgeRequest, req)
+  if (isApiError(q)) return fail(kind, q)
+  const seq = q.seq === 0 ? undefined : q.seq
+  const keep = q.keep === 0 ? undefined : q.keep
+  if (seq !== undefined && keep !== undefined) return fail(kind, JsErr.badRequest)
+  const filter = q.filter !== undefined && q.filter !== "" ? q.filter : undefined
+  return Effect.map(
+    Effect.either(Effect.tap(s.store.purge({ subject: filter, seq, keep }), () => Effect.zipLeft(s.store.sync(), Effect.sync(() => notifyConsumers(s, true))))),
+    (r) =>
+      r._tag === "Left"
+        ? errorResponse(kind, JsErr.streamPurgeFailed(r.left.message))
+        : { type: responseType(kind), success: true, purged: r.right }
+  )
+}
+
+/** The message a get request names: by sequence, last for a subject, or next for a subject from a sequence. */
+const lookup = (s: JsStream, req: Response): Effect.Effect<StoredMsg | undefined | ApiError> => {
+  const q = decodeReq(MsgGetRequest, req)
+  if (isApiError(q)) return Effect.succeed(q)
+  const { seq, last_by_subj: last, next_by_subj: next } = q
+  const found = <E>(e: Effect.Effect<StoredMsg | undefined, E>) => Effect.orElseSucceed(e, () => undefined)
+  if (last !== undefined) return seq === undefined && next === undefined ? found(s.store.loadLastForSubject(last)) : Effect.succeed(JsErr.badRequest)
+  if (next !== undefined) return found(s.store.loadNextMatching(next, seq ?? 1))
+  if (seq !== undefined && seq > 0) return found(s.store.load(seq))
+  return Effect.succeed(JsErr.badRequest)
+}
+
+const msgGet = (s: JsStream, req: Response): Reply =>
+  Effect.map(lookup(s, req), (m) => {
+    const kind = "stream_msg_get"
+    if (isApiError(m)) return errorResponse(kind, m)
+    if (m === undefined) return errorResponse(kind, JsErr.noMessageFound)
+    const message: Response = { subject: m.subject, seq: m.seq }
+    if (m.headers !== undefined && m.headers.length > 0) message.hdrs = Buffer.from(m.headers).toString("base64")
+    message.data = Buffer.from(m.payload).toString("base64")
+    message.time = rfc3339(m.ts)
+    return { type: responseType(kind), message }
+  })
+
+const msgDelete = (s: JsStream, req: Response): Reply => {
+  const kind = "stream_msg_delete"
+  if (s.config.sealed) return fail(kind, JsErr.streamSealed)
+  if (s.config.deny_delete) return fail(kind, JsErr.streamMsgDeleteFailed("message delete not permitted"))
+  const q = decodeReq(MsgDeleteRequest, req)
+  if (isApiError(q)) return fail(kind, q)
+  const seq = q.seq
+  if (seq === 0) return fail(kind, JsErr.badRequest)
+  return Effect.map(Effect.either(Effect.tap(s.store.remove(seq), () => Effect.zipLeft(s.store.sync(), Effect.sync(() => notifyConsumers(s, true))))), (r) =>
+    r._tag === "Left"
+      ? errorResponse(kind, JsErr.streamMsgDeleteFailed(r.left.message))
+      : r.right
+      ? { type: responseType(kind), success: true }
+      : errorResponse(kind, JsErr.sequenceNotFound(seq))
+  )
+}
+
+/** Names (NAMES) or infos (LIST) of the streams whose subjects collide with `subject`, paged by `offset`. */
+const page = (acc: JsAccount, req: Response, limit: number) => {
+  const q = decodeReq(ListRequest, req)
+  const { subject, offset: from } = isApiError(q) ? { subject: undefined, offset: undefined } : q
+  const filter = subject !== undefined && subject !== "" ? subject : undefined
+  const all = [...acc.streams.values()]
+    .filter((s) => filter === undefined || s.config.subjects.some((x) => subjectsCollide(x, filter)))
+    .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+  const offset = from ?? 0
+  return { total: all.length, offset, limit, streams: all.slice(offset, offset + limit) }
+}
+
+const streamNames = (acc: JsAccount, req: Response): Response => {
+  const p = page(acc, req, 1024)
+  return { type: responseType("stream_names"), ...p, streams: p.streams.map((s) => s.name) }
+}
+
+const streamList = (js: JetStream, acc: JsAccount, req: Response): Response => {
+  const p = page(acc, req, 256)
+  return {
+    type: responseType("stream_list"),
+    ...p,
+    streams: p.streams.map((s) => {
+      const { type: _t, ...info } = streamInfo(js, s, "stream_info")
+      return info
+    }),
+    missing: []
+  }
+}
+
+/**
+ * DIRECT.GET: the message itself, its stream coordinates in headers; 404/408 status
+ * replies for no message / a bad request. `$JS.API.DIRECT.GET.<stream>.<subject>` is last-by-subject.
+ */
+export const handleDirectGet = (js: JetStream, acc: JsAccount, s: JsStream, subject: string, reply: string, raw: string): void => {
+  if (reply === "") return
+  const prefix = `$JS.API.DIRECT.GET.${s.name}`
+  const tail = subject.length > prefix.length ? subject.slice(prefix.length + 1) : ""
+  let req: Response
+  if (tail !== "") req = { last_by_subj: tail }
+  else {
+    const body = parseBody(raw)
+    req = body !== BAD && typeof body === "object" && body !== null ? (body as Response) : { bad: true }
+  }
+  const send = (headers: Buffer, payload: Uint8Array) =>
+    js.server.internalPublish(acc.client, reply, "", headers, Buffer.from(payload.buffer, payload.byteOffset, payload.length))
+  Effect.runPromise(lookup(s, req)).then((m) => {
+    if (isApiError(m)) return send(buildHeaders("408 Bad Request", []), new Uint8Array(0))
+    if (m === undefined) return send(buildHeaders("404 Message Not Found", []), new Uint8Array(0))
+    const pairs: Array<readonly [string, string]> = [
+      ["Nats-Stream", s.name],
+      ["Nats-Subject", m.subject],
+      ["Nats-Sequence", String(m.seq)],
+      ["Nats-Time-Stamp", rfc3339(m.ts)]
+    ]
+    send(buildHeaders("", pairs, m.headers), m.payload)
+  })
+}

@@ -1,0 +1,352 @@
+// One consumer at run time: the pure ConsumerMachine wired to its stream's store and
+// to clients. It subscribes its ack, pull-request and flow-control subjects, runs the
+// machine's actions (deliveries, status messages, retention removals), wakes it at
+// `nextDeadline()`, and saves its snapshot in the stream's meta (coalesced).
+import { Cause, Effect, Exit, Runtime } from "effect"
+import {
+  ackReplySubject,
+  type ConsumerAction,
+  type ConsumerConfig,
+  type ConsumerInput,
+  ConsumerMachine,
+  type ConsumerSnapshot,
+  isPushConfig,
+  parseAckReply,
+  type PullRequest,
+  type StoredMsgMeta,
+  type StreamView
+} from "../../core/consumer/index.js"
+import { statusHeaderBlock } from "../../core/nats/encode.js"
+import type { StoredMsg, StreamStore } from "../../services/store.js"
+import type { Subscription } from "../subscription.js"
+import type { JsStream } from "./stream.js"
+
+/** Meta keys of a stream's consumers: `jetstream.consumer.<name>`. */
+export const CONSUMER_META_PREFIX = "jetstream.consumer."
+
+/** What is saved per consumer: its config and creation time, and the machine's snapshot. */
+export interface StoredConsumer {
+  readonly name: string
+  readonly created: number
+  readonly config: ConsumerConfig
+  readonly state?: ConsumerSnapshot
+}
+
+/** A store read could not complete synchronously (a block not in memory): retry once `wait` settles. */
+class NeedsLoad {
+  constructor(readonly wait: Promise<unknown>) {}
+}
+
+/** Runs a store read synchronously; undefined when it failed; NeedsLoad is thrown when it needs the disk. */
+const readNow = <A>(eff: Effect.Effect<A, unknown>): A | undefined => {
+  const exit = Effect.runSyncExit(eff)
+  if (Exit.isSuccess(exit)) return exit.value
+  const defect = Cause.dieOption(exit.cause)
+  if (defect._tag === "Some" && Runtime.isAsyncFiberException(defect.value)) throw new NeedsLoad(Effect.runPromise(Effect.either(eff)))
+  return undefined
+}
+
+const metaOf = (m: StoredMsg): StoredMsgMeta => ({
+  seq: m.seq,
+  subject: m.subject,
+  timestampMs: m.ts,
+  size: m.subject.length + (m.headers?.length ?? 0) + m.payload.length
+})
+
+/** The machine's synchronous view of a stream store. */
+export const storeView = (store: StreamStore): StreamView => ({
+  get firstSeq() {
+    return store.state().first_seq
+  },
+  get lastSeq() {
+    return store.state().last_seq
+  },
+  loadNextMatching(filters, fromSeq) {
+    const m = readNow(store.loadNextMatching(filters, fromSeq))
+    return m === undefined ? undefined : metaOf(m)
+  },
+  numPending: (filters, fromSeq) => store.numPending(filters, fromSeq),
+  lastPerSubject(filters) {
+    const seqs = new Set<number>()
+    for (const f of filters.length === 0 ? [">"] : filters) for (const ss of store.subjectsState(f).values()) seqs.add(ss.last)
+    return [...seqs].sort((a, b) => a - b)
+  },
+  seqAtOrAfterTime(ms) {
+    const st = store.state()
+    let seq = st.first_seq
+    for (;;) {
+      const m = readNow(store.loadNextMatching([], seq))
+      if (m === undefined) return st.last_seq + 1
+      if (m.ts >= ms) return m.seq
+      seq = m.seq + 1
+    }
+  }
+})
+
+const EMPTY = Buffer.alloc(0)
+
+/** Pull request bodies: JSON, a bare batch size, or empty (one message). */
+export const parsePullRequest = (body: string): PullRequest => {
+  const t = body.trim()
+  if (t === "") return { batch: 1 }
+  if (/^\d+$/.test(t)) return { batch: Number(t) }
+  try {
+    const j = JSON.parse(t) as unknown
+    return typeof j === "object" && j !== null ? (j as PullRequest) : { batch: 1 }
+  } catch {
+    return { batch: 1 }
+  }
+}
+
+/** With `headers_only`: the message's headers plus `Nats-Msg-Size`, no payload. */
+const headersOnly = (headers: Uint8Array | undefined, size: number): Buffer => {
+  const base = headers !== undefined && headers.length > 4 ? Buffer.from(headers).toString("latin1") : "NATS/1.0\r\n\r\n"
+  return Buffer.from(`${base.slice(0, base.length - 2)}Nats-Msg-Size: ${size}\r\n\r\n`, "latin1")
+}
+
+const toBuffer = (u: Uint8Array): Buffer => Buffer.from(u.buffer, u.byteOffset, u.length)
+
+export class JsConsumer {
+  private subs: Subscription[] = []
+  private timer: ReturnType<typeof setTimeout> | undefined
+  private timerAt = Infinity
+  private interestPoll: ReturnType<typeof setInterval> | undefined
+  private interest = false
+  private stepping = false
+  private readonly inbox: ConsumerInput[] = []
+  /** Deliveries waiting for a store read, kept in order. */
+  private outChain: Promise<void> | undefined
+  private persistQueued = false
+  private writes: Promise<unknown> = Promise.resolve()
+  closed = false
+
+  constructor(
+    readonly stream: JsStream,
+    readonly name: string,
+    readonly created: number,
+    public machine: ConsumerMachine,
+    /** Called when the consumer removes itself (inactive past its threshold). */
+    private readonly onTerminate: (c: JsConsumer) => void
+  ) {}
+
+  static make(stream: JsStream, stored: StoredConsumer, now: number, onTerminate: (c: JsConsumer) => void): JsConsumer {
+    const opts = { stream: stream.name, name: stored.name, config: stored.config, view: storeView(stream.store) }
+    const m = stored.state === undefined ? ConsumerMachine.create(opts, now) : ConsumerMachine.restore(opts, stored.state, now)
+    return new JsConsumer(stream, stored.name, stored.created, m, onTerminate)
+  }
+
+  get config(): ConsumerConfig {
+    return this.machine.config
+  }
+
+  get isPush(): boolean {
+    return isPushConfig(this.machine.config)
+  }
+
+  get pushBound(): boolean {
+    return this.interest
+  }
+
+  private get server() {
+    return this.stream.host.server
+  }
+
+  /** Subscribe the consumer's subjects and start it. */
+  start(): void {
+    const { server, client } = this.stream.host
+    const base = `${this.stream.name}.${this.name}`
+    this.subs.push(
+      server.internalSubscribe(client, `$JS.ACK.${base}.>`, undefined, (subject, reply, hdrLen, buf, start, end) => {
+        const ref = parseAckReply(subject)
+        if (ref === undefined) return
+        const payload = buf.subarray(start + Math.max(0, hdrLen), end)
+        this.input({ type: "ack", ack: { streamSeq: ref.streamSeq, consumerSeq: ref.consumerSeq, deliveryCount: ref.deliveryCount }, payload, ...(reply !== "" ? { reply } : {}) })
+      })
+    )
+    if (this.isPush) {
+      this.subs.push(server.internalSubscribe(client, `$JS.FC.${base}.*`, undefined, (subject) => this.input({ type: "flowControlReply", subject })))
+      this.checkInterest()
+      this.interestPoll = setInterval(() => this.checkInterest(), 50)
+    } else {
+      this.subs.push(
+        server.internalSubscribe(client, `$JS.API.CONSUMER.MSG.NEXT.${base}`, undefined, (_s, reply, hdrLen, buf, start, end) => {
+          if (reply === "") return
+          this.input({ type: "pull", request: parsePullRequest(buf.toString("utf8", start + Math.max(0, hdrLen), end)), reply })
+        })
+      )
+      this.input({ type: "tick" })
+    }
+  }
+
+  /** Push consumers have no event for a subscription on `deliver_subject`: look at the Sublist. */
+  private checkInterest(): void {
+    if (this.stopIfStreamClosed()) return
+    const active = this.stream.host.client.account.sublist.hasInterest(this.machine.config.deliver_subject!)
+    if (active !== this.interest) {
+      this.interest = active
+      this.input({ type: "interest", active })
+    }
+  }
+
+  private stopIfStreamClosed(): boolean {
+    if (this.stream.closed && !this.closed) this.stop()
+    return this.closed
+  }
+
+  /** Feed the machine; inputs arriving while it runs (a delivery routed back to us) queue behind. */
+  input(i: ConsumerInput): void {
+    if (this.stopIfStreamClosed()) return
+    this.inbox.push(i)
+    if (this.stepping) return
+    this.stepping = true
+    try {
+      while (this.inbox.length > 0 && !this.closed) {
+        const next = this.inbox.shift()!
+        let actions: ConsumerAction[]
+        try {
+          actions = this.machine.step(next, this.server.now())
+        } catch (e) {
+          if (!(e instanceof NeedsLoad)) throw e
+          e.wait.then(() => this.input({ type: "tick" }))
+          continue
+        }
+        this.run(actions)
+      }
+    } finally {
+      this.stepping = false
+    }
+    this.schedule()
+  }
+
+  private schedule(): void {
+    if (this.closed) return
+    const at = this.machine.nextDeadline()
+    if (at === undefined || at >= this.timerAt) {
+      if (at === undefined && this.timer !== undefined) {
+        clearTimeout(this.timer)
+        this.timer = undefined
+        this.timerAt = Infinity
+      }
+      return
+    }
+    if (this.timer !== undefined) clearTimeout(this.timer)
+    this.timerAt = at
+    this.timer = setTimeout(() => {
+      this.timer = undefined
+      this.timerAt = Infinity
+      this.input({ type: "tick" })
+    }, Math.max(0, at - this.server.now()))
+  }
+
+  private run(actions: ReadonlyArray<ConsumerAction>): void {
+    for (const a of actions) {
+      switch (a.type) {
+        case "deliver":
+          this.deliver(a)
+          break
+        case "status": {
+          const subject = a.target.kind === "pull" ? a.target.reply : a.target.subject
+          this.publish(subject, a.reply ?? "", statusHeaderBlock(a.code, a.description, Object.entries(a.headers)), EMPTY)
+          break
+        }
+        case "acked":
+          if (this.stream.config.retention === "workqueue") {
+            for (const seq of a.seqs) Effect.runSync(Effect.ignore(this.stream.store.remove(seq)))
+          }
+          break
+        case "ackAck":
+          this.publish(a.reply, "", undefined, EMPTY)
+          break
+        case "persist":
+          this.persistSoon()
+          break
+        case "advisory":
+          break
+        case "terminate":
+          this.onTerminate(this)
+          break
+      }
+    }
+  }
+
+  private publish(subject: string, reply: string, headers: Buffer | undefined, payload: Buffer): void {
+    this.server.internalPublish(this.stream.host.client, subject, reply, headers, payload)
+  }
+
+  private deliver(a: Extract<ConsumerAction, { type: "deliver" }>): void {
+    const send = (m: StoredMsg | undefined) => {
+      if (m === undefined || this.closed) return
+      const reply = ackReplySubject({
+        stream: this.stream.name,
+        consumer: this.name,
+        deliveryCount: a.deliveryCount,
+        streamSeq: a.seq,
+        consumerSeq: a.consumerSeq,
+        timestampMs: m.ts,
+        pending: a.pending
+      })
+      const subject = a.target.kind === "pull" ? a.target.reply : a.target.subject
+      if (this.machine.config.headers_only) this.publish(subject, reply, headersOnly(m.headers, m.payload.length), EMPTY)
+      else this.publish(subject, reply, m.headers !== undefined && m.headers.length > 0 ? toBuffer(m.headers) : undefined, toBuffer(m.payload))
+    }
+    const load = this.stream.store.load(a.seq)
+    if (this.outChain === undefined) {
+      const exit = Effect.runSyncExit(load)
+      if (Exit.isSuccess(exit)) return send(exit.value)
+      const d = Cause.dieOption(exit.cause)
+      if (!(d._tag === "Some" && Runtime.isAsyncFiberException(d.value))) return
+    }
+    const chain: Promise<void> = (this.outChain ?? Promise.resolve())
+      .then(() => Effect.runPromise(Effect.option(load)))
+      .then((m) => send(m._tag === "Some" ? m.value : undefined))
+      .finally(() => {
+        if (this.outChain === chain) this.outChain = undefined
+      })
+    this.outChain = chain
+  }
+
+  /** What is saved: config and the machine's durable state. */
+  stored(): StoredConsumer {
+    return { name: this.name, created: this.created, config: this.machine.config, state: this.machine.snapshot() }
+  }
+
+  private persistSoon(): void {
+    if (this.persistQueued) return
+    this.persistQueued = true
+    setImmediate(() => {
+      this.persistQueued = false
+      if (!this.closed) void this.save()
+    })
+  }
+
+  /** Write the current state after the writes before it. */
+  save(): Promise<void> {
+    const key = CONSUMER_META_PREFIX + this.name
+    const body = Buffer.from(JSON.stringify(this.stored()))
+    const store = this.stream.store
+    const w = this.writes.then(() => Effect.runPromise(Effect.ignore(store.writeMeta(key, body))))
+    this.writes = w
+    return w
+  }
+
+  /** Stop timers and subscriptions (server shutdown, stream deleted, consumer replaced). */
+  stop(): void {
+    this.closed = true
+    if (this.timer !== undefined) clearTimeout(this.timer)
+    if (this.interestPoll !== undefined) clearInterval(this.interestPoll)
+    this.timer = undefined
+    this.interestPoll = undefined
+    for (const s of this.subs) this.stream.host.client.removeSub(s)
+    this.subs = []
+  }
+
+  /** Delete: 409 to waiting pull requests, stop, and forget the saved state. */
+  remove(): Promise<void> {
+    if (!this.closed) this.run(this.machine.step({ type: "delete" }, this.server.now()))
+    this.stop()
+    const store = this.stream.store
+    const w = this.writes.then(() => Effect.runPromise(Effect.ignore(store.deleteMeta(CONSUMER_META_PREFIX + this.name))))
+    this.writes = w
+    return w
+  }
+}

@@ -1,0 +1,283 @@
+// The stream subsystem of a server: per-account stream registries on top of the
+// Store, recovery of stored streams at start, the `$JS.API.>` request loop (requests
+// are handled one at a time, in arrival order), max_age expiry, and what /jsz and
+// /healthz report.
+import { Effect, type Scope } from "effect"
+import type { JetStreamOptions } from "../../config/options.js"
+import type { JetStreamSnapshot, StreamSnapshot } from "../../core/monitor/source.js"
+import { type ApiError, JsErr } from "../../core/jetstream/errors.js"
+import { type StreamConfig } from "../../core/jetstream/stream-config.js"
+import { Log, type LogService } from "../../services/log.js"
+import { Store, type StoreError, type StoreService } from "../../services/store.js"
+import type { Client } from "../client.js"
+import type { Server } from "../server.js"
+import { handleApi, handleDirectGet } from "./api.js"
+import { consumerCount, notifyConsumers, restoreConsumers } from "./consumer-api.js"
+import { JsStream, type StreamHost } from "./stream.js"
+
+/** Meta key under which a stream's JetStream configuration and creation time are kept. */
+export const STREAM_META = "jetstream.stream"
+
+export interface StoredStreamMeta {
+  readonly account: string
+  readonly created: number
+  readonly config: StreamConfig
+}
+
+const decodeMeta = (raw: Uint8Array): StoredStreamMeta | undefined => {
+  try {
+    const m = JSON.parse(Buffer.from(raw).toString("utf8")) as StoredStreamMeta
+    return typeof m.account === "string" && typeof m.config?.name === "string" && Array.isArray(m.config.subjects) ? m : undefined
+  } catch {
+    return undefined
+  }
+}
+
+export class JsAccount implements StreamHost {
+  readonly streams = new Map<string, JsStream>()
+  apiTotal = 0
+  apiErrors = 0
+  constructor(readonly js: JetStream, readonly name: string, readonly client: Client, readonly enabled: boolean) {}
+
+  get server(): Server {
+    return this.js.server
+  }
+
+  usage(storage: "file" | "memory"): number {
+    let n = 0
+    for (const s of this.streams.values()) if (s.config.storage === storage) n += s.store.state().bytes
+    return n
+  }
+
+  reserved(storage: "file" | "memory", except?: string): number {
+    let n = 0
+    for (const s of this.streams.values())
+      if (s.config.storage === storage && s.name !== except && s.config.max_bytes > 0) n += s.config.max_bytes
+    return n
+  }
+
+  limit(storage: "file" | "memory"): number {
+    return storage === "memory" ? this.js.options.maxMemory : this.js.options.maxStorage
+  }
+
+  admit = (storage: "file" | "memory", bytes: number): ApiError | undefined => {
+    const limit = this.limit(storage)
+    return limit > 0 && this.usage(storage) + bytes > limit ? JsErr.accountResourcesExceeded : undefined
+  }
+
+  /** Whether a stream reserving `maxBytes` fits next to the others' reservations. */
+  reserve(cfg: StreamConfig): ApiError | undefined {
+    const limit = this.limit(cfg.storage)
+    if (limit <= 0) return undefined
+    const want = cfg.max_bytes > 0 ? cfg.max_bytes : 0
+    if (this.reserved(cfg.storage, cfg.name) + want > limit || (want === 0 && this.usage(cfg.storage) >= limit))
+      return cfg.storage === "memory" ? JsErr.memoryResourcesExceeded : JsErr.storageResourcesExceeded
+    return undefined
+  }
+}
+
+export class JetStream {
+  readonly accounts = new Map<string, JsAccount>()
+  apiTotal = 0
+  apiErrors = 0
+  /** Streams that could not be recovered, in nats-server's words; the first one fails /healthz. */
+  readonly problems: string[] = []
+  private queue: Promise<void> = Promise.resolve()
+
+  constructor(
+    readonly server: Server,
+    readonly options: JetStreamOptions,
+    readonly store: StoreService,
+    readonly log: LogService
+  ) {}
+
+  /** Accounts using streams: every account when none are configured, else those with `jetstream: enabled`. */
+  enabledFor(name: string): boolean {
+    const o = this.server.options
+    if (name === o.systemAccount) return false
+    const acc = o.accounts.find((a) => a.name === name)
+    return acc === undefined ? o.accounts.length === 0 : acc.jetstream
+  }
+
+  account(name: string): JsAccount {
+    let a = this.accounts.get(name)
+    if (a === undefined) {
+      const client = this.server.internalClient(name, "JetStream")
+      a = new JsAccount(this, name, client, this.enabledFor(name))
+      this.accounts.set(name, a)
+      for (const subject of ["$JS.API.INFO", "$JS.API.STREAM.>", "$JS.API.CONSUMER.>"]) {
+        const acc = a
+        this.server.internalSubscribe(client, subject, undefined, (s, reply, hdrLen, buf, start, end) => {
+          const body = buf.toString("utf8", start + Math.max(0, hdrLen), end)
+          this.enqueue(acc, s, reply, body)
+        })
+      }
+    }
+    return a
+  }
+
+  /** Requests run one at a time so that each sees the effects of the one before. */
+  private enqueue(acc: JsAccount, subject: string, reply: string, body: string): void {
+    this.queue = this.queue.then(() =>
+      Effect.runPromise(
+        handleApi(this, acc, subject, body).pipe(
+          Effect.catchAllDefect((d) => Effect.succeed({ type: "io.nats.jetstream.api.v1.error_response", error: JsErr.streamStoreFailed(String(d)) }))
+        )
+      ).then((res) => {
+        if (res === undefined) return
+        this.apiTotal++
+        acc.apiTotal++
+        if ("error" in res) {
+          this.apiErrors++
+          acc.apiErrors++
+        }
+        if (reply !== "") this.server.internalPublish(acc.client, reply, "", undefined, Buffer.from(JSON.stringify(res)))
+      })
+    ).catch((e: unknown) => {
+      // Never let one failed request stop the ones queued behind it.
+      this.log.error(`JetStream API request on '${subject}' failed: ${String(e)}`)
+    })
+  }
+
+  makeStream(acc: JsAccount, meta: StoredStreamMeta, store: JsStream["store"]): JsStream {
+    const s = new JsStream(acc, meta.config, meta.created, store, (st, subject, reply, buf, start, end, hdrLen) =>
+      handleDirectGet(this, acc, st, subject, reply, buf.toString("utf8", start + Math.max(0, hdrLen), end))
+    )
+    acc.streams.set(s.name, s)
+    s.subscribe()
+    return s
+  }
+
+  /** Reopen every stored stream; a stream whose metadata cannot be read stays on disk and is reported. */
+  recover(): Effect.Effect<void, StoreError> {
+    const js = this
+    return Effect.gen(function*() {
+      for (const name of yield* js.store.list()) {
+        const r = yield* Effect.either(Effect.flatMap(js.store.open(name), (st) => Effect.map(st.readMeta(STREAM_META), (m) => [st, m] as const)))
+        if (r._tag === "Left" || r.right[1] === undefined) {
+          const why = r._tag === "Left" ? r.left.message : "its stream configuration is missing"
+          js.problems.push(`JetStream stream '${name}' could not be recovered: ${why}`)
+          js.log.error(`Error recovering stream '${name}': ${why}`)
+          continue
+        }
+        const [st, raw] = r.right
+        const meta = decodeMeta(raw!)
+        if (meta === undefined) {
+          js.problems.push(`JetStream stream '${name}' could not be recovered: its stream configuration is damaged`)
+          js.log.error(`Error recovering stream '${name}': its stream configuration is damaged`)
+          continue
+        }
+        const stream = js.makeStream(js.account(meta.account), meta, st)
+        yield* stream.restoreDedup(js.server.now())
+        yield* restoreConsumers(js, stream)
+        const state = st.state()
+        js.log.info(`  Restored ${state.messages} messages for stream '${meta.account} > ${meta.config.name}'`)
+      }
+    })
+  }
+
+  /** Apply max_age to every stream whose next expiry is due. */
+  expireDue(now: number): Effect.Effect<void> {
+    const due: JsStream[] = []
+    for (const a of this.accounts.values())
+      for (const s of a.streams.values()) {
+        const at = s.store.nextExpiry()
+        if (at !== undefined && at <= now) due.push(s)
+      }
+    return Effect.forEach(due, (s) => Effect.ignore(Effect.tap(s.store.expire(now), () => notifyConsumers(s, true))), { discard: true })
+  }
+
+  healthError(): string | undefined {
+    if (this.problems.length > 0) return this.problems[0]
+    for (const a of this.accounts.values())
+      for (const s of a.streams.values()) {
+        const h = s.store.health()
+        if (!h.ok) return `JetStream stream '${a.name} > ${s.name}' is not current: ${h.problems[0]?.message ?? "unhealthy"}`
+      }
+    return undefined
+  }
+
+  snapshot(): JetStreamSnapshot {
+    const accounts = [...this.accounts.values()].filter((a) => a.enabled || a.streams.size > 0)
+    const sum = (f: (a: JsAccount) => number) => accounts.reduce((n, a) => n + f(a), 0)
+    const name = this.server.serverName
+    return {
+      config: {
+        maxMemory: this.options.maxMemory,
+        maxStorage: this.options.maxStorage,
+        storeDir: this.options.storeDir,
+        syncIntervalMs: undefined,
+        syncAlways: undefined,
+        domain: undefined
+      },
+      memory: sum((a) => a.usage("memory")),
+      storage: sum((a) => a.usage("file")),
+      reservedMemory: sum((a) => a.reserved("memory")),
+      reservedStorage: sum((a) => a.reserved("file")),
+      haAssets: 0,
+      api: { total: this.apiTotal, errors: this.apiErrors, inflight: undefined },
+      isLeader: true,
+      meta: {
+        name,
+        leader: name,
+        leaderId: this.server.serverId,
+        clusterSize: 1,
+        peers: []
+      },
+      accounts: accounts.map((a) => ({
+        name: a.name,
+        memory: a.usage("memory"),
+        storage: a.usage("file"),
+        reservedMemory: a.reserved("memory"),
+        reservedStorage: a.reserved("file"),
+        api: { total: a.apiTotal, errors: a.apiErrors },
+        streams: [...a.streams.values()].map(streamSnapshot)
+      }))
+    }
+  }
+}
+
+const streamSnapshot = (s: JsStream): StreamSnapshot => {
+  const st = s.store.state()
+  return {
+    name: s.name,
+    created: s.created,
+    config: s.config,
+    state: {
+      messages: st.messages,
+      bytes: st.bytes,
+      firstSeq: st.first_seq,
+      firstTs: st.first_ts,
+      lastSeq: st.last_seq,
+      lastTs: st.last_ts,
+      numSubjects: st.num_subjects,
+      numDeleted: st.num_deleted,
+      consumerCount: consumerCount(s)
+    },
+    consumers: []
+  }
+}
+
+/** Start the subsystem on the given Store: recover streams, serve the API in every known account. */
+export const startJetStream = (
+  server: Server,
+  options: JetStreamOptions
+): Effect.Effect<JetStream, StoreError, Store | Log | Scope.Scope> =>
+  Effect.gen(function*() {
+    const store = yield* Store
+    const log = yield* Log
+    const js = new JetStream(server, options, store, log)
+    yield* js.recover()
+    for (const name of server.accounts.keys()) if (name !== server.options.systemAccount) js.account(name)
+    yield* Effect.addFinalizer(() =>
+      Effect.sync(() => {
+        for (const a of js.accounts.values()) for (const s of a.streams.values()) s.closed = true
+      })
+    )
+    yield* Effect.sleep("200 millis").pipe(
+      Effect.zipRight(Effect.suspend(() => js.expireDue(server.now()))),
+      Effect.forever,
+      Effect.forkScoped
+    )
+    return js
+  })

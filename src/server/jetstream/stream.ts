@@ -1,0 +1,193 @@
+// One stream at run time: its capture subscriptions, the publish checks (dedup,
+// expected-* headers, rollups, account limits), and the PubAcks, which are sent only
+// once a `sync()` covering the message completed (one sync serves every publish that
+// arrived while the previous one ran: group commit).
+import { Effect } from "effect"
+import type { PubAck } from "../../core/jetstream/api-schema.js"
+import { type ApiError, JsErr } from "../../core/jetstream/errors.js"
+import { Hdr, mayHaveJsHeaders, parseHeaders } from "../../core/jetstream/headers.js"
+import { NANOS_PER_MS, type StreamConfig } from "../../core/jetstream/stream-config.js"
+import type { StoreError, StreamStore } from "../../services/store.js"
+import type { Client } from "../client.js"
+import type { Server } from "../server.js"
+import type { Subscription } from "../subscription.js"
+import { notifyConsumers } from "./consumer-api.js"
+
+/** What a stream needs from its account: usage against the account limits, and a way to answer. */
+export interface StreamHost {
+  readonly server: Server
+  readonly client: Client
+  /** Undefined when `bytes` more of this storage type fit in the account. */
+  readonly admit: (storage: "file" | "memory", bytes: number) => ApiError | undefined
+}
+
+interface PendingAck {
+  readonly reply: string
+  readonly body: Buffer
+}
+
+export class JsStream {
+  private subs: Subscription[] = []
+  private directSubs: Subscription[] = []
+  /** Nats-Msg-Id -> [seq, ts ms]; insertion order is time order, so expiry trims the front. */
+  private readonly dedup = new Map<string, readonly [number, number]>()
+  private lastMsgId = ""
+  private acks: PendingAck[] = []
+  private syncing = false
+  closed = false
+
+  constructor(
+    readonly host: StreamHost,
+    public config: StreamConfig,
+    readonly created: number,
+    readonly store: StreamStore,
+    /** Answers a direct get (installed while `allow_direct`). */
+    private readonly onDirect: (stream: JsStream, subject: string, reply: string, buf: Buffer, start: number, end: number, hdrLen: number) => void
+  ) {}
+
+  get name(): string {
+    return this.config.name
+  }
+
+  /** (Re)install the capture and direct-get subscriptions for the current config. */
+  subscribe(): void {
+    this.unsubscribe()
+    const { server, client } = this.host
+    for (const subject of this.config.subjects)
+      this.subs.push(server.internalSubscribe(client, subject, undefined, (s, reply, hdrLen, buf, start, end) => this.capture(s, reply, hdrLen, buf, start, end)))
+    if (this.config.allow_direct)
+      for (const subject of [`$JS.API.DIRECT.GET.${this.name}`, `$JS.API.DIRECT.GET.${this.name}.>`])
+        this.directSubs.push(
+          server.internalSubscribe(client, subject, "_sys_", (s, reply, hdrLen, buf, start, end) => this.onDirect(this, s, reply, buf, start, end, hdrLen))
+        )
+  }
+
+  unsubscribe(): void {
+    for (const s of [...this.subs, ...this.directSubs]) this.host.client.removeSub(s)
+    this.subs = []
+    this.directSubs = []
+  }
+
+  /**
+   * After a restart: the message ids stored within the duplicate window, newest last,
+   * so a publisher retrying across the restart is still de-duplicated.
+   */
+  restoreDedup(now: number): Effect.Effect<void> {
+    const since = now - this.config.duplicate_window / NANOS_PER_MS
+    const found: Array<readonly [string, number, number]> = []
+    const self = this
+    return Effect.gen(function*() {
+      const st = self.store.state()
+      for (let seq = st.last_seq; seq >= st.first_seq && seq > 0; seq--) {
+        const m = yield* Effect.either(self.store.load(seq))
+        if (m._tag === "Left") continue
+        if (m.right.ts < since) break
+        const hdrs = m.right.headers
+        if (hdrs === undefined || hdrs.length === 0) continue
+        const id = parseHeaders(hdrs, 0, hdrs.length).get(Hdr.msgId)
+        if (id !== undefined && id !== "") found.push([id, seq, m.right.ts])
+      }
+      for (let i = found.length - 1; i >= 0; i--) {
+        const [id, seq, ts] = found[i]
+        if (!self.dedup.has(id)) self.dedup.set(id, [seq, ts])
+        self.lastMsgId = id
+      }
+    })
+  }
+
+  private capture(subject: string, reply: string, hdrLen: number, buf: Buffer, start: number, end: number): void {
+    if (this.closed) return
+    const now = this.host.server.now()
+    const headers = hdrLen > 0 ? buf.subarray(start, start + hdrLen) : undefined
+    const payload = buf.subarray(start + Math.max(0, hdrLen), end)
+    const h = headers !== undefined && mayHaveJsHeaders(buf, start, start + hdrLen) ? parseHeaders(buf, start, start + hdrLen) : undefined
+    const msgId = h?.get(Hdr.msgId) ?? ""
+    if (msgId !== "") {
+      const dup = this.duplicateOf(msgId, now)
+      if (dup !== undefined) return this.ack(reply, { stream: this.name, seq: dup, duplicate: true })
+    }
+    const rejected = this.check(subject, h)
+    if (rejected !== undefined) return this.fail(reply, rejected)
+    const size = (headers?.length ?? 0) + payload.length + subject.length
+    const over = this.host.admit(this.config.storage, size)
+    if (over !== undefined) return this.fail(reply, over)
+    const r = this.store.storeSync(subject, headers, payload, now)
+    if (typeof r !== "number") return this.fail(reply, storeFailure(r))
+    const rollup = h?.get(Hdr.rollup)
+    if (rollup !== undefined) Effect.runSync(Effect.ignore(this.store.purge(rollup === "all" ? { keep: 1 } : { subject, keep: 1 })))
+    notifyConsumers(this, rollup !== undefined)
+    if (msgId !== "") {
+      this.dedup.set(msgId, [r, now])
+      this.lastMsgId = msgId
+    }
+    this.ack(reply, { stream: this.name, seq: r })
+  }
+
+  /** The publish-time checks on the stream's state, in nats-server's order. */
+  private check(subject: string, h: Map<string, string> | undefined): ApiError | undefined {
+    if (this.config.sealed) return JsErr.streamSealed
+    if (h === undefined) return undefined
+    const stream = h.get(Hdr.expectedStream)
+    if (stream !== undefined && stream !== this.name) return JsErr.streamNotMatch
+    const lastSeq = h.get(Hdr.expectedLastSeq)
+    const last = this.store.state().last_seq
+    if (lastSeq !== undefined && Number(lastSeq) !== last) return JsErr.streamWrongLastSequence(last)
+    const lastSubjSeq = h.get(Hdr.expectedLastSubjSeq)
+    if (lastSubjSeq !== undefined) {
+      const cur = this.store.subjectsState(subject).get(subject)?.last ?? 0
+      if (Number(lastSubjSeq) !== cur) return JsErr.streamWrongLastSequence(cur)
+    }
+    const lastId = h.get(Hdr.expectedLastMsgId)
+    if (lastId !== undefined && lastId !== this.lastMsgId) return JsErr.streamWrongLastMsgId(this.lastMsgId)
+    const rollup = h.get(Hdr.rollup)
+    if (rollup !== undefined) {
+      if (!this.config.allow_rollup_hdrs) return JsErr.streamRollupFailed("rollup not permitted")
+      if (rollup !== "sub" && rollup !== "all") return JsErr.streamRollupFailed(`rollup value invalid: ${rollup}`)
+    }
+    return undefined
+  }
+
+  private duplicateOf(msgId: string, now: number): number | undefined {
+    const windowMs = this.config.duplicate_window / NANOS_PER_MS
+    for (const [id, [, ts]] of this.dedup) {
+      if (ts > now - windowMs) break
+      this.dedup.delete(id)
+    }
+    return this.dedup.get(msgId)?.[0]
+  }
+
+  private fail(reply: string, error: ApiError): void {
+    if (reply === "") return
+    const body: PubAck = { error, stream: this.name, seq: 0 }
+    this.send(reply, Buffer.from(JSON.stringify(body)))
+  }
+
+  private ack(reply: string, body: PubAck): void {
+    if (reply === "") return
+    this.acks.push({ reply, body: Buffer.from(JSON.stringify(body)) })
+    if (!this.syncing) this.syncAndAck()
+  }
+
+  /** One sync for every ack queued so far; acks queued meanwhile wait for the next. */
+  private syncAndAck(): void {
+    this.syncing = true
+    const batch = this.acks
+    this.acks = []
+    Effect.runPromise(Effect.either(this.store.sync())).then((r) => {
+      if (r._tag === "Right") for (const a of batch) this.send(a.reply, a.body)
+      else {
+        const err = Buffer.from(JSON.stringify({ error: JsErr.streamStoreFailed(r.left.message), stream: this.name, seq: 0 }))
+        for (const a of batch) this.send(a.reply, err)
+      }
+      if (this.acks.length > 0) this.syncAndAck()
+      else this.syncing = false
+    })
+  }
+
+  private send(reply: string, body: Buffer): void {
+    this.host.server.internalPublish(this.host.client, reply, "", undefined, body)
+  }
+}
+
+export const storeFailure = (e: StoreError): ApiError =>
+  e.reason === "MaxMsgSize" ? JsErr.messageExceedsMaximum : JsErr.streamStoreFailed(e.message)

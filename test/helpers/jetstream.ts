@@ -1,0 +1,71 @@
+// End-to-end stream tests: the whole server (`serve()`) with streams on a file store
+// in a fresh temporary directory, the monitor on an ephemeral port, and real
+// @nats-io clients. `restart()` stops the server and starts a new one on the same
+// store directory.
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { connect, type NatsConnection } from "@nats-io/transport-node"
+import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream"
+import type { ServerOptions } from "../../src/config/options.js"
+import { type MonitoredServer, startMonitoredServer } from "./monitor.js"
+
+export interface JsTestServer {
+  srv: MonitoredServer
+  readonly storeDir: string
+  /** Open a client connection (closed by `close()`). */
+  client(auth?: { user: string; pass: string }): Promise<{ nc: NatsConnection; jsm: JetStreamManager; js: JetStreamClient }>
+  restart(): Promise<void>
+  close(): Promise<void>
+}
+
+export const startJsServer = async (over: Partial<ServerOptions> = {}, js: Partial<NonNullable<ServerOptions["jetstream"]>> = {}): Promise<JsTestServer> => {
+  const storeDir = mkdtempSync(join(tmpdir(), "switchyard-js-"))
+  const start = () => startMonitoredServer({ jetstream: { storeDir, maxMemory: -1, maxStorage: -1, ...js }, ...over })
+  const conns: NatsConnection[] = []
+  const closeConns = async () => {
+    for (const nc of conns.splice(0)) await nc.close().catch(() => {})
+  }
+  const t: JsTestServer = {
+    srv: await start(),
+    storeDir,
+    client: async (auth) => {
+      const nc = await connect({ servers: t.srv.url, reconnect: false, ...auth })
+      conns.push(nc)
+      return { nc, jsm: await jetstreamManager(nc, { timeout: 10_000, checkAPI: false }), js: jetstream(nc, { timeout: 10_000 }) }
+    },
+    restart: async () => {
+      await closeConns()
+      await t.srv.close()
+      t.srv = await start()
+    },
+    close: async () => {
+      await closeConns()
+      await t.srv.close()
+      rmSync(storeDir, { recursive: true, force: true })
+    }
+  }
+  return t
+}
+
+/** The JetStream API error a client call failed with: `{ code, err_code, description }` as the server sent it. */
+export const apiError = async (p: Promise<unknown>): Promise<{ code: number; err_code: number; description: string }> => {
+  try {
+    await p
+  } catch (e) {
+    const err = e as { api_error?: { code: number; err_code: number; description: string }; apiError?: () => { code: number; err_code: number; description: string } }
+    const api = err.apiError?.() ?? err.api_error
+    if (api !== undefined) return api
+    throw e
+  }
+  throw new Error("expected the call to fail with a JetStream API error")
+}
+
+/** Poll an asynchronous condition until it holds (the bound is generous; only a failure waits it out). */
+export const eventuallyAsync = async (check: () => Promise<boolean>, what: string, timeoutMs = 15_000): Promise<void> => {
+  const deadline = Date.now() + timeoutMs
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+    await new Promise((r) => setTimeout(r, 20))
+  }
+}
