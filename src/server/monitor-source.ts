@@ -13,6 +13,7 @@ import type {
 } from "../core/monitor/source.js"
 import { X509Certificate } from "node:crypto"
 import { readFileSync } from "node:fs"
+import { limitsFromOptions } from "../core/monitor/options.js"
 import type { Sublist } from "../core/subject/sublist.js"
 import { VERSION } from "../version.js"
 import type { Account } from "./account.js"
@@ -142,18 +143,7 @@ export const makeMonitorSource = (server: Server, extras: MonitorSourceExtras): 
     tlsVerify: o.tls?.verify ?? false,
     tlsCertNotAfter,
     systemAccount: o.systemAccount,
-    limits: {
-      maxConnections: o.maxConnections,
-      maxSubscriptions: o.maxSubscriptions,
-      maxPayload: o.maxPayload,
-      maxControlLine: o.maxControlLine,
-      maxPending: o.maxPending,
-      pingIntervalMs: o.pingIntervalMs,
-      pingMax: o.pingMax,
-      authTimeoutMs: o.authorization?.timeoutMs ?? o.authTimeoutMs,
-      tlsTimeoutMs: o.tls?.timeoutMs ?? 2000,
-      writeDeadlineMs: o.writeDeadlineMs
-    },
+    limits: limitsFromOptions(o),
     counters: {
       connections: server.clients.size,
       totalConnections: server.totalConnections,

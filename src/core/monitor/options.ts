@@ -15,24 +15,27 @@ const authConfigured = (o: ServerOptions): boolean => {
   return hasTopLevel || o.accounts.some((acc) => acc.users.length > 0)
 }
 
+/** The configured limits as /varz reports them (the authorization block's timeout wins). */
+export const limitsFromOptions = (o: ServerOptions): ServerSnapshot["limits"] => ({
+  maxConnections: o.maxConnections,
+  maxSubscriptions: o.maxSubscriptions,
+  maxPayload: o.maxPayload,
+  maxControlLine: o.maxControlLine,
+  maxPending: o.maxPending,
+  pingIntervalMs: o.pingIntervalMs,
+  pingMax: o.pingMax,
+  authTimeoutMs: o.authorization?.timeoutMs ?? o.authTimeoutMs,
+  tlsTimeoutMs: o.tls?.timeoutMs ?? 2000,
+  writeDeadlineMs: o.writeDeadlineMs
+})
+
 /** Limits, TLS/auth flags and MQTT/WebSocket listener settings as /varz shows them. */
 export const monitorSnapshotFromOptions = (o: ServerOptions): ConfigPart => ({
   authRequired: authConfigured(o),
   tlsRequired: o.tls !== undefined,
   tlsVerify: o.tls?.verify ?? false,
   systemAccount: o.systemAccount,
-  limits: {
-    maxConnections: o.maxConnections,
-    maxSubscriptions: o.maxSubscriptions,
-    maxPayload: o.maxPayload,
-    maxControlLine: o.maxControlLine,
-    maxPending: o.maxPending,
-    pingIntervalMs: o.pingIntervalMs,
-    pingMax: o.pingMax,
-    authTimeoutMs: o.authTimeoutMs,
-    tlsTimeoutMs: o.tls?.timeoutMs ?? 2000,
-    writeDeadlineMs: o.writeDeadlineMs
-  },
+  limits: limitsFromOptions(o),
   mqtt:
     o.mqtt === undefined
       ? undefined
