@@ -80,6 +80,8 @@ export class Client implements NatsOpHandler {
   blockedSince = -1
   dirty = false
   closed = false
+  /** The last PUB subject that passed validation. */
+  private lastValidSubject = ""
   /** Protocol tracing (-V): checked once per op, so tracing off costs one branch. */
   readonly tracing: boolean
 
@@ -143,9 +145,14 @@ export class Client implements NatsOpHandler {
     }
     // Wildcards, empty tokens and whitespace cannot be routed, pedantic or not: refuse them
     // rather than deliver to whichever filters happen to contain the same literal token.
-    if (!isValidLiteralSubject(subject)) {
-      this.sendErr(ErrText.InvalidPublishSubject)
-      return
+    // Publishers repeat their subjects (and the parser hands back the same string), so
+    // the last subject found valid is remembered and a repeat skips the scan.
+    if (subject !== this.lastValidSubject) {
+      if (!isValidLiteralSubject(subject)) {
+        this.sendErr(ErrText.InvalidPublishSubject)
+        return
+      }
+      this.lastValidSubject = subject
     }
     if (reply !== "" && this.pedantic && !isValidLiteralSubject(reply)) {
       this.sendErr(ErrText.InvalidPublishSubject)
