@@ -71,6 +71,15 @@ describe("protocol errors", () => {
     await stillAlive(c)
   })
 
+  it("a bad subject after a good one is still refused (the validity cache is per subject)", async () => {
+    await start()
+    const c = await raw()
+    c.send("PUB ok 1\r\nx\r\nPUB ok.> 1\r\nx\r\nPUB ok 1\r\nx\r\nPUB ok..x 1\r\nx\r\nPING\r\n")
+    const got = await c.waitFor("PONG\r\n")
+    expect(got.match(/-ERR 'Invalid Publish Subject'/g)?.length).toBe(2)
+    expect(srv!.server.inMsgs).toBe(4)
+  })
+
   it("pedantic mode also checks the reply subject", async () => {
     await start()
     const c = await raw({ pedantic: true })
