@@ -143,11 +143,11 @@ export class Client implements NatsOpHandler {
       server.closeClient(this, ClosedReason.MsgHeaderViolation, ErrText.HeadersNotSupported)
       return
     }
-    // Wildcards, empty tokens and whitespace cannot be routed, pedantic or not: refuse them
-    // rather than deliver to whichever filters happen to contain the same literal token.
+    // Only pedantic clients get their publish subjects checked, as in nats-server: the
+    // JetStream API itself publishes wildcard tokens (CONSUMER.CREATE.<s>.<c>.<filter>).
     // Publishers repeat their subjects (and the parser hands back the same string), so
     // the last subject found valid is remembered and a repeat skips the scan.
-    if (subject !== this.lastValidSubject) {
+    if (this.pedantic && subject !== this.lastValidSubject) {
       if (!isValidLiteralSubject(subject)) {
         this.sendErr(ErrText.InvalidPublishSubject)
         return

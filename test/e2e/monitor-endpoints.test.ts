@@ -183,7 +183,7 @@ describe("monitoring endpoints on a live server", () => {
   // Regression: a refused PUB used to count on the connection but not on the server.
   it("a refused PUB counts the same in /connz and /varz", async () => {
     const before = await varz()
-    const raw = await RawClient.ready(srv.natsPort)
+    const raw = await RawClient.ready(srv.natsPort, { pedantic: true })
     raw.send("PUB bad.*.subject 5\r\nhello\r\nPING\r\n")
     await raw.waitFor("-ERR 'Invalid Publish Subject'")
     await raw.waitFor("PONG\r\n")

@@ -63,17 +63,36 @@ describe("protocol errors", () => {
     await stillAlive(c)
   })
 
-  it("'Invalid Publish Subject' for wildcards keeps the connection", async () => {
+  it("'Invalid Publish Subject' for wildcards in pedantic mode keeps the connection", async () => {
     await start()
-    const c = await raw()
+    const c = await raw({ pedantic: true })
     c.send("PUB foo.* 1\r\nx\r\n")
     await c.waitFor("-ERR 'Invalid Publish Subject'\r\n")
     await stillAlive(c)
   })
 
+  it("outside pedantic mode wildcard tokens in a publish subject are routed literally, as nats-server does", async () => {
+    await start()
+    const sub = await raw()
+    sub.send("SUB api.* 1\r\nSUB api.> 2\r\nSUB api.x 3\r\nPING\r\n")
+    await sub.waitFor("PONG\r\n")
+    sub.data = ""
+    const c = await raw()
+    // The JetStream API publishes like this: $JS.API.CONSUMER.CREATE.<stream>.<name>.<filter>.
+    c.send("PUB api.> 2\r\nhi\r\nPING\r\n")
+    await c.waitFor("PONG\r\n")
+    expect(c.data).not.toContain("-ERR")
+    await sub.waitFor("MSG api.> 2 2\r\nhi\r\n")
+    sub.send("PING\r\n")
+    await sub.waitFor("PONG\r\n")
+    // The token ">" is a literal here: the filters api.* and api.> match it, api.x does not.
+    expect(sub.data).toContain("MSG api.> 1 2\r\nhi\r\n")
+    expect(sub.data).not.toContain("MSG api.> 3")
+  })
+
   it("a bad subject after a good one is still refused (the validity cache is per subject)", async () => {
     await start()
-    const c = await raw()
+    const c = await raw({ pedantic: true })
     c.send("PUB ok 1\r\nx\r\nPUB ok.> 1\r\nx\r\nPUB ok 1\r\nx\r\nPUB ok..x 1\r\nx\r\nPING\r\n")
     const got = await c.waitFor("PONG\r\n")
     expect(got.match(/-ERR 'Invalid Publish Subject'/g)?.length).toBe(2)
