@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { AckPolicy, DeliverPolicy, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream"
 import type { NatsConnection } from "@nats-io/transport-node"
 import { apiError, type JsTestServer, startJsServer } from "../helpers/jetstream.js"
+import { getJson } from "../helpers/monitor.js"
 
 const api = async (nc: NatsConnection, subject: string, body: unknown): Promise<Record<string, any>> => {
   const r = await nc.request(subject, JSON.stringify(body), { timeout: 10_000 })
@@ -105,5 +106,14 @@ describe("consumer management", () => {
     await jsm.streams.add({ name: "GONE", subjects: ["gone.>"] })
     expect((await apiError(jsm.consumers.info("GONE", "c"))).err_code).toBe(10014)
     expect((await jsm.streams.info("GONE")).state.consumer_count).toBe(0)
+  })
+
+  it("shows consumers in /jsz stream detail", async () => {
+    const jsz = (await getJson(t.srv.base, "/jsz?accounts=true&streams=true&consumers=true")).json
+    const streams = jsz.account_details.flatMap((a: any) => a.stream_detail ?? [])
+    const orders = streams.find((s: any) => s.name === "ORDERS")
+    expect(orders.state.consumer_count).toBeGreaterThan(0)
+    const dur = orders.consumer_detail.find((c: any) => c.name === "dur")
+    expect(dur).toMatchObject({ stream_name: "ORDERS", name: "dur", num_pending: 3 })
   })
 })

@@ -16,9 +16,7 @@ describe("key/value buckets and stream housekeeping", () => {
 
   it("puts, gets, creates, updates by revision, deletes and purges keys", async () => {
     const { nc } = await t.client()
-    // The client gates KV on the INFO version (>= 2.6.2, direct get >= 2.9), and
-    // INFO reports Switchyard's own 0.x version: pretend a 2.10 server for this client.
-    ;(nc as unknown as { features: { update(v: string): void } }).features.update("2.10.0")
+    // INFO carries the nats-server version Switchyard speaks, so the client enables KV as is.
     const kv = await new Kvm(nc).create("config", { history: 3 })
     expect(await kv.put("a", "1")).toBe(1)
     expect(await kv.put("a", "2")).toBe(2)
@@ -36,6 +34,29 @@ describe("key/value buckets and stream housekeeping", () => {
     const st = await kv.status()
     expect(st.bucket).toBe("config")
     expect(st.history).toBe(3)
+  })
+
+  // Regression: wildcard publish subjects were refused, so every consumer with a wildcard
+  // filter ($JS.API.CONSUMER.CREATE.<stream>.<name>.<filter>) failed and keys() timed out.
+  it("lists keys and watches the whole bucket (consumers with wildcard filters)", async () => {
+    const { nc } = await t.client()
+    const kv = await new Kvm(nc).create("fleet")
+    await kv.put("dev.1", "on")
+    await kv.put("dev.2", "off")
+    const keys: Array<string> = []
+    for await (const k of await kv.keys()) keys.push(k)
+    expect(keys.sort()).toEqual(["dev.1", "dev.2"])
+    const seen: Array<string> = []
+    const w = await kv.watch()
+    const done = (async () => {
+      for await (const e of w) {
+        seen.push(`${e.key}=${e.string()}`)
+        if (seen.length === 3) break
+      }
+    })()
+    await kv.put("dev.3", "new")
+    await done
+    expect(seen).toEqual(["dev.1=on", "dev.2=off", "dev.3=new"])
   })
 
   it("drops messages past max_age", async () => {

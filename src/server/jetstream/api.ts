@@ -19,7 +19,7 @@ import type { StoredMsg } from "../../services/store.js"
 import type { JetStream, JsAccount, StoredStreamMeta } from "./jetstream.js"
 import { STREAM_META } from "./jetstream.js"
 import type { JsStream } from "./stream.js"
-import { consumerCount, handleConsumerApi, notifyConsumers, stopConsumers } from "./consumer-api.js"
+import { accountConsumerCount, consumerCount, handleConsumerApi, notifyConsumers, stopConsumers } from "./consumer-api.js"
 
 type Response = Record<string, unknown>
 type Reply = Effect.Effect<Response | undefined>
@@ -91,7 +91,7 @@ const accountInfo = (js: JetStream, acc: JsAccount): Response => ({
   reserved_memory: acc.reserved("memory"),
   reserved_storage: acc.reserved("file"),
   streams: acc.streams.size,
-  consumers: 0,
+  consumers: accountConsumerCount(acc),
   limits: {
     max_memory: js.options.maxMemory,
     max_storage: js.options.maxStorage,

@@ -12,6 +12,7 @@ import {
 import { type ApiError, errorResponse, JsErr, responseType } from "../../core/jetstream/errors.js"
 import { rfc3339 } from "../../core/jetstream/stream-config.js"
 import type { SequenceInfo } from "../../core/consumer/index.js"
+import type { ConsumerSnapshot } from "../../core/monitor/source.js"
 import { subjectsCollide } from "../../core/subject/subject.js"
 import { CONSUMER_META_PREFIX, JsConsumer, type StoredConsumer } from "./consumer.js"
 import type { JetStream, JsAccount } from "./jetstream.js"
@@ -48,13 +49,33 @@ export const consumersOf = (s: JsStream): Map<string, JsConsumer> => {
   return m
 }
 
+const register = (s: JsStream, c: JsConsumer): void => {
+  const m = consumersOf(s)
+  m.set(c.name, c)
+  c.peers = () => m.values()
+}
+
+/** Consumers of every stream of an account (account info's `consumers`). */
+export const accountConsumerCount = (acc: JsAccount): number => {
+  let n = 0
+  for (const s of acc.streams.values()) n += consumerCount(s)
+  return n
+}
+
 export const consumerCount = (s: JsStream): number => registry.get(s)?.size ?? 0
 
 /** After the stream stored (`removed` false) or removed messages: wake its consumers. */
 export const notifyConsumers = (s: JsStream, removed: boolean): void => {
   const m = registry.get(s)
   if (m === undefined) return
-  for (const c of [...m.values()]) c.input(removed ? { type: "streamPurged" } : { type: "newMessages" })
+  for (const c of [...m.values()]) {
+    try {
+      c.input(removed ? { type: "streamPurged" } : { type: "newMessages" })
+    } catch (err) {
+      // A failing consumer must not stop the publish that woke it.
+      s.host.server.log.error(`JetStream consumer '${s.name} > ${c.name}' failed: ${String(err)}`)
+    }
+  }
 }
 
 /** The stream is being deleted: stop its consumers (their state goes with the stream's store). */
@@ -63,6 +84,19 @@ export const stopConsumers = (s: JsStream): void => {
   if (m === undefined) return
   for (const c of m.values()) c.stop()
   m.clear()
+}
+
+/** Server shutdown: save every consumer's latest state (before the stores close) and stop them. */
+export const saveAllConsumers = (js: JetStream): Promise<void> => {
+  const saves: Promise<void>[] = []
+  for (const a of js.accounts.values())
+    for (const s of a.streams.values())
+      for (const c of registry.get(s)?.values() ?? []) {
+        if (c.closed) continue
+        saves.push(c.save())
+        c.stop()
+      }
+  return Promise.all(saves).then(() => undefined)
 }
 
 const terminate = (c: JsConsumer): void => {
@@ -88,8 +122,27 @@ export const restoreConsumers = (js: JetStream, s: JsStream): Effect.Effect<void
       }
       if (typeof stored.name !== "string" || typeof stored.config !== "object") continue
       const c = JsConsumer.make(s, stored, js.server.now(), terminate)
-      consumersOf(s).set(c.name, c)
+      register(s, c)
       c.start()
+    }
+  })
+
+/** What /jsz shows per consumer (with `consumers=true`). */
+export const consumerSnapshots = (s: JsStream): ConsumerSnapshot[] =>
+  [...(registry.get(s)?.values() ?? [])].map((c) => {
+    const st = c.machine.info()
+    const seqs = (q: SequenceInfo) => ({ consumerSeq: q.consumer_seq, streamSeq: q.stream_seq, lastActive: q.last_active })
+    return {
+      name: c.name,
+      created: c.created,
+      config: c.config as Readonly<Record<string, unknown>>,
+      delivered: seqs(st.delivered),
+      ackFloor: seqs(st.ack_floor),
+      numAckPending: st.num_ack_pending,
+      numRedelivered: st.num_redelivered,
+      numWaiting: st.num_waiting,
+      numPending: st.num_pending,
+      pushBound: c.isPush ? c.pushBound : undefined
     }
   })
 
@@ -248,7 +301,7 @@ const create = (
         existing === undefined ? { name, created: now, config: cfg } : { name, created: existing.created, config: cfg, state: existing.machine.snapshot() }
       if (existing !== undefined) existing.stop()
       const c = JsConsumer.make(s, stored, now, terminate)
-      consumersOf(s).set(name, c)
+      register(s, c)
       await c.save()
       c.start()
       return consumerInfo(js, c, kind)

@@ -2,6 +2,7 @@
 // to clients. It subscribes its ack, pull-request and flow-control subjects, runs the
 // machine's actions (deliveries, status messages, retention removals), wakes it at
 // `nextDeadline()`, and saves its snapshot in the stream's meta (coalesced).
+import { randomBytes } from "node:crypto"
 import { Cause, Effect, Exit, Runtime } from "effect"
 import {
   ackReplySubject,
@@ -32,18 +33,32 @@ export interface StoredConsumer {
   readonly state?: ConsumerSnapshot
 }
 
-/** A store read could not complete synchronously (a block not in memory): retry once `wait` settles. */
-class NeedsLoad {
-  constructor(readonly wait: Promise<unknown>) {}
-}
+/** A store read that needs the disk (a block not in memory) cannot answer synchronously. */
+const ON_DISK = Symbol("on-disk")
 
-/** Runs a store read synchronously; undefined when it failed; NeedsLoad is thrown when it needs the disk. */
-const readNow = <A>(eff: Effect.Effect<A, unknown>): A | undefined => {
+/** Runs a store read synchronously: its value, undefined when it failed, ON_DISK when it needs the disk. */
+const readNow = <A>(eff: Effect.Effect<A, unknown>): A | undefined | typeof ON_DISK => {
   const exit = Effect.runSyncExit(eff)
   if (Exit.isSuccess(exit)) return exit.value
   const defect = Cause.dieOption(exit.cause)
-  if (defect._tag === "Some" && Runtime.isAsyncFiberException(defect.value)) throw new NeedsLoad(Effect.runPromise(Effect.either(eff)))
-  return undefined
+  return defect._tag === "Some" && Runtime.isAsyncFiberException(defect.value) ? ON_DISK : undefined
+}
+
+/**
+ * The first sequence at or after `from` matching the filters, from the in-memory
+ * counts alone: the largest `s` whose pending count still equals the count at `from`.
+ */
+const nextMatchingSeq = (store: StreamStore, filters: ReadonlyArray<string>, from: number): number | undefined => {
+  const total = store.numPending(filters, from)
+  if (total === 0) return undefined
+  let lo = Math.max(from, store.state().first_seq)
+  let hi = store.state().last_seq
+  while (lo < hi) {
+    const mid = Math.ceil((lo + hi) / 2)
+    if (store.numPending(filters, mid) === total) lo = mid
+    else hi = mid - 1
+  }
+  return lo
 }
 
 const metaOf = (m: StoredMsg): StoredMsgMeta => ({
@@ -53,7 +68,11 @@ const metaOf = (m: StoredMsg): StoredMsgMeta => ({
   size: m.subject.length + (m.headers?.length ?? 0) + m.payload.length
 })
 
-/** The machine's synchronous view of a stream store. */
+/**
+ * The machine's synchronous view of a stream store. When a message is only on disk
+ * its sequence still comes from the index counts (subject, time and size unknown
+ * until delivery loads it), so the machine never waits and never skips it.
+ */
 export const storeView = (store: StreamStore): StreamView => ({
   get firstSeq() {
     return store.state().first_seq
@@ -63,7 +82,9 @@ export const storeView = (store: StreamStore): StreamView => ({
   },
   loadNextMatching(filters, fromSeq) {
     const m = readNow(store.loadNextMatching(filters, fromSeq))
-    return m === undefined ? undefined : metaOf(m)
+    if (m !== ON_DISK) return m === undefined ? undefined : metaOf(m)
+    const seq = nextMatchingSeq(store, filters, fromSeq)
+    return seq === undefined ? undefined : { seq, subject: "", timestampMs: 0, size: 0 }
   },
   numPending: (filters, fromSeq) => store.numPending(filters, fromSeq),
   lastPerSubject(filters) {
@@ -76,6 +97,8 @@ export const storeView = (store: StreamStore): StreamView => ({
     let seq = st.first_seq
     for (;;) {
       const m = readNow(store.loadNextMatching([], seq))
+      // Unknown times (on disk) start early rather than skip messages.
+      if (m === ON_DISK) return seq
       if (m === undefined) return st.last_seq + 1
       if (m.ts >= ms) return m.seq
       seq = m.seq + 1
@@ -174,8 +197,9 @@ export class JsConsumer {
           this.input({ type: "pull", request: parsePullRequest(buf.toString("utf8", start + Math.max(0, hdrLen), end)), reply })
         })
       )
-      this.input({ type: "tick" })
     }
+    // A first step starts the timers (inactive_threshold even if nobody ever comes).
+    this.input({ type: "tick" })
   }
 
   /** Push consumers have no event for a subscription on `deliver_subject`: look at the Sublist. */
@@ -202,15 +226,7 @@ export class JsConsumer {
     try {
       while (this.inbox.length > 0 && !this.closed) {
         const next = this.inbox.shift()!
-        let actions: ConsumerAction[]
-        try {
-          actions = this.machine.step(next, this.server.now())
-        } catch (e) {
-          if (!(e instanceof NeedsLoad)) throw e
-          e.wait.then(() => this.input({ type: "tick" }))
-          continue
-        }
-        this.run(actions)
+        this.run(this.machine.step(next, this.server.now()))
       }
     } finally {
       this.stepping = false
@@ -250,9 +266,7 @@ export class JsConsumer {
           break
         }
         case "acked":
-          if (this.stream.config.retention === "workqueue") {
-            for (const seq of a.seqs) Effect.runSync(Effect.ignore(this.stream.store.remove(seq)))
-          }
+          this.retire(a.seqs)
           break
         case "ackAck":
           this.publish(a.reply, "", undefined, EMPTY)
@@ -261,6 +275,7 @@ export class JsConsumer {
           this.persistSoon()
           break
         case "advisory":
+          this.advise(a)
           break
         case "terminate":
           this.onTerminate(this)
@@ -269,8 +284,62 @@ export class JsConsumer {
     }
   }
 
+  /**
+   * Retention on acks: a workqueue stream drops what its consumer acked; an interest
+   * stream drops what every consumer has acked, judged (conservatively) by the
+   * lowest ack floor among them.
+   */
+  private retire(seqs: ReadonlyArray<number>): void {
+    const store = this.stream.store
+    const retention = this.stream.config.retention
+    if (retention === "workqueue") {
+      for (const seq of seqs) Effect.runSync(Effect.ignore(store.remove(seq)))
+    } else if (retention === "interest") {
+      let floor = Infinity
+      for (const c of this.peers()) floor = Math.min(floor, c.machine.info().ack_floor.stream_seq)
+      if (floor !== Infinity && floor >= store.state().first_seq) Effect.runSync(Effect.ignore(store.purge({ seq: floor + 1 })))
+    }
+  }
+
+  /** The consumers of this consumer's stream (set by the registry). */
+  peers: () => Iterable<JsConsumer> = () => [this]
+
+  private advise(a: Extract<ConsumerAction, { type: "advisory" }>): void {
+    const now = this.server.now()
+    const base = {
+      id: randomBytes(11).toString("base64url"),
+      timestamp: new Date(now).toISOString(),
+      stream: this.stream.name,
+      consumer: this.name,
+      stream_seq: a.streamSeq,
+      deliveries: a.deliveries
+    }
+    const [kind, body] =
+      a.kind === "max_deliveries"
+        ? ["MAX_DELIVERIES", { type: "io.nats.jetstream.advisory.v1.max_deliver", ...base }]
+        : ["MSG_TERMINATED", { type: "io.nats.jetstream.advisory.v1.terminated", ...base, ...(a.reason ? { reason: a.reason } : {}) }]
+    this.publish(`$JS.EVENT.ADVISORY.CONSUMER.${kind}.${this.stream.name}.${this.name}`, "", undefined, Buffer.from(JSON.stringify(body)))
+  }
+
   private publish(subject: string, reply: string, headers: Buffer | undefined, payload: Buffer): void {
     this.server.internalPublish(this.stream.host.client, subject, reply, headers, payload)
+  }
+
+  /**
+   * A stored message goes to the subscribers of `to` (the pull request's reply or the
+   * deliver subject) but shows its own subject, as nats-server delivers it; clients
+   * tell messages from status replies by that difference.
+   */
+  private deliverAs(to: string, subject: string, reply: string, headers: Buffer | undefined, payload: Buffer): void {
+    const server = this.server
+    const buf = headers === undefined ? payload : Buffer.concat([headers, payload])
+    const hdrLen = headers === undefined ? -1 : headers.length
+    const r = this.stream.host.client.account.sublist.match(to)
+    for (const s of r.psubs) server.deliver(s, subject, reply, hdrLen, buf, 0, buf.length)
+    for (const group of r.qsubs) {
+      const first = (server.env.random() * group.length) | 0
+      for (let k = 0; k < group.length; k++) if (server.deliver(group[(first + k) % group.length], subject, reply, hdrLen, buf, 0, buf.length)) break
+    }
   }
 
   private deliver(a: Extract<ConsumerAction, { type: "deliver" }>): void {
@@ -285,16 +354,14 @@ export class JsConsumer {
         timestampMs: m.ts,
         pending: a.pending
       })
-      const subject = a.target.kind === "pull" ? a.target.reply : a.target.subject
-      if (this.machine.config.headers_only) this.publish(subject, reply, headersOnly(m.headers, m.payload.length), EMPTY)
-      else this.publish(subject, reply, m.headers !== undefined && m.headers.length > 0 ? toBuffer(m.headers) : undefined, toBuffer(m.payload))
+      const to = a.target.kind === "pull" ? a.target.reply : a.target.subject
+      if (this.machine.config.headers_only) this.deliverAs(to, m.subject, reply, headersOnly(m.headers, m.payload.length), EMPTY)
+      else this.deliverAs(to, m.subject, reply, m.headers !== undefined && m.headers.length > 0 ? toBuffer(m.headers) : undefined, toBuffer(m.payload))
     }
     const load = this.stream.store.load(a.seq)
     if (this.outChain === undefined) {
-      const exit = Effect.runSyncExit(load)
-      if (Exit.isSuccess(exit)) return send(exit.value)
-      const d = Cause.dieOption(exit.cause)
-      if (!(d._tag === "Some" && Runtime.isAsyncFiberException(d.value))) return
+      const m = readNow(load)
+      if (m !== ON_DISK) return send(m)
     }
     const chain: Promise<void> = (this.outChain ?? Promise.resolve())
       .then(() => Effect.runPromise(Effect.option(load)))
@@ -310,21 +377,29 @@ export class JsConsumer {
     return { name: this.name, created: this.created, config: this.machine.config, state: this.machine.snapshot() }
   }
 
+  /**
+   * At most one save waits behind the one in flight, and it snapshots when it starts:
+   * however fast acks come, writes never queue up.
+   */
   private persistSoon(): void {
     if (this.persistQueued) return
     this.persistQueued = true
-    setImmediate(() => {
-      this.persistQueued = false
-      if (!this.closed) void this.save()
-    })
+    this.writes = this.writes
+      .then(() => new Promise<void>((resolve) => setImmediate(resolve)))
+      .then(() => {
+        this.persistQueued = false
+        return this.closed ? undefined : this.write()
+      })
+  }
+
+  private write(): Promise<void> {
+    const body = Buffer.from(JSON.stringify(this.stored()))
+    return Effect.runPromise(Effect.ignore(this.stream.store.writeMeta(CONSUMER_META_PREFIX + this.name, body)))
   }
 
   /** Write the current state after the writes before it. */
   save(): Promise<void> {
-    const key = CONSUMER_META_PREFIX + this.name
-    const body = Buffer.from(JSON.stringify(this.stored()))
-    const store = this.stream.store
-    const w = this.writes.then(() => Effect.runPromise(Effect.ignore(store.writeMeta(key, body))))
+    const w = this.writes.then(() => this.write())
     this.writes = w
     return w
   }

@@ -12,7 +12,7 @@ import { Store, type StoreError, type StoreService } from "../../services/store.
 import type { Client } from "../client.js"
 import type { Server } from "../server.js"
 import { handleApi, handleDirectGet } from "./api.js"
-import { consumerCount, notifyConsumers, restoreConsumers } from "./consumer-api.js"
+import { consumerCount, consumerSnapshots, notifyConsumers, restoreConsumers, saveAllConsumers } from "./consumer-api.js"
 import { JsStream, type StreamHost } from "./stream.js"
 
 /** Meta key under which a stream's JetStream configuration and creation time are kept. */
@@ -254,7 +254,7 @@ const streamSnapshot = (s: JsStream): StreamSnapshot => {
       numDeleted: st.num_deleted,
       consumerCount: consumerCount(s)
     },
-    consumers: []
+    consumers: consumerSnapshots(s)
   }
 }
 
@@ -270,9 +270,12 @@ export const startJetStream = (
     yield* js.recover()
     for (const name of server.accounts.keys()) if (name !== server.options.systemAccount) js.account(name)
     yield* Effect.addFinalizer(() =>
-      Effect.sync(() => {
-        for (const a of js.accounts.values()) for (const s of a.streams.values()) s.closed = true
-      })
+      Effect.zipRight(
+        Effect.promise(() => saveAllConsumers(js)),
+        Effect.sync(() => {
+          for (const a of js.accounts.values()) for (const s of a.streams.values()) s.closed = true
+        })
+      )
     )
     yield* Effect.sleep("200 millis").pipe(
       Effect.zipRight(Effect.suspend(() => js.expireDue(server.now()))),
