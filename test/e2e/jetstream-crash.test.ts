@@ -108,6 +108,7 @@ describe("acknowledged publishes survive SIGKILL", () => {
       expect(info.state.last_seq).toBeGreaterThanOrEqual(maxAcked)
       for (const [seq, i] of acked) {
         const m = await jsm.streams.getMessage("CRASH", { seq })
+        if (m === null) throw new Error(`acknowledged message ${seq} is missing after the kill`)
         expect(m.seq).toBe(seq)
         expect(m.subject).toBe(`crash.${i % 5}`)
         expect(Buffer.from(m.data).equals(Buffer.from(payloadFor(i)))).toBe(true)
