@@ -78,6 +78,19 @@ export const notifyConsumers = (s: JsStream, removed: boolean): void => {
   }
 }
 
+/** The subsystem's clock tick: every consumer runs what is due. */
+export const tickConsumers = (js: JetStream, now: number): void => {
+  for (const a of js.accounts.values())
+    for (const s of a.streams.values())
+      for (const c of [...(registry.get(s)?.values() ?? [])]) {
+        try {
+          c.tick(now)
+        } catch (err) {
+          s.host.server.log.error(`JetStream consumer '${s.name} > ${c.name}' failed: ${String(err)}`)
+        }
+      }
+}
+
 /** The stream is being deleted: stop its consumers (their state goes with the stream's store). */
 export const stopConsumers = (s: JsStream): void => {
   const m = registry.get(s)

@@ -131,9 +131,6 @@ const toBuffer = (u: Uint8Array): Buffer => Buffer.from(u.buffer, u.byteOffset, 
 
 export class JsConsumer {
   private subs: Subscription[] = []
-  private timer: ReturnType<typeof setTimeout> | undefined
-  private timerAt = Infinity
-  private interestPoll: ReturnType<typeof setInterval> | undefined
   private interest = false
   private stepping = false
   private readonly inbox: ConsumerInput[] = []
@@ -189,7 +186,6 @@ export class JsConsumer {
     if (this.isPush) {
       this.subs.push(server.internalSubscribe(client, `$JS.FC.${base}.*`, undefined, (subject) => this.input({ type: "flowControlReply", subject })))
       this.checkInterest()
-      this.interestPoll = setInterval(() => this.checkInterest(), 50)
     } else {
       this.subs.push(
         server.internalSubscribe(client, `$JS.API.CONSUMER.MSG.NEXT.${base}`, undefined, (_s, reply, hdrLen, buf, start, end) => {
@@ -200,6 +196,18 @@ export class JsConsumer {
     }
     // A first step starts the timers (inactive_threshold even if nobody ever comes).
     this.input({ type: "tick" })
+  }
+
+  /**
+   * Driven by the subsystem's clock tick (Effect's Clock, so TestClock in tests): run the
+   * machine's deadlines (ack_wait, pull expiry, heartbeats, inactivity) once they are due,
+   * and for push consumers notice subscribers appearing on or leaving `deliver_subject`.
+   */
+  tick(now: number): void {
+    if (this.stopIfStreamClosed()) return
+    if (this.isPush) this.checkInterest()
+    const at = this.machine.nextDeadline()
+    if (at !== undefined && at <= now) this.input({ type: "tick" })
   }
 
   /** Push consumers have no event for a subscription on `deliver_subject`: look at the Sublist. */
@@ -231,28 +239,9 @@ export class JsConsumer {
     } finally {
       this.stepping = false
     }
-    this.schedule()
   }
 
-  private schedule(): void {
-    if (this.closed) return
-    const at = this.machine.nextDeadline()
-    if (at === undefined || at >= this.timerAt) {
-      if (at === undefined && this.timer !== undefined) {
-        clearTimeout(this.timer)
-        this.timer = undefined
-        this.timerAt = Infinity
-      }
-      return
-    }
-    if (this.timer !== undefined) clearTimeout(this.timer)
-    this.timerAt = at
-    this.timer = setTimeout(() => {
-      this.timer = undefined
-      this.timerAt = Infinity
-      this.input({ type: "tick" })
-    }, Math.max(0, at - this.server.now()))
-  }
+
 
   private run(actions: ReadonlyArray<ConsumerAction>): void {
     for (const a of actions) {
@@ -407,10 +396,6 @@ export class JsConsumer {
   /** Stop timers and subscriptions (server shutdown, stream deleted, consumer replaced). */
   stop(): void {
     this.closed = true
-    if (this.timer !== undefined) clearTimeout(this.timer)
-    if (this.interestPoll !== undefined) clearInterval(this.interestPoll)
-    this.timer = undefined
-    this.interestPoll = undefined
     for (const s of this.subs) this.stream.host.client.removeSub(s)
     this.subs = []
   }

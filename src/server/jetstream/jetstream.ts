@@ -12,10 +12,13 @@ import { Store, type StoreError, type StoreService } from "../../services/store.
 import type { Client } from "../client.js"
 import type { Server } from "../server.js"
 import { handleApi, handleDirectGet } from "./api.js"
-import { consumerCount, consumerSnapshots, notifyConsumers, restoreConsumers, saveAllConsumers } from "./consumer-api.js"
+import { consumerCount, consumerSnapshots, notifyConsumers, restoreConsumers, saveAllConsumers, tickConsumers } from "./consumer-api.js"
 import { JsStream, type StreamHost } from "./stream.js"
 
 /** Meta key under which a stream's JetStream configuration and creation time are kept. */
+/** Resolution of the subsystem's timers (ack_wait, pull expiry, heartbeats, max_age). */
+const TICK_MS = 25
+
 export const STREAM_META = "jetstream.stream"
 
 export interface StoredStreamMeta {
@@ -277,8 +280,16 @@ export const startJetStream = (
         })
       )
     )
-    yield* Effect.sleep("200 millis").pipe(
-      Effect.zipRight(Effect.suspend(() => js.expireDue(server.now()))),
+    // One clock for every time-driven thing in the subsystem (max_age, ack_wait, pull
+    // expiry, heartbeats, inactivity): Effect's Clock, so tests drive it with TestClock.
+    yield* Effect.sleep(`${TICK_MS} millis`).pipe(
+      Effect.zipRight(
+        Effect.suspend(() => {
+          const now = server.now()
+          tickConsumers(js, now)
+          return js.expireDue(now)
+        })
+      ),
       Effect.forever,
       Effect.forkScoped
     )
