@@ -18,6 +18,8 @@ import { JsStream, type StreamHost } from "./stream.js"
 /** Meta key under which a stream's JetStream configuration and creation time are kept. */
 /** Resolution of the subsystem's timers (ack_wait, pull expiry, heartbeats, max_age). */
 const TICK_MS = 25
+/** How often removed messages' space is reclaimed. */
+const COMPACT_EVERY_MS = 60_000
 
 export const STREAM_META = "jetstream.stream"
 
@@ -179,6 +181,21 @@ export class JetStream {
     })
   }
 
+  /** Compact every open stream's store; a failure is logged and left for the next round. */
+  compactAll(): Effect.Effect<void> {
+    const streams: JsStream[] = []
+    for (const a of this.accounts.values()) for (const s of a.streams.values()) if (!s.closed) streams.push(s)
+    return Effect.forEach(
+      streams,
+      (s) =>
+        s.store.compact().pipe(
+          Effect.tap((bytes) => Effect.sync(() => bytes > 0 && this.log.debug(`JetStream stream '${s.name}': compaction reclaimed ${bytes} bytes`))),
+          Effect.catchAll((e) => Effect.sync(() => this.log.warn(`JetStream stream '${s.name}': compaction failed: ${e.message}`)))
+        ),
+      { discard: true }
+    )
+  }
+
   /** Apply max_age to every stream whose next expiry is due. */
   expireDue(now: number): Effect.Effect<void> {
     const due: JsStream[] = []
@@ -290,6 +307,12 @@ export const startJetStream = (
           return js.expireDue(now)
         })
       ),
+      Effect.forever,
+      Effect.forkScoped
+    )
+    // Reclaim the space of removed messages now and then (blocks mostly removed are rewritten).
+    yield* Effect.sleep(`${COMPACT_EVERY_MS} millis`).pipe(
+      Effect.zipRight(Effect.suspend(() => js.compactAll())),
       Effect.forever,
       Effect.forkScoped
     )
