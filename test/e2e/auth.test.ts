@@ -1,13 +1,9 @@
 // The foundation's authentication: token, single user, user lists and accounts as isolation.
 import { afterEach, describe, expect, it } from "vitest"
 import { connect, type NatsConnection, StringCodec } from "nats"
-import { eventually, RawClient, startTestServer, type TestServer } from "../helpers/server.js"
+import { account, authorization as authz, eventually, RawClient, startTestServer, type TestServer, userEntry as user } from "../helpers/server.js"
 
 const sc = StringCodec()
-const authz = (over: Record<string, unknown>) => ({
-  user: undefined, password: undefined, token: undefined, users: [], timeoutMs: undefined, defaultPermissions: undefined, ...over
-})
-const user = (name: string, password: string, account?: string) => ({ user: name, password, nkey: undefined, permissions: undefined, account })
 
 describe("authentication", () => {
   let srv: TestServer | undefined
@@ -39,8 +35,8 @@ describe("authentication", () => {
   it("accounts isolate subjects: a subscriber in A never sees B's messages", async () => {
     srv = await startTestServer({
       accounts: [
-        { name: "A", users: [user("a1", "p"), user("a2", "p")], exports: [], imports: [], jetstream: false },
-        { name: "B", users: [user("b1", "p")], exports: [], imports: [], jetstream: false }
+        account("A", [user("a1", "p"), user("a2", "p")]),
+        account("B", [user("b1", "p")])
       ]
     })
     const a1 = await connect({ servers: srv.url, user: "a1", pass: "p" })
@@ -68,7 +64,7 @@ describe("authentication", () => {
 
   it("no_auth_user lets credential-less clients in as that user", async () => {
     srv = await startTestServer({
-      accounts: [{ name: "A", users: [user("dflt", "p")], exports: [], imports: [], jetstream: false }],
+      accounts: [account("A", [user("dflt", "p")])],
       noAuthUser: "dflt"
     })
     conns.push(await connect({ servers: srv.url }))

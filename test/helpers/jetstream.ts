@@ -7,7 +7,12 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { connect, type NatsConnection } from "@nats-io/transport-node"
 import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream"
+import { Effect, Layer } from "effect"
 import type { ServerOptions } from "../../src/config/options.js"
+import { layerMemoryLog } from "../../src/services/log.js"
+import { layerNode } from "../../src/services/transport-node.js"
+import { serve } from "../../src/server/serve.js"
+import { testOptions } from "./server.js"
 import { type MonitoredServer, startMonitoredServer } from "./monitor.js"
 
 export interface JsTestServer {
@@ -69,3 +74,22 @@ export const eventuallyAsync = async (check: () => Promise<boolean>, what: strin
     await new Promise((r) => setTimeout(r, 20))
   }
 }
+
+/**
+ * The whole server with streams in a fresh temporary directory, inside the caller's
+ * Effect scope — so under @effect/vitest's TestClock the subsystem's timers follow the
+ * test's clock — with one connected client.
+ */
+export const serveJsScoped = Effect.gen(function*() {
+  const storeDir = mkdtempSync(join(tmpdir(), "switchyard-js-"))
+  yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(storeDir, { recursive: true, force: true })))
+  const running = yield* serve(testOptions({ jetstream: { storeDir, maxMemory: -1, maxStorage: -1 } })).pipe(
+    Effect.provide(Layer.merge(layerNode, layerMemoryLog([])))
+  )
+  const nc = yield* Effect.acquireRelease(
+    Effect.promise(() => connect({ servers: `127.0.0.1:${running.port}`, reconnect: false })),
+    (nc) => Effect.promise(() => nc.close())
+  )
+  const jsm = yield* Effect.promise(() => jetstreamManager(nc, { checkAPI: false }))
+  return { running, storeDir, nc, jsm, js: jetstream(nc) }
+})

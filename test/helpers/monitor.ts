@@ -9,7 +9,7 @@ import { join } from "node:path"
 import { Ajv, type ValidateFunction } from "ajv"
 import addFormats from "ajv-formats"
 import { Effect, Exit, Layer, Scope } from "effect"
-import type { AccountOptions, AuthorizationOptions, ServerOptions, UserEntry } from "../../src/config/options.js"
+import type { ServerOptions } from "../../src/config/options.js"
 import { MonitorEndpoints } from "../../src/core/monitor/endpoints.js"
 import { layerMemoryLog } from "../../src/services/log.js"
 import { layerNode } from "../../src/services/transport-node.js"
@@ -59,33 +59,8 @@ export const startMonitoredServer = async (over: Partial<ServerOptions> = {}): P
   }
 }
 
-// ---- configuration shapes ----
-
-export const userEntry = (name: string, password: string, account?: string): UserEntry => ({
-  user: name,
-  password,
-  nkey: undefined,
-  permissions: undefined,
-  account
-})
-
-export const authorization = (over: Partial<AuthorizationOptions>): AuthorizationOptions => ({
-  user: undefined,
-  password: undefined,
-  token: undefined,
-  users: [],
-  timeoutMs: undefined,
-  defaultPermissions: undefined,
-  ...over
-})
-
-export const account = (name: string, users: ReadonlyArray<UserEntry>): AccountOptions => ({
-  name,
-  users,
-  exports: [],
-  imports: [],
-  jetstream: false
-})
+// Configuration shapes live with the generic server helpers.
+export { account, authorization, userEntry } from "./server.js"
 
 // ---- HTTP ----
 

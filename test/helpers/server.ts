@@ -2,7 +2,7 @@
 // captured in memory; and a raw-socket client for byte-level protocol tests.
 import * as net from "node:net"
 import { Effect, Exit, Layer, Scope } from "effect"
-import { defaultOptions, type ServerOptions } from "../../src/config/options.js"
+import { type AccountOptions, type AuthorizationOptions, defaultOptions, type ServerOptions, type UserEntry } from "../../src/config/options.js"
 import { layerMemoryLog } from "../../src/services/log.js"
 import { layerNode } from "../../src/services/transport-node.js"
 import { type RunningServer, startNatsServer } from "../../src/server/run.js"
@@ -105,3 +105,31 @@ export class RawClient {
     this.socket.pause()
   }
 }
+
+// ---- configuration shapes ----
+
+export const userEntry = (name: string, password: string, account?: string): UserEntry => ({
+  user: name,
+  password,
+  nkey: undefined,
+  permissions: undefined,
+  account
+})
+
+export const authorization = (over: Partial<AuthorizationOptions>): AuthorizationOptions => ({
+  user: undefined,
+  password: undefined,
+  token: undefined,
+  users: [],
+  timeoutMs: undefined,
+  defaultPermissions: undefined,
+  ...over
+})
+
+export const account = (name: string, users: ReadonlyArray<UserEntry>): AccountOptions => ({
+  name,
+  users,
+  exports: [],
+  imports: [],
+  jetstream: false
+})
