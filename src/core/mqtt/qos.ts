@@ -1,0 +1,150 @@
+// QoS 1/2 bookkeeping of one MQTT session, with no clock and no I/O: packet ids,
+// the outbound in-flight window (bounded by `max_ack_pending`) and its redelivery
+// deadlines, and the inbound QoS 2 ids awaiting PUBREL.
+
+/** Packet ids run 1..65535; 0 is never used [MQTT-2.3.1-1]. */
+export const MAX_PACKET_ID = 65535
+
+/** A message sent to the client and not yet fully acknowledged. */
+export interface OutFlight {
+  readonly packetId: number
+  readonly qos: 1 | 2
+  readonly topic: string
+  readonly payload: Uint8Array
+  readonly retain: boolean
+  /** `publish` until PUBACK/PUBREC; `pubrel` (QoS 2 only) until PUBCOMP. */
+  phase: "publish" | "pubrel"
+  /** The shell's handle on the stored message (e.g. a `$MQTT_msgs` sequence). */
+  readonly ref?: string | number | undefined
+  /** When it is due for redelivery (`sentAt + ack_wait`). */
+  deadline: number
+  /** Order of the first send (resends after reconnect keep it [MQTT-4.6.0-1]). */
+  seq: number
+}
+
+/** A message waiting for a free slot in the window. */
+export interface Queued {
+  readonly qos: 1 | 2
+  readonly topic: string
+  readonly payload: Uint8Array
+  readonly retain: boolean
+  readonly ref?: string | number | undefined
+}
+
+/**
+ * The outbound window: in-flight entries keyed by packet id, plus a bounded queue
+ * of messages waiting for a free slot or packet id. `ack_wait` is one constant, so
+ * keeping the map in order of last send (`touch` moves an entry to the end) keeps
+ * it in deadline order: the next deadline is the first entry, the due ones a prefix.
+ */
+export class OutWindow {
+  readonly inflight = new Map<number, OutFlight>()
+  readonly queue: Queued[] = []
+  private lastId = 0
+
+  constructor(
+    readonly maxAckPending: number,
+    readonly maxQueued: number
+  ) {}
+
+  /** Next unused packet id after the last one handed out, or undefined when all 65535 are in use. */
+  nextPacketId(): number | undefined {
+    if (this.inflight.size >= MAX_PACKET_ID) return undefined
+    let id = this.lastId
+    for (let i = 0; i < MAX_PACKET_ID; i++) {
+      id = id >= MAX_PACKET_ID ? 1 : id + 1
+      if (!this.inflight.has(id)) {
+        this.lastId = id
+        return id
+      }
+    }
+    return undefined
+  }
+
+  /** Room for one more unacknowledged message? */
+  hasRoom(): boolean {
+    return this.inflight.size < this.maxAckPending && this.inflight.size < MAX_PACKET_ID
+  }
+
+  private seq = 0
+
+  /** Adds an entry sent (or re-sent) just now; its deadline is the latest. */
+  add(entry: Omit<OutFlight, "seq"> & { seq?: number }): void {
+    const seq = entry.seq ?? ++this.seq
+    if (seq > this.seq) this.seq = seq
+    this.inflight.set(entry.packetId, { ...entry, seq })
+  }
+
+  /** Sets a new (latest) deadline on an entry and moves it to the end. */
+  touch(entry: OutFlight, deadline: number): void {
+    entry.deadline = deadline
+    this.inflight.delete(entry.packetId)
+    this.inflight.set(entry.packetId, entry)
+  }
+
+  /** Earliest redelivery deadline, if any. */
+  nextDeadline(): number | undefined {
+    for (const e of this.inflight.values()) return e.deadline
+    return undefined
+  }
+
+  /** Entries due at `now`, earliest first. */
+  due(now: number): OutFlight[] {
+    const out: OutFlight[] = []
+    for (const e of this.inflight.values()) {
+      if (e.deadline > now) break
+      out.push(e)
+    }
+    return out
+  }
+
+  /** In-flight entries in order of first send. */
+  inSendOrder(): OutFlight[] {
+    return [...this.inflight.values()].sort((a, b) => a.seq - b.seq)
+  }
+
+  /** Restores `lastId` so ids continue after a restore. */
+  setLastId(id: number): void {
+    this.lastId = id
+  }
+
+  get lastPacketId(): number {
+    return this.lastId
+  }
+}
+
+/**
+ * Inbound QoS 2 packet ids between PUBLISH and PUBREL: a PUBLISH repeating one of
+ * them is a duplicate and is not routed again [MQTT-4.3.3-2]. `confirmed` is false
+ * until the shell reports the message durable (only then is PUBREC sent).
+ */
+export class InQos2 {
+  readonly ids = new Map<number, { confirmed: boolean }>()
+
+  constructor(readonly max: number) {}
+
+  has(id: number): boolean {
+    return this.ids.has(id)
+  }
+}
+
+/** Flapping protection: how often a client id was taken over recently. */
+export interface FlapRecord {
+  readonly times: ReadonlyArray<number>
+}
+
+/**
+ * Records a takeover of a client id at `now` and says whether the id is flapping:
+ * more than `maxTakeovers` takeovers within `windowMs`. The shell keeps one record
+ * per client id and, when flapping, delays or refuses the newcomer.
+ */
+export const recordTakeover = (
+  record: FlapRecord | undefined,
+  now: number,
+  windowMs: number,
+  maxTakeovers: number
+): { readonly record: FlapRecord; readonly flapping: boolean } => {
+  const times = (record?.times ?? []).filter((t) => t > now - windowMs)
+  times.push(now)
+  return { record: { times }, flapping: times.length > maxTakeovers }
+}

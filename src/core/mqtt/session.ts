@@ -1,0 +1,586 @@
+// One MQTT 3.1.1 client connection and its session as a sans-IO state machine:
+// `step(input, now)` returns actions as plain data, `nextDeadline()` says when to
+// `tick`. Authentication, permissions and randomness are injected; the clock is `now`.
+//
+// Overlapping subscriptions: the shell inputs each routed message once per session;
+// the session delivers it once, at the highest QoS granted by any matching filter
+// (capped by the message's QoS) — what nats-server does, and allowed by MQTT-3.3.5-1.
+import { InQos2, type OutFlight, OutWindow, type Queued } from "./qos.js"
+import {
+  filterMatchesSubject,
+  subjectToTopic,
+  subscriptionSubjects,
+  topicMatchesFilter,
+  topicToSubject,
+  validateTopicName
+} from "./topic.js"
+import {
+  type ClientPacket,
+  ConnackCode,
+  type ConnectPacket,
+  type PublishPacket,
+  type QoS,
+  type SessionAction,
+  type SessionInput,
+  type SessionSnapshot,
+  SUBACK_FAILURE,
+  type Will
+} from "./types.js"
+
+export interface SessionConfig {
+  /** Redelivery of an unacknowledged QoS 1/2 message (mqtt.ack_wait, default 30s). */
+  readonly ackWaitMs: number
+  /** Unacknowledged QoS 1/2 messages in flight (mqtt.max_ack_pending, default 1024). */
+  readonly maxAckPending: number
+  /** Messages waiting for a free slot; beyond it a message is dropped (`drop` action). */
+  readonly maxQueued: number
+  /** Packets a client may send after CONNECT before the session is ready. */
+  readonly maxEarlyPackets: number
+  /** Close a connection that sends no CONNECT within this time (none when undefined). */
+  readonly connectTimeoutMs?: number | undefined
+}
+
+export const defaultSessionConfig: SessionConfig = {
+  ackWaitMs: 30_000,
+  maxAckPending: 1024,
+  maxQueued: 65_536,
+  maxEarlyPackets: 1024
+}
+
+export type AuthResult =
+  | typeof ConnackCode.Accepted
+  | typeof ConnackCode.BadUsernameOrPassword
+  | typeof ConnackCode.NotAuthorized
+
+export interface SessionDeps {
+  /** Seeded randomness in [0, 1), used for server-assigned client ids. */
+  readonly random: () => number
+  readonly authenticate?: (connect: ConnectPacket) => AuthResult
+  readonly canSubscribe?: (filter: string) => boolean
+  readonly canPublish?: (topic: string) => boolean
+}
+
+/** The highest QoS the server grants. */
+export const MAX_QOS: QoS = 2
+
+const ID_ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+/** A server-assigned client id [MQTT-3.1.3-6]: 22 characters of [0-9A-Za-z]. */
+export const assignClientId = (random: () => number): string => {
+  let id = ""
+  for (let i = 0; i < 22; i++) id += ID_ALPHABET[Math.floor(random() * ID_ALPHABET.length) % ID_ALPHABET.length]
+  return id
+}
+
+export const CloseReason = {
+  ClientClosed: "Client Closed",
+  DuplicateClientId: "Duplicate Client ID",
+  KeepaliveTimeout: "Keepalive Timeout",
+  ConnectTimeout: "Connect Timeout",
+  ConnectionLost: "Connection Lost",
+  ConnackRefused: "Connection Refused",
+  ProtocolViolation: "Protocol Violation"
+} as const
+
+type Phase = "awaitConnect" | "connecting" | "connected" | "closed"
+
+interface Subscription {
+  readonly qos: QoS
+  readonly subjects: ReadonlyArray<string>
+}
+
+const minQos = (a: number, b: number): QoS => Math.min(a, b) as QoS
+
+export class MqttSession {
+  private phase: Phase = "awaitConnect"
+  private clientIdValue = ""
+  private clean = true
+  private keepaliveMs = 0
+  private lastActivity: number
+  private readonly openedAt: number
+  private will: Will | undefined
+  private readonly subs = new Map<string, Subscription>()
+  private readonly out: OutWindow
+  private readonly inQos2 = new InQos2(65535)
+  private early: ClientPacket[] = []
+  private lastDeadline: number | undefined
+  private closeReasonValue: string | undefined
+  private actions: SessionAction[] = []
+
+  constructor(
+    now: number,
+    readonly deps: SessionDeps,
+    readonly config: SessionConfig = defaultSessionConfig
+  ) {
+    this.openedAt = now
+    this.lastActivity = now
+    this.out = new OutWindow(config.maxAckPending, config.maxQueued)
+  }
+
+  get clientId(): string {
+    return this.clientIdValue
+  }
+
+  get isClosed(): boolean {
+    return this.phase === "closed"
+  }
+
+  get closeReason(): string | undefined {
+    return this.closeReasonValue
+  }
+
+  get cleanSession(): boolean {
+    return this.clean
+  }
+
+  /** Unacknowledged outbound messages. */
+  get inflightCount(): number {
+    return this.out.inflight.size
+  }
+
+  step(input: SessionInput, now: number): SessionAction[] {
+    this.actions = []
+    if (this.phase !== "closed") this.dispatch(input, now)
+    const at = this.nextDeadline()
+    if (at !== undefined && at !== this.lastDeadline) this.emit({ type: "deadline", at })
+    this.lastDeadline = at
+    return this.actions
+  }
+
+  /** When the shell must `tick` next, or undefined when nothing is timed. */
+  nextDeadline(): number | undefined {
+    switch (this.phase) {
+      case "closed":
+        return undefined
+      case "awaitConnect":
+        return this.config.connectTimeoutMs === undefined ? undefined : this.openedAt + this.config.connectTimeoutMs
+      default: {
+        const ka = this.keepaliveMs > 0 ? this.lastActivity + this.keepaliveMs * 1.5 : undefined
+        const redeliver = this.phase === "connected" ? this.out.nextDeadline() : undefined
+        if (ka === undefined) return redeliver
+        return redeliver === undefined ? ka : Math.min(ka, redeliver)
+      }
+    }
+  }
+
+  /** Subscriptions and pending QoS 1/2 state, for persistence of a non-clean session. */
+  snapshot(): SessionSnapshot {
+    return {
+      clientId: this.clientIdValue,
+      subscriptions: [...this.subs].map(([filter, s]) => ({ filter, qos: s.qos })),
+      outbound: this.out.inSendOrder().map((e) => ({
+        packetId: e.packetId,
+        qos: e.qos,
+        topic: e.topic,
+        payload: e.payload,
+        retain: e.retain,
+        phase: e.phase,
+        ref: e.ref
+      })),
+      queued: this.out.queue.map((q) => ({ ...q })),
+      inboundQos2: [...this.inQos2.ids.keys()],
+      lastPacketId: this.out.lastPacketId
+    }
+  }
+
+  private emit(a: SessionAction): void {
+    this.actions.push(a)
+  }
+
+  private send(packet: Extract<SessionAction, { type: "send" }>["packet"]): void {
+    this.emit({ type: "send", packet })
+  }
+
+  private dispatch(input: SessionInput, now: number): void {
+    switch (input.type) {
+      case "packet":
+        this.lastActivity = now
+        return this.onPacket(input.packet, now)
+      case "sessionReady":
+        return this.onSessionReady(input.stored, now)
+      case "published":
+        return this.onPublished(input.packetId)
+      case "deliver":
+        return this.onDeliver(input.subject, input.payload, input.qos, input.ref, now)
+      case "retained":
+        return this.onRetained(input.filter, input.messages, now)
+      case "tick":
+        return this.onTick(now)
+      case "connectionLost":
+        return this.close(CloseReason.ConnectionLost, true)
+      case "protocolError":
+        return this.close(`${CloseReason.ProtocolViolation}: ${input.reason}`, true)
+      case "takenOver":
+        return this.close(CloseReason.DuplicateClientId, true)
+    }
+  }
+
+  /** Ends the connection; the will goes out unless the client said DISCONNECT [MQTT-3.1.2-8, -10]. */
+  private close(reason: string, publishWill: boolean): void {
+    if (publishWill && this.will !== undefined) this.publishWill(this.will)
+    this.will = undefined
+    this.phase = "closed"
+    this.closeReasonValue = reason
+    this.emit({ type: "close", reason })
+  }
+
+  private violation(reason: string): void {
+    this.close(`${CloseReason.ProtocolViolation}: ${reason}`, true)
+  }
+
+  private publishWill(will: Will): void {
+    const subject = topicToSubject(will.topic)
+    if (!subject.ok) return
+    const qos = minQos(will.qos, MAX_QOS)
+    this.emitRetain(will.topic, subject.value, will.payload, qos, will.retain)
+    this.emit({ type: "publish", subject: subject.value, payload: will.payload, qos, retain: will.retain })
+  }
+
+  /** Retained store updates of a PUBLISH [MQTT-3.3.1-5, -7, -10, -11, -12]. */
+  private emitRetain(topic: string, subject: string, payload: Uint8Array, qos: QoS, retain: boolean): void {
+    if (!retain) return
+    if (payload.length === 0) this.emit({ type: "deleteRetained", topic, subject })
+    else this.emit({ type: "storeRetained", topic, subject, payload, qos })
+  }
+
+  private onPacket(packet: ClientPacket, now: number): void {
+    switch (this.phase) {
+      case "awaitConnect":
+        if (packet.cmd !== "connect") return this.close(`${CloseReason.ProtocolViolation}: packet before CONNECT`, false)
+        return this.onConnect(packet)
+      case "connecting":
+        if (packet.cmd === "connect") return this.violation("second CONNECT")
+        if (this.early.length >= this.config.maxEarlyPackets) return this.violation("too many packets before CONNACK")
+        this.early.push(packet)
+        return
+      case "connected":
+        return this.onConnectedPacket(packet, now)
+      case "closed":
+        return
+    }
+  }
+
+  private connectViolation(connect: ConnectPacket): string | undefined {
+    const f = connect.flags
+    if (f?.reserved) return "CONNECT reserved flag set"
+    if (f !== undefined && !f.will && (f.willQos !== 0 || f.willRetain)) return "will QoS/retain without will flag"
+    if (f !== undefined && f.willQos > 2) return "will QoS 3"
+    if (f !== undefined && f.password && !f.username) return "password without user name"
+    if (connect.will !== undefined) {
+      if (connect.will.qos > 2 || connect.will.qos < 0) return "will QoS 3"
+      const t = validateTopicName(connect.will.topic)
+      if (!t.ok) return `will topic: ${t.reason}`
+    }
+    if (connect.keepalive < 0 || connect.keepalive > 65535) return "keepalive out of range"
+    return undefined
+  }
+
+  private refuse(code: number): void {
+    // A refused CONNACK carries session present 0 [MQTT-3.2.2-4], then the connection closes [MQTT-3.2.2-5].
+    this.send({ cmd: "connack", returnCode: code, sessionPresent: false })
+    this.close(`${CloseReason.ConnackRefused} (${code})`, false)
+  }
+
+  private onConnect(connect: ConnectPacket): void {
+    // A wrong protocol name may be closed without CONNACK [MQTT-3.1.2-1].
+    if (connect.protocolId !== "MQTT" && connect.protocolId !== "MQIsdp") {
+      return this.close(`${CloseReason.ProtocolViolation}: protocol name ${connect.protocolId}`, false)
+    }
+    if (connect.protocolVersion !== 4) return this.refuse(ConnackCode.UnacceptableProtocolVersion)
+    const bad = this.connectViolation(connect)
+    if (bad !== undefined) return this.close(`${CloseReason.ProtocolViolation}: ${bad}`, false)
+    let clientId = connect.clientId
+    let assigned = false
+    if (clientId.length === 0) {
+      if (!connect.clean) return this.refuse(ConnackCode.IdentifierRejected)
+      clientId = assignClientId(this.deps.random)
+      assigned = true
+    }
+    const auth = this.deps.authenticate?.(connect) ?? ConnackCode.Accepted
+    if (auth !== ConnackCode.Accepted) return this.refuse(auth)
+    this.clientIdValue = clientId
+    this.clean = connect.clean
+    this.keepaliveMs = connect.keepalive * 1000
+    this.will = connect.will
+    this.phase = "connecting"
+    this.emit({ type: "accept", clientId, cleanSession: connect.clean, assignedId: assigned })
+  }
+
+  private onSessionReady(stored: SessionSnapshot | undefined, now: number): void {
+    if (this.phase !== "connecting") return
+    let present = false
+    if (!this.clean && stored !== undefined) {
+      // The store key is a hash of the id: a different full id is a collision, never resumed.
+      if (stored.clientId !== this.clientIdValue) return this.refuse(ConnackCode.IdentifierRejected)
+      this.restore(stored, now)
+      present = true
+    }
+    this.phase = "connected"
+    this.send({ cmd: "connack", returnCode: ConnackCode.Accepted, sessionPresent: present })
+    for (const [filter, s] of this.subs) {
+      this.emit({ type: "subscribe", filter, subjects: s.subjects, qos: s.qos, restored: true })
+    }
+    // Unacknowledged messages go out again, in order, with DUP; PUBRELs again [MQTT-4.4.0-1].
+    for (const e of this.out.inSendOrder()) this.resend(e, now)
+    this.fillWindow(now)
+    const early = this.early
+    this.early = []
+    for (const p of early) {
+      if (this.phase !== "connected") break
+      this.onConnectedPacket(p, now)
+    }
+  }
+
+  private restore(s: SessionSnapshot, now: number): void {
+    for (const sub of s.subscriptions) {
+      const subjects = subscriptionSubjects(sub.filter)
+      if (subjects.ok) this.subs.set(sub.filter, { qos: sub.qos, subjects: subjects.value })
+    }
+    for (const o of s.outbound) this.out.add({ ...o, deadline: now + this.config.ackWaitMs })
+    for (const q of s.queued) this.out.queue.push({ ...q })
+    for (const id of s.inboundQos2) this.inQos2.ids.set(id, { confirmed: true })
+    this.out.setLastId(s.lastPacketId)
+  }
+
+  private onConnectedPacket(packet: ClientPacket, now: number): void {
+    switch (packet.cmd) {
+      case "connect":
+        return this.violation("second CONNECT")
+      case "publish":
+        return this.onPublish(packet)
+      case "puback":
+        return this.onPuback(packet.messageId, now)
+      case "pubrec":
+        return this.onPubrec(packet.messageId, now)
+      case "pubrel":
+        return this.onPubrel(packet.messageId)
+      case "pubcomp":
+        return this.onPubcomp(packet.messageId, now)
+      case "subscribe":
+        return this.onSubscribe(packet.messageId, packet.subscriptions)
+      case "unsubscribe":
+        return this.onUnsubscribe(packet.messageId, packet.unsubscriptions)
+      case "pingreq":
+        return this.send({ cmd: "pingresp" })
+      case "disconnect":
+        return this.close(CloseReason.ClientClosed, false)
+      default:
+        return this.violation(`client sent ${packet.cmd.toUpperCase()}`)
+    }
+  }
+
+  private onPublish(p: PublishPacket): void {
+    if (p.qos < 0 || p.qos > 2) return this.violation("PUBLISH QoS 3") // [MQTT-3.3.1-4]
+    if (p.qos > 0 && (p.messageId === undefined || p.messageId < 1 || p.messageId > 65535)) {
+      return this.violation("PUBLISH without a packet id") // [MQTT-2.3.1-1]
+    }
+    const subject = topicToSubject(p.topic)
+    if (!subject.ok) return this.violation(`PUBLISH topic: ${subject.reason}`)
+    const qos = p.qos as QoS
+    const id = p.messageId ?? 0
+    // Not permitted: acknowledged as usual (3.1.1 has no negative ack) but not routed.
+    const allowed = this.deps.canPublish?.(p.topic) ?? true
+    if (qos === 2 && this.inQos2.has(id)) {
+      // A duplicate before PUBREL is not routed again [MQTT-4.3.3-2].
+      if (this.inQos2.ids.get(id)!.confirmed) this.send({ cmd: "pubrec", messageId: id })
+      return
+    }
+    if (!allowed) {
+      if (qos === 1) this.send({ cmd: "puback", messageId: id })
+      if (qos === 2) this.confirmQos2(id)
+      return
+    }
+    this.emitRetain(p.topic, subject.value, p.payload, qos, p.retain)
+    if (qos === 2) this.inQos2.ids.set(id, { confirmed: false })
+    this.emit({
+      type: "publish",
+      subject: subject.value,
+      payload: p.payload,
+      qos,
+      retain: p.retain,
+      confirm: qos > 0 ? id : undefined
+    })
+  }
+
+  private confirmQos2(id: number): void {
+    this.inQos2.ids.set(id, { confirmed: true })
+    this.emit({ type: "persist", stream: "$MQTT_qos2in", key: this.recordKey(id), record: { packetId: id } })
+    this.send({ cmd: "pubrec", messageId: id })
+  }
+
+  private recordKey(packetId: number): string {
+    return `${this.clientIdValue}/${packetId}`
+  }
+
+  /** The shell made an inbound message durable: now it is acknowledged. */
+  private onPublished(id: number): void {
+    if (this.phase !== "connected") return
+    const q2 = this.inQos2.ids.get(id)
+    if (q2 !== undefined) {
+      if (!q2.confirmed) this.confirmQos2(id)
+      return
+    }
+    this.send({ cmd: "puback", messageId: id })
+  }
+
+  private onPubrel(id: number): void {
+    if (this.inQos2.ids.delete(id)) {
+      this.emit({ type: "persist", stream: "$MQTT_qos2in", key: this.recordKey(id), record: undefined })
+    }
+    this.send({ cmd: "pubcomp", messageId: id })
+  }
+
+  private onPuback(id: number, now: number): void {
+    const e = this.out.inflight.get(id)
+    if (e === undefined || e.qos !== 1) return // unsolicited: ignored
+    this.out.inflight.delete(id)
+    if (e.ref !== undefined) this.emit({ type: "ack", ref: e.ref })
+    this.fillWindow(now)
+  }
+
+  private onPubrec(id: number, now: number): void {
+    const e = this.out.inflight.get(id)
+    if (e === undefined || e.qos !== 2) return
+    if (e.phase === "publish") {
+      e.phase = "pubrel"
+      if (e.ref !== undefined) this.emit({ type: "ack", ref: e.ref })
+      this.emit({ type: "persist", stream: "$MQTT_out", key: this.recordKey(id), record: { packetId: id } })
+    }
+    this.out.touch(e, now + this.config.ackWaitMs)
+    this.send({ cmd: "pubrel", messageId: id })
+  }
+
+  private onPubcomp(id: number, now: number): void {
+    const e = this.out.inflight.get(id)
+    if (e === undefined || e.phase !== "pubrel") return
+    this.out.inflight.delete(id)
+    this.emit({ type: "persist", stream: "$MQTT_out", key: this.recordKey(id), record: undefined })
+    this.fillWindow(now)
+  }
+
+  private onSubscribe(messageId: number, list: ReadonlyArray<{ topic: string; qos: number }>): void {
+    if (list.length === 0) return this.violation("SUBSCRIBE without topic filters") // [MQTT-3.8.3-3]
+    if (list.some((s) => s.qos < 0 || s.qos > 2)) return this.violation("SUBSCRIBE QoS 3") // [MQTT-3.8.3-4]
+    const granted: number[] = []
+    for (const { topic: filter, qos } of list) {
+      const subjects = subscriptionSubjects(filter)
+      if (!subjects.ok || !(this.deps.canSubscribe?.(filter) ?? true)) {
+        granted.push(SUBACK_FAILURE)
+        continue
+      }
+      const g = minQos(qos, MAX_QOS)
+      // An identical filter replaces the existing subscription [MQTT-3.8.4-3].
+      this.subs.set(filter, { qos: g, subjects: subjects.value })
+      granted.push(g)
+      this.emit({ type: "subscribe", filter, subjects: subjects.value, qos: g, restored: false })
+    }
+    this.send({ cmd: "suback", messageId, granted })
+    this.persistSubscriptions()
+  }
+
+  private onUnsubscribe(messageId: number, filters: ReadonlyArray<string>): void {
+    if (filters.length === 0) return this.violation("UNSUBSCRIBE without topic filters") // [MQTT-3.10.3-2]
+    for (const filter of filters) {
+      const s = this.subs.get(filter)
+      if (s === undefined) continue
+      this.subs.delete(filter)
+      this.emit({ type: "unsubscribe", filter, subjects: s.subjects })
+    }
+    this.send({ cmd: "unsuback", messageId }) // even when nothing matched [MQTT-3.10.4-5]
+    this.persistSubscriptions()
+  }
+
+  private persistSubscriptions(): void {
+    if (this.clean) return
+    const subscriptions = [...this.subs].map(([filter, s]) => ({ filter, qos: s.qos }))
+    this.emit({
+      type: "persist",
+      stream: "$MQTT_sess",
+      key: this.clientIdValue,
+      record: { clientId: this.clientIdValue, subscriptions }
+    })
+  }
+
+  private onDeliver(subject: string, payload: Uint8Array, msgQos: number, ref: string | number | undefined, now: number) {
+    if (this.phase !== "connected") return
+    let best = -1
+    for (const [filter, s] of this.subs) {
+      if (s.qos > best && filterMatchesSubject(filter, s.subjects, subject)) best = s.qos
+    }
+    if (best < 0) return
+    // Forwarded to an established subscription: retain is 0 [MQTT-3.3.1-9].
+    this.deliverOut(subjectToTopic(subject), payload, minQos(msgQos, best), false, ref, now)
+  }
+
+  private onRetained(
+    filter: string,
+    messages: ReadonlyArray<{ topic: string; payload: Uint8Array; qos: number }>,
+    now: number
+  ): void {
+    if (this.phase !== "connected") return
+    const s = this.subs.get(filter)
+    if (s === undefined) return
+    for (const m of messages) {
+      // Sent because of a new subscription: retain is 1 [MQTT-3.3.1-6, -8].
+      if (topicMatchesFilter(m.topic, filter)) this.deliverOut(m.topic, m.payload, minQos(m.qos, s.qos), true, undefined, now)
+    }
+  }
+
+  private deliverOut(
+    topic: string,
+    payload: Uint8Array,
+    qos: QoS,
+    retain: boolean,
+    ref: string | number | undefined,
+    now: number
+  ): void {
+    if (qos === 0) {
+      this.send({ cmd: "publish", topic, payload, qos: 0, retain, dup: false })
+      return
+    }
+    const q: Queued = { qos, topic, payload, retain, ref }
+    if (this.out.queue.length === 0 && this.trySend(q, now)) return
+    if (this.out.queue.length >= this.out.maxQueued) {
+      this.emit({ type: "drop", reason: "max_pending", ref })
+      return
+    }
+    this.out.queue.push(q)
+  }
+
+  /** Sends `q` if the window has room and a packet id is free. */
+  private trySend(q: Queued, now: number): boolean {
+    if (!this.out.hasRoom()) return false
+    const packetId = this.out.nextPacketId()
+    if (packetId === undefined) return false
+    const e = { ...q, packetId, phase: "publish" as const, deadline: now + this.config.ackWaitMs }
+    this.out.add(e)
+    this.send({ cmd: "publish", topic: e.topic, payload: e.payload, qos: e.qos, retain: e.retain, dup: false, messageId: packetId })
+    return true
+  }
+
+  private fillWindow(now: number): void {
+    while (this.out.queue.length > 0 && this.trySend(this.out.queue[0], now)) this.out.queue.shift()
+  }
+
+  private resend(e: OutFlight, now: number): void {
+    this.out.touch(e, now + this.config.ackWaitMs)
+    if (e.phase === "pubrel") this.send({ cmd: "pubrel", messageId: e.packetId })
+    else {
+      this.send({ cmd: "publish", topic: e.topic, payload: e.payload, qos: e.qos, retain: e.retain, dup: true, messageId: e.packetId })
+    }
+  }
+
+  private onTick(now: number): void {
+    if (this.phase === "awaitConnect") {
+      const t = this.config.connectTimeoutMs
+      if (t !== undefined && now >= this.openedAt + t) this.close(CloseReason.ConnectTimeout, false)
+      return
+    }
+    // Silence for 1.5 x keepalive closes the connection, will published [MQTT-3.1.2-24].
+    if (this.keepaliveMs > 0 && now >= this.lastActivity + this.keepaliveMs * 1.5) {
+      return this.close(CloseReason.KeepaliveTimeout, true)
+    }
+    if (this.phase !== "connected") return
+    for (const e of this.out.due(now)) this.resend(e, now)
+  }
+}

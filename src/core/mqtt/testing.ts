@@ -1,0 +1,63 @@
+// Test helpers for the MQTT session machine: a seeded random source, packet
+// builders and a fixture that drives a session to the connected state.
+import { MqttSession, type SessionConfig, type SessionDeps, defaultSessionConfig } from "./session.js"
+import type { ClientPacket, ConnectPacket, SessionAction, SessionInput, SessionSnapshot } from "./types.js"
+
+/** Deterministic [0, 1) source (mulberry32). */
+export const seededRandom = (seed: number): (() => number) => {
+  let a = seed >>> 0
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0
+    let t = a
+    t = Math.imul(t ^ (t >>> 15), t | 1)
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+  }
+}
+
+export const bytes = (s: string): Uint8Array => new TextEncoder().encode(s)
+
+export const connectPacket = (over: Partial<ConnectPacket> = {}): ConnectPacket => ({
+  cmd: "connect",
+  protocolId: "MQTT",
+  protocolVersion: 4,
+  clean: true,
+  clientId: "c1",
+  keepalive: 0,
+  ...over
+})
+
+export const pkt = (packet: ClientPacket): SessionInput => ({ type: "packet", packet })
+
+export const sent = (actions: ReadonlyArray<SessionAction>) =>
+  actions.flatMap((a) => (a.type === "send" ? [a.packet] : []))
+
+export const ofType = <T extends SessionAction["type"]>(actions: ReadonlyArray<SessionAction>, type: T) =>
+  actions.filter((a): a is Extract<SessionAction, { type: T }> => a.type === type)
+
+export interface Fixture {
+  readonly session: MqttSession
+  readonly connectActions: SessionAction[]
+  readonly readyActions: SessionAction[]
+}
+
+/** A session that has sent CONNECT and been made ready (optionally from a stored session). */
+export const connected = (
+  opts: {
+    now?: number
+    connect?: Partial<ConnectPacket>
+    stored?: SessionSnapshot
+    config?: Partial<SessionConfig>
+    deps?: Partial<SessionDeps>
+  } = {}
+): Fixture => {
+  const now = opts.now ?? 0
+  const session = new MqttSession(
+    now,
+    { random: seededRandom(1), ...opts.deps },
+    { ...defaultSessionConfig, ...opts.config }
+  )
+  const connectActions = session.step(pkt(connectPacket(opts.connect)), now)
+  const readyActions = session.step({ type: "sessionReady", stored: opts.stored }, now)
+  return { session, connectActions, readyActions }
+}

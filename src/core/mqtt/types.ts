@@ -1,0 +1,183 @@
+// Plain-data shapes of the MQTT session machine: packets (field names follow
+// mqtt-packet so the codec maps 1:1), inputs from the shell and actions to it.
+
+export type QoS = 0 | 1 | 2
+
+export interface Will {
+  readonly topic: string
+  readonly payload: Uint8Array
+  readonly qos: number
+  readonly retain: boolean
+}
+
+/** Raw CONNECT flag bits, when the codec passes them through (for validation). */
+export interface ConnectFlags {
+  readonly reserved: boolean
+  readonly will: boolean
+  readonly willQos: number
+  readonly willRetain: boolean
+  readonly username: boolean
+  readonly password: boolean
+}
+
+export interface ConnectPacket {
+  readonly cmd: "connect"
+  readonly protocolId: string
+  readonly protocolVersion: number
+  readonly clean: boolean
+  readonly clientId: string
+  readonly keepalive: number
+  readonly username?: string | undefined
+  readonly password?: Uint8Array | undefined
+  readonly will?: Will | undefined
+  readonly flags?: ConnectFlags | undefined
+}
+
+export interface PublishPacket {
+  readonly cmd: "publish"
+  readonly topic: string
+  readonly payload: Uint8Array
+  readonly qos: number
+  readonly retain: boolean
+  readonly dup: boolean
+  readonly messageId?: number | undefined
+}
+
+export type ClientPacket =
+  | ConnectPacket
+  | PublishPacket
+  | { readonly cmd: "puback" | "pubrec" | "pubrel" | "pubcomp"; readonly messageId: number }
+  | {
+    readonly cmd: "subscribe"
+    readonly messageId: number
+    readonly subscriptions: ReadonlyArray<{ readonly topic: string; readonly qos: number }>
+  }
+  | { readonly cmd: "unsubscribe"; readonly messageId: number; readonly unsubscriptions: ReadonlyArray<string> }
+  | { readonly cmd: "pingreq" }
+  | { readonly cmd: "disconnect" }
+  // Server-to-client packets: a client sending one is a protocol violation.
+  | { readonly cmd: "connack" | "suback" | "unsuback" | "pingresp" }
+
+export type ServerPacket =
+  | { readonly cmd: "connack"; readonly returnCode: number; readonly sessionPresent: boolean }
+  | PublishPacket
+  | { readonly cmd: "puback" | "pubrec" | "pubrel" | "pubcomp"; readonly messageId: number }
+  | { readonly cmd: "suback"; readonly messageId: number; readonly granted: ReadonlyArray<number> }
+  | { readonly cmd: "unsuback"; readonly messageId: number }
+  | { readonly cmd: "pingresp" }
+
+/** CONNACK return codes of MQTT 3.1.1. */
+export const ConnackCode = {
+  Accepted: 0,
+  UnacceptableProtocolVersion: 1,
+  IdentifierRejected: 2,
+  ServerUnavailable: 3,
+  BadUsernameOrPassword: 4,
+  NotAuthorized: 5
+} as const
+
+export const SUBACK_FAILURE = 0x80
+
+/** What a persistent session keeps between connections (in `$MQTT_sess` and friends). */
+export interface SessionSnapshot {
+  readonly clientId: string
+  readonly subscriptions: ReadonlyArray<{ readonly filter: string; readonly qos: QoS }>
+  readonly outbound: ReadonlyArray<{
+    readonly packetId: number
+    readonly qos: 1 | 2
+    readonly topic: string
+    readonly payload: Uint8Array
+    readonly retain: boolean
+    readonly phase: "publish" | "pubrel"
+    readonly ref?: string | number | undefined
+  }>
+  /** Messages accepted for delivery but not yet sent (window full). */
+  readonly queued: ReadonlyArray<{
+    readonly qos: 1 | 2
+    readonly topic: string
+    readonly payload: Uint8Array
+    readonly retain: boolean
+    readonly ref?: string | number | undefined
+  }>
+  /** Inbound QoS 2 packet ids received and not yet released. */
+  readonly inboundQos2: ReadonlyArray<number>
+  readonly lastPacketId: number
+}
+
+export type SessionInput =
+  | { readonly type: "packet"; readonly packet: ClientPacket }
+  /** The shell finished takeover/loading for an accepted CONNECT; `stored` is the persisted session, if any. */
+  | { readonly type: "sessionReady"; readonly stored?: SessionSnapshot | undefined }
+  /** The shell made a routed message durable (`confirm` of a `publish` action). */
+  | { readonly type: "published"; readonly packetId: number }
+  /** A message routed to this client (once per message, whatever the number of matching subscriptions). */
+  | {
+    readonly type: "deliver"
+    readonly subject: string
+    readonly payload: Uint8Array
+    readonly qos: number
+    readonly ref?: string | number | undefined
+  }
+  /** Retained messages matching a filter the client just subscribed to. */
+  | {
+    readonly type: "retained"
+    readonly filter: string
+    readonly messages: ReadonlyArray<{ readonly topic: string; readonly payload: Uint8Array; readonly qos: number }>
+  }
+  | { readonly type: "tick" }
+  | { readonly type: "connectionLost" }
+  /** The codec could not decode the bytes (malformed packet). */
+  | { readonly type: "protocolError"; readonly reason: string }
+  /** Another connection with the same client id took this session over. */
+  | { readonly type: "takenOver" }
+
+export type PersistStream = "$MQTT_sess" | "$MQTT_out" | "$MQTT_qos2in"
+
+export type SessionAction =
+  | { readonly type: "send"; readonly packet: ServerPacket }
+  | { readonly type: "close"; readonly reason: string }
+  /**
+   * Route a message to NATS. With `confirm`, the shell inputs `published(confirm)`
+   * once the message is durable (QoS 1/2 acknowledgment waits for it).
+   */
+  | {
+    readonly type: "publish"
+    readonly subject: string
+    readonly payload: Uint8Array
+    readonly qos: QoS
+    readonly retain: boolean
+    readonly headers?: Readonly<Record<string, string>> | undefined
+    readonly confirm?: number | undefined
+  }
+  /** Write (record) or delete (undefined) the record `key` of a `$MQTT_*` stream. */
+  | { readonly type: "persist"; readonly stream: PersistStream; readonly key: string; readonly record: unknown }
+  | {
+    readonly type: "storeRetained"
+    readonly topic: string
+    readonly subject: string
+    readonly payload: Uint8Array
+    readonly qos: QoS
+  }
+  | { readonly type: "deleteRetained"; readonly topic: string; readonly subject: string }
+  /** CONNECT passed validation: the shell takes over any older connection, loads the session, then inputs `sessionReady`. */
+  | {
+    readonly type: "accept"
+    readonly clientId: string
+    readonly cleanSession: boolean
+    readonly assignedId: boolean
+  }
+  /** Add (or replace) the subscription `filter` on `subjects`; the shell then inputs `retained`. */
+  | {
+    readonly type: "subscribe"
+    readonly filter: string
+    readonly subjects: ReadonlyArray<string>
+    readonly qos: QoS
+    /** Re-established from a stored session: no retained messages are due [MQTT-3.3.1-6 applies to new subscriptions]. */
+    readonly restored: boolean
+  }
+  | { readonly type: "unsubscribe"; readonly filter: string; readonly subjects: ReadonlyArray<string> }
+  /** The stored outbound message `ref` is acknowledged and may be removed. */
+  | { readonly type: "ack"; readonly ref: string | number }
+  /** A message could not be queued (window and queue full): it stays unsent. */
+  | { readonly type: "drop"; readonly reason: "max_pending"; readonly ref?: string | number | undefined }
+  | { readonly type: "deadline"; readonly at: number }
