@@ -1,0 +1,39 @@
+// `npm run sim -- [--seed N] [--steps M] [--runs K] [--plant BUG]`: run the deterministic
+// simulation. With a seed it replays that run exactly; without one it picks seeds and
+// prints them. A failure prints the seed, the step, a command that reproduces it and the
+// last trace events.
+import { type PlantedBug, reproduceCommand, runSim, type SimResult } from "../src/sim/runner.js"
+
+const arg = (name: string): string | undefined => {
+  const i = process.argv.indexOf(`--${name}`)
+  return i >= 0 ? process.argv[i + 1] : undefined
+}
+
+export const report = (r: SimResult, plant?: PlantedBug): string => {
+  if (r.ok) return `seed ${r.seed}: ok (${r.steps} steps, trace ${r.traceHash}/${r.traceLines}) ${JSON.stringify(r.stats)}`
+  return [
+    `seed ${r.seed}: FAILED at step ${r.failedStep}`,
+    ...r.violations.slice(0, 10).map((v) => `  violation: ${v}`),
+    `  reproduce: ${reproduceCommand(r.seed, r.steps, plant)}`,
+    `  last trace events:`,
+    ...r.trace.map((l) => `    ${l}`)
+  ].join("\n")
+}
+
+const main = (): void => {
+  const steps = Number(arg("steps") ?? 2000)
+  const plant = arg("plant") as PlantedBug | undefined
+  const given = arg("seed")
+  const runs = given === undefined ? Number(arg("runs") ?? 1) : 1
+  let failed = false
+  for (let i = 0; i < runs; i++) {
+    const seed = given === undefined ? (Math.random() * 0x7fffffff) | 0 : Number(given)
+    if (given === undefined) console.log(`seed ${seed}`)
+    const r = runSim({ seed, steps, plant, traceTail: Number(arg("tail") ?? 30) })
+    console.log(report(r, plant))
+    if (!r.ok) failed = true
+  }
+  process.exitCode = failed ? 1 : 0
+}
+
+main()
