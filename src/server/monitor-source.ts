@@ -21,6 +21,8 @@ import type { Client } from "./client.js"
 import type { ClosedClient, Server } from "./server.js"
 import type { Subscription } from "./subscription.js"
 import type { JetStreamMonitor } from "./jetstream/monitor.js"
+import type { MqttBridge } from "./mqtt/bridge.js"
+import { type MqttConnection, mqttClientOf } from "./mqtt/connection.js"
 
 
 export interface MonitorSourceExtras {
@@ -30,7 +32,34 @@ export interface MonitorSourceExtras {
   readonly jetstreamConfigured: boolean
   /** The running stream subsystem, when configured. */
   readonly jetstream?: JetStreamMonitor | undefined
+  /** The running MQTT bridge, when configured. */
+  readonly mqtt?: MqttBridge | undefined
 }
+
+const mqttConnSnapshot = (c: MqttConnection): ConnSnapshot => ({
+  cid: c.cid,
+  kind: "Client",
+  type: "mqtt",
+  ip: c.conn.remoteAddress,
+  port: c.conn.remotePort,
+  start: c.start,
+  lastActivity: c.lastActivity,
+  rttNs: 0,
+  pendingBytes: c.conn.writableLength(),
+  inMsgs: c.inMsgs,
+  outMsgs: c.outMsgs,
+  inBytes: c.inBytes,
+  outBytes: c.outBytes,
+  subs: [...c.client.subs.values()].map((s) => ({ subject: s.subject, queue: undefined, sid: s.sid, msgs: s.delivered, max: 0 })),
+  name: "",
+  lang: "mqtt",
+  version: "3.1.1",
+  tlsVersion: c.conn.tls?.version,
+  tlsCipher: c.conn.tls?.cipher,
+  user: c.client.user === "" ? undefined : c.client.user,
+  account: c.client.account.name,
+  mqttClient: c.session.clientId === "" ? undefined : c.session.clientId
+})
 
 const connSnapshot = (c: Client): ConnSnapshot => ({
   cid: c.cid,
@@ -60,7 +89,7 @@ const connSnapshot = (c: Client): ConnSnapshot => ({
 const closedSnapshot = (c: ClosedClient): ClosedConnSnapshot => ({
   cid: c.cid,
   kind: "Client",
-  type: "nats",
+  type: c.type === "mqtt" ? "mqtt" : "nats",
   ip: c.ip,
   port: c.port,
   start: c.start,
@@ -79,7 +108,7 @@ const closedSnapshot = (c: ClosedClient): ClosedConnSnapshot => ({
   tlsCipher: c.tls?.cipher,
   user: c.user === "" ? undefined : c.user,
   account: c.account,
-  mqttClient: undefined,
+  mqttClient: mqttClientOf(c),
   stop: c.stop,
   reason: c.reason
 })
@@ -127,6 +156,19 @@ const certNotAfter = (certFile: string | undefined): number | undefined => {
 export const makeMonitorSource = (server: Server, extras: MonitorSourceExtras): MonitorSource => {
   const o = server.options
   const tlsCertNotAfter = certNotAfter(o.tls?.certFile)
+  const mqttSnapshot = (): ServerSnapshot["mqtt"] => {
+    const m = extras.mqtt
+    if (m === undefined) return undefined
+    return {
+      host: m.host,
+      port: m.port,
+      ackWaitMs: m.options.ackWaitMs,
+      maxAckPending: m.options.maxAckPending,
+      tlsTimeoutMs: m.options.tls?.timeoutMs,
+      authTimeoutMs: m.options.authorization?.timeoutMs,
+      noAuthUser: m.options.noAuthUser
+    }
+  }
   const serverSnapshot = (): ServerSnapshot => ({
     serverId: server.serverId,
     serverName: server.serverName,
@@ -160,8 +202,8 @@ export const makeMonitorSource = (server: Server, extras: MonitorSourceExtras): 
       stalledClients: 0,
       subscriptions: server.numSubscriptions
     },
-    // MQTT and WebSocket listeners are not running in this version: report them as off.
-    mqtt: undefined,
+    // The WebSocket listener is not running in this version: report it as off.
+    mqtt: mqttSnapshot(),
     websocket: undefined,
     cluster: undefined
   })
@@ -185,7 +227,10 @@ export const makeMonitorSource = (server: Server, extras: MonitorSourceExtras): 
   return {
     now: () => server.now(),
     server: serverSnapshot,
-    connections: () => [...server.clients.values()].map(connSnapshot),
+    connections: () => [
+      ...[...server.clients.values()].map(connSnapshot),
+      ...(extras.mqtt === undefined ? [] : [...extras.mqtt.connections.values()].map(mqttConnSnapshot))
+    ],
     closed: () => server.closed.toArray().map(closedSnapshot),
     accounts: () => [...server.accounts.values()].map((a) => accountSnapshot(server, a, extras)),
     jetstream: () => extras.jetstream?.snapshot(),

@@ -11,6 +11,8 @@ import { makeMonitorSource } from "./monitor-source.js"
 import { hostPort, type RunningServer, startNatsServer } from "./run.js"
 import { checkUnsupported } from "./unsupported.js"
 import { startJetStreamOnDisk } from "./jetstream/start.js"
+import type { MqttBridge } from "./mqtt/bridge.js"
+import { startMqtt } from "./mqtt/listener.js"
 
 export class StartupError extends Error {
   readonly _tag = "StartupError"
@@ -18,6 +20,7 @@ export class StartupError extends Error {
 
 export interface Serving extends RunningServer {
   readonly monitor: MonitorHandle | undefined
+  readonly mqtt: MqttBridge | undefined
 }
 
 export const serve = (
@@ -40,7 +43,6 @@ export const serve = (
       return yield* Effect.fail(new StartupError(unsupported.errors.join("; ")))
     }
     // Honest about what this version does not run yet, instead of pretending to.
-    if (options.mqtt !== undefined) log.info("MQTT is not available in this version; not listening on its port")
     if (options.websocket !== undefined) log.info("WebSocket is not available in this version; not listening on its port")
 
     const running = yield* startNatsServer(options)
@@ -48,12 +50,15 @@ export const serve = (
       Effect.mapError((e) => new StartupError(`Could not start JetStream: ${e.message}`))
     )
     if (jetstream !== undefined) log.info(`Starting JetStream, store directory "${options.jetstream!.storeDir}"`)
+    const mqtt = options.mqtt === undefined ? undefined : yield* startMqtt(running.server, options.mqtt)
+    if (mqtt !== undefined) log.info(`Listening for MQTT clients on ${hostPort(mqtt.host, mqtt.port)}`)
     let monitor: MonitorHandle | undefined
     if (options.httpPort !== undefined || options.httpsPort !== undefined) {
       const source = makeMonitorSource(running.server, {
         configLoadTime,
         jetstreamConfigured: jetstream !== undefined,
-        jetstream
+        jetstream,
+        mqtt
       })
       monitor = yield* startMonitor(options, source)
       if (monitor.port !== undefined) log.info(`Starting http monitor on ${hostPort(options.httpHost, monitor.port)}`)
@@ -62,5 +67,5 @@ export const serve = (
     log.info(`Server id is ${running.server.serverId}`)
     log.info(`Server name is ${running.server.serverName}`)
     log.info("Server is ready")
-    return { ...running, monitor }
+    return { ...running, monitor, mqtt }
   })

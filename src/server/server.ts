@@ -115,6 +115,11 @@ export class Server {
     return this.env.now()
   }
 
+  /** A connection id, unique across every listener (NATS, MQTT), as /connz shows them. */
+  allocateCid(): number {
+    return this.nextCid++
+  }
+
   /** The account with this name, created on first use. */
   account(name: string): Account {
     let a = this.accounts.get(name)
@@ -144,7 +149,7 @@ export class Server {
       this.log.warn(`${conn.remoteAddress}:${conn.remotePort} - Maximum connections exceeded (${this.options.maxConnections})`)
       return noopHandlers
     }
-    const cid = this.nextCid++
+    const cid = this.allocateCid()
     const acc = this.account(GLOBAL_ACCOUNT)
     const c = new Client(this, cid, conn, acc, now)
     acc.numConnections++

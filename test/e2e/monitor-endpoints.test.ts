@@ -485,21 +485,24 @@ describe("pending bytes and slow consumers on a live server", () => {
 })
 
 describe("a server with streams configured and MQTT asked for", () => {
-  it("reports streams as running and MQTT as off, never pretending", async () => {
+  it("reports both as running with their real settings", async () => {
     const storeDir = fs.mkdtempSync(path.join(os.tmpdir(), "sy-mon-js-"))
     const srv = await startMonitoredServer({
       jetstream: { storeDir, maxMemory: -1, maxStorage: -1 },
       mqtt: { host: "127.0.0.1", port: 0, ackWaitMs: 30_000, maxAckPending: 1024, tls: undefined, authorization: undefined, noAuthUser: undefined }
     })
     try {
-      expect(srv.lines.some((l) => l.includes("MQTT is not available in this version"))).toBe(true)
+      const mqttPort = Number(/Listening for MQTT clients on 127\.0\.0\.1:(\d+)/.exec(srv.lines.join(""))?.[1])
+      expect(mqttPort).toBeGreaterThan(0)
       expect((await getJson(srv.base, "/healthz")).json).toEqual({ status: "ok" })
       expect((await getJson(srv.base, "/healthz?js-enabled-only=true")).json).toEqual({ status: "ok" })
       const jsz = (await getJson(srv.base, "/jsz?config=true")).json
       expect(jsz.disabled).toBeUndefined()
       expect(jsz.config.store_dir).toBe(storeDir)
       const v = (await getJson(srv.base, "/varz")).json
-      expect([v.mqtt, v.websocket]).toEqual([{}, {}])
+      expect(v.mqtt.port).toBe(mqttPort)
+      expect(v.mqtt.host).toBe("127.0.0.1")
+      expect(v.websocket).toEqual({})
     } finally {
       await srv.close()
       fs.rmSync(storeDir, { recursive: true, force: true })

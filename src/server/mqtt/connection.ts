@@ -1,0 +1,124 @@
+// One MQTT connection as the bridge keeps it: its session, its mqtt-packet parser,
+// the internal NATS client its subscriptions and credentials live on, and what
+// /connz shows of it while open and after it closed.
+import * as MqttPacket from "mqtt-packet"
+import {
+  type AuthResult,
+  CloseReason,
+  ConnackCode,
+  type ConnectPacket,
+  MqttSession,
+  type SessionConfig,
+  type SessionDeps,
+  subscriptionSubjects,
+  topicToSubject
+} from "../../core/mqtt/index.js"
+import type { Conn } from "../../services/transport.js"
+import type { Client } from "../client.js"
+import { ClientPermissions } from "../permissions.js"
+import type { ClosedClient, Server } from "../server.js"
+import type { Subscription } from "../subscription.js"
+
+/** A closed MQTT connection as /connz keeps it: a ClosedClient plus its client id. */
+export interface MqttClosedClient extends ClosedClient {
+  readonly mqttClient: string
+}
+
+export const mqttClientOf = (c: ClosedClient): string | undefined => (c as Partial<MqttClosedClient>).mqttClient
+
+/**
+ * Credentials and permissions of the NATS side: the user name and password of CONNECT
+ * go through the server's authenticator (a password alone is tried as a token); the
+ * account, user and permissions it grants are taken by the connection's internal client.
+ */
+const sessionDeps = (server: Server, client: Client): SessionDeps => ({
+  random: server.env.random,
+  authenticate: (connect: ConnectPacket): AuthResult => {
+    if (!server.authRequired) return ConnackCode.Accepted
+    const pass = connect.password === undefined ? undefined : Buffer.from(connect.password).toString("utf8")
+    const res = server.auth.authenticate(
+      { user: connect.username, pass, auth_token: connect.username === undefined ? pass : undefined },
+      undefined
+    )
+    if (res === undefined) {
+      return connect.username === undefined && pass === undefined ? ConnackCode.NotAuthorized : ConnackCode.BadUsernameOrPassword
+    }
+    client.account = server.account(res.account)
+    client.user = res.user
+    client.perms = res.permissions === undefined ? undefined : new ClientPermissions(res.permissions)
+    return ConnackCode.Accepted
+  },
+  canPublish: (topic) => {
+    const subject = topicToSubject(topic)
+    return client.perms === undefined || (subject.ok && client.perms.canPublish(subject.value, server))
+  },
+  canSubscribe: (filter) => {
+    const subjects = subscriptionSubjects(filter)
+    return client.perms === undefined || (subjects.ok && subjects.value.every((s) => client.perms!.canSubscribe(s)))
+  }
+})
+
+export class MqttConnection {
+  readonly session: MqttSession
+  readonly parser = MqttPacket.parser({ protocolVersion: 4 })
+  /** Sublist entries per MQTT filter. */
+  readonly subs = new Map<string, Array<Subscription>>()
+  out: Array<Buffer> = []
+  dirty = false
+  closed = false
+  lastActivity: number
+  /** Why the server closed it, when the session did not decide (slow consumer). */
+  reasonOverride: string | undefined
+  inMsgs = 0
+  outMsgs = 0
+  inBytes = 0
+  outBytes = 0
+  // The last routed message seen, so overlapping subscriptions deliver it once.
+  lastBuf: Buffer | undefined
+  lastStart = -1
+
+  constructor(
+    server: Server,
+    config: SessionConfig,
+    readonly cid: number,
+    readonly conn: Conn,
+    readonly client: Client,
+    readonly start: number
+  ) {
+    this.lastActivity = start
+    this.session = new MqttSession(start, sessionDeps(server, client), config)
+  }
+}
+
+/** What /connz?state=closed keeps of a finished MQTT connection. */
+export const closedRecord = (
+  c: MqttConnection,
+  subs: ClosedClient["subscriptions"],
+  stop: number
+): MqttClosedClient => {
+  const id = c.session.clientId
+  return {
+    cid: c.cid,
+    kind: "Client",
+    type: "mqtt",
+    ip: c.conn.remoteAddress,
+    port: c.conn.remotePort,
+    start: c.start,
+    lastActivity: c.lastActivity,
+    stop,
+    reason: c.reasonOverride ?? c.session.closeReason ?? CloseReason.ClientClosed,
+    rttNs: 0,
+    inMsgs: c.inMsgs,
+    outMsgs: c.outMsgs,
+    inBytes: c.inBytes,
+    outBytes: c.outBytes,
+    subscriptions: subs,
+    name: "",
+    lang: "mqtt",
+    version: "3.1.1",
+    user: c.client.user,
+    account: c.client.account.name,
+    tls: c.conn.tls,
+    mqttClient: id
+  }
+}

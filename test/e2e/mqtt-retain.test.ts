@@ -1,0 +1,50 @@
+// Retained messages, in memory: the last per topic goes to new subscribers with the
+// retain flag [MQTT-3.3.1-5, -6, -8]; an empty retained payload deletes it [MQTT-3.3.1-10].
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { connectMqtt, type MqttServer, startMqttServer } from "../helpers/mqtt.js"
+
+let srv: MqttServer
+
+beforeAll(async () => {
+  srv = await startMqttServer()
+})
+afterAll(async () => {
+  await srv.close()
+})
+
+describe("MQTT retained messages", () => {
+  it("delivers the last retained value of each matching topic on subscribe, with retain set", async () => {
+    const pub = await connectMqtt(srv.mqttUrl, { clientId: "ret-pub" })
+    await pub.client.publishAsync("ret/a", "old", { qos: 1, retain: true })
+    await pub.client.publishAsync("ret/a", "new", { qos: 1, retain: true })
+    await pub.client.publishAsync("ret/b", "bee", { qos: 0, retain: true })
+    await pub.client.publishAsync("ret/c", "not retained", { qos: 1 })
+    // Round trip so the QoS 0 publish has been processed before subscribing.
+    await pub.client.subscribeAsync("ret/sync", { qos: 1 })
+    const sub = await connectMqtt(srv.mqttUrl, { clientId: "ret-sub" })
+    await sub.client.subscribeAsync("ret/+", { qos: 1 })
+    const got = await sub.waitFor((r) => r.topic.startsWith("ret/"), 2)
+    expect(got.map((r) => [r.topic, r.payload, r.retain]).sort()).toEqual([["ret/a", "new", true], ["ret/b", "bee", true]])
+    // Forwarded to an existing subscription: retain 0 [MQTT-3.3.1-9].
+    await pub.client.publishAsync("ret/a", "live", { qos: 1, retain: true })
+    const [live] = await sub.waitFor((r) => r.payload === "live")
+    expect(live!.retain).toBe(false)
+    await sub.client.endAsync()
+    await pub.client.endAsync()
+  })
+
+  it("an empty retained payload deletes the retained message [MQTT-3.3.1-10]", async () => {
+    const pub = await connectMqtt(srv.mqttUrl, { clientId: "del-pub" })
+    await pub.client.publishAsync("del/a", "value", { qos: 1, retain: true })
+    await pub.client.publishAsync("del/a", "", { qos: 1, retain: true })
+    await pub.client.publishAsync("del/b", "kept", { qos: 1, retain: true })
+    const sub = await connectMqtt(srv.mqttUrl, { clientId: "del-sub" })
+    await sub.client.subscribeAsync("del/#", { qos: 1 })
+    await sub.waitFor((r) => r.topic === "del/b")
+    await sub.client.publishAsync("del/end", "end", { qos: 1 })
+    await sub.waitFor((r) => r.topic === "del/end")
+    expect(sub.received.map((r) => r.topic)).toEqual(["del/b", "del/end"])
+    await sub.client.endAsync()
+    await pub.client.endAsync()
+  })
+})
