@@ -187,8 +187,9 @@ export const makeMonitorSource = (server: Server, extras: MonitorSourceExtras): 
     systemAccount: o.systemAccount,
     limits: limitsFromOptions(o),
     counters: {
-      connections: server.clients.size,
-      totalConnections: server.totalConnections,
+      // Every client connection counts, whichever protocol it speaks.
+      connections: server.clients.size + (extras.mqtt?.connections.size ?? 0),
+      totalConnections: server.totalConnections + (extras.mqtt?.totalConnections ?? 0),
       routes: 0,
       remotes: 0,
       leafnodes: 0,

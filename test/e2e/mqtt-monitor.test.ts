@@ -41,4 +41,14 @@ describe("MQTT in monitoring", () => {
     const v = await json("/varz")
     expect(v.mqtt).toMatchObject({ host: "127.0.0.1", port: srv.mqttPort, ack_wait: expect.anything(), max_ack_pending: 1024 })
   })
+
+  // Regression: MQTT clients were missing from /varz connections and total_connections.
+  it("/varz counts MQTT connections with the NATS ones", async () => {
+    const before = await json("/varz")
+    const m = await connectMqtt(srv.mqttUrl, { clientId: "count-me" })
+    const during = await json("/varz")
+    expect(during.connections).toBe(before.connections + 1)
+    expect(during.total_connections).toBe(before.total_connections + 1)
+    await m.client.endAsync()
+  })
 })

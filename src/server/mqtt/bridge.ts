@@ -36,6 +36,8 @@ interface Retained {
 
 export class MqttBridge {
   readonly connections = new Map<number, MqttConnection>()
+  /** MQTT connections accepted since start (for /varz total_connections). */
+  totalConnections = 0
   // Client ids, retained messages and stored sessions are per account, as subjects are.
   private readonly byClientId = new Map<string, MqttConnection>()
   private readonly retained = new Map<string, Map<string, Retained>>()
@@ -80,6 +82,7 @@ export class MqttBridge {
     const client = this.server.internalClient(GLOBAL_ACCOUNT, "mqtt")
     const c = new MqttConnection(this.server, this.sessionConfig, this.server.allocateCid(), conn, client, now)
     this.connections.set(c.cid, c)
+    this.totalConnections++
     c.parser.on("packet", (p: MqttPacket.Packet) => {
       if (c.closed) return
       const packet = toClientPacket(p)
