@@ -1,24 +1,10 @@
 import * as fc from "fast-check"
 import { describe, expect, it } from "vitest"
-import { NatsParser, type NatsOpHandler } from "../../src/core/nats/parser.js"
+import { NatsParser } from "../../src/core/nats/parser.js"
+import { type Rec, recorder } from "../helpers/nats-ops.js"
 
 // The same bytes must give the same ops however they are cut into chunks.
 
-type Rec = ReadonlyArray<string | number>
-
-const recorder = (ops: Array<Rec>): NatsOpHandler => ({
-  connect: (json) => ops.push(["connect", json]),
-  pub: (subject, reply, hdrLen, buf, start, end) =>
-    ops.push(["pub", subject, reply, hdrLen, buf.toString("latin1", start, end)]),
-  sub: (subject, queue, sid) => ops.push(["sub", subject, queue, sid]),
-  unsub: (sid, max) => ops.push(["unsub", sid, max]),
-  ping: () => ops.push(["ping"]),
-  pong: () => ops.push(["pong"]),
-  info: (json) => ops.push(["info", json]),
-  ok: () => ops.push(["ok"]),
-  err: (message) => ops.push(["err", message]),
-  protocolError: (e) => ops.push(["error", e.kind])
-})
 
 const LIMITS = { maxControlLine: 256, maxPayload: 4096 }
 

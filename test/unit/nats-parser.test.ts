@@ -1,22 +1,7 @@
 import { describe, expect, it } from "vitest"
-import { NatsParser, type NatsOpHandler, type ParseError } from "../../src/core/nats/parser.js"
+import { NatsParser, type ParseError } from "../../src/core/nats/parser.js"
+import { type Rec, recorder } from "../helpers/nats-ops.js"
 
-type Rec = ReadonlyArray<string | number>
-
-/** Records every op; payloads are copied (as latin1 text) since buf is only valid during the call. */
-const recorder = (ops: Array<Rec>): NatsOpHandler => ({
-  connect: (json) => ops.push(["connect", json]),
-  pub: (subject, reply, hdrLen, buf, start, end) =>
-    ops.push(["pub", subject, reply, hdrLen, buf.toString("latin1", start, end)]),
-  sub: (subject, queue, sid) => ops.push(["sub", subject, queue, sid]),
-  unsub: (sid, max) => ops.push(["unsub", sid, max]),
-  ping: () => ops.push(["ping"]),
-  pong: () => ops.push(["pong"]),
-  info: (json) => ops.push(["info", json]),
-  ok: () => ops.push(["ok"]),
-  err: (message) => ops.push(["err", message]),
-  protocolError: (e: ParseError) => ops.push(["error", e.kind])
-})
 
 const LIMITS = { maxControlLine: 4096, maxPayload: 1024 * 1024 }
 
