@@ -5,6 +5,7 @@ import { NatsParser, type NatsOpHandler, type ParseError } from "../core/nats/pa
 import { OutBuf } from "../core/nats/outbuf.js"
 import { OK, PING, PONG, writeErr } from "../core/nats/encode.js"
 import { isValidLiteralSubject, isValidQueueName, isValidSubject } from "../core/subject/subject.js"
+import type { ConnSnapshot } from "../core/monitor/source.js"
 import type { Conn } from "../services/transport.js"
 import type { Account } from "./account.js"
 import { ClosedReason, ErrText } from "./reasons.js"
@@ -288,6 +289,34 @@ export class Client implements NatsOpHandler {
   /** Trace an inbound op, nats-server style: `<<- [PUB foo 5]`. */
   traceIn(op: string, args: string): void {
     this.server.log.trace(`${this.logPrefix()} - <<- [${op}${args === "" ? "" : ` ${truncate(args, 1024)}`}]`)
+  }
+
+  /** What /connz shows of this connection now (and, with stop and reason, after it closed). */
+  snapshot(): ConnSnapshot {
+    return {
+      cid: this.cid,
+      kind: this.kind,
+      type: this.type,
+      ip: this.conn.remoteAddress,
+      port: this.conn.remotePort,
+      start: this.start,
+      lastActivity: this.lastActivity,
+      rttNs: this.rttNs,
+      pendingBytes: this.pendingBytes,
+      inMsgs: this.inMsgs,
+      outMsgs: this.outMsgs,
+      inBytes: this.inBytes,
+      outBytes: this.outBytes,
+      subs: [...this.subs.values()].map((s) => ({ subject: s.subject, queue: s.queue, sid: s.sid, msgs: s.delivered, max: s.max })),
+      name: this.name,
+      lang: this.lang,
+      version: this.version,
+      tlsVersion: this.conn.tls?.version,
+      tlsCipher: this.conn.tls?.cipher,
+      user: this.user === "" ? undefined : this.user,
+      account: this.account.name,
+      mqttClient: undefined
+    }
   }
 
   logPrefix(): string {

@@ -3,8 +3,6 @@
 // never a password, token or key (the snapshot types have no field for them).
 import type {
   AccountSnapshot,
-  ClosedConnSnapshot,
-  ConnSnapshot,
   HealthSnapshot,
   MonitorSource,
   QueueSnapshot,
@@ -17,13 +15,11 @@ import { limitsFromOptions } from "../core/monitor/options.js"
 import type { Sublist } from "../core/subject/sublist.js"
 import { VERSION } from "../version.js"
 import type { Account } from "./account.js"
-import type { Client } from "./client.js"
-import type { ClosedClient, Server } from "./server.js"
+import type { Server } from "./server.js"
 import type { Subscription } from "./subscription.js"
 import type { JetStreamMonitor } from "./jetstream/monitor.js"
 import type { MqttBridge } from "./mqtt/bridge.js"
-import { type MqttConnection, mqttClientOf } from "./mqtt/connection.js"
-
+import { mqttConnSnapshot } from "./mqtt/connection.js"
 
 export interface MonitorSourceExtras {
   /** When the configuration was loaded (ms since the epoch). */
@@ -35,83 +31,6 @@ export interface MonitorSourceExtras {
   /** The running MQTT bridge, when configured. */
   readonly mqtt?: MqttBridge | undefined
 }
-
-const mqttConnSnapshot = (c: MqttConnection): ConnSnapshot => ({
-  cid: c.cid,
-  kind: "Client",
-  type: "mqtt",
-  ip: c.conn.remoteAddress,
-  port: c.conn.remotePort,
-  start: c.start,
-  lastActivity: c.lastActivity,
-  rttNs: 0,
-  pendingBytes: c.conn.writableLength(),
-  inMsgs: c.inMsgs,
-  outMsgs: c.outMsgs,
-  inBytes: c.inBytes,
-  outBytes: c.outBytes,
-  subs: [...c.client.subs.values()].map((s) => ({ subject: s.subject, queue: undefined, sid: s.sid, msgs: s.delivered, max: 0 })),
-  name: "",
-  lang: "mqtt",
-  version: "3.1.1",
-  tlsVersion: c.conn.tls?.version,
-  tlsCipher: c.conn.tls?.cipher,
-  user: c.client.user === "" ? undefined : c.client.user,
-  account: c.client.account.name,
-  mqttClient: c.session.clientId === "" ? undefined : c.session.clientId
-})
-
-const connSnapshot = (c: Client): ConnSnapshot => ({
-  cid: c.cid,
-  kind: "Client",
-  type: "nats",
-  ip: c.conn.remoteAddress,
-  port: c.conn.remotePort,
-  start: c.start,
-  lastActivity: c.lastActivity,
-  rttNs: c.rttNs,
-  pendingBytes: c.pendingBytes,
-  inMsgs: c.inMsgs,
-  outMsgs: c.outMsgs,
-  inBytes: c.inBytes,
-  outBytes: c.outBytes,
-  subs: [...c.subs.values()].map((s) => ({ subject: s.subject, queue: s.queue, sid: s.sid, msgs: s.delivered, max: s.max })),
-  name: c.name,
-  lang: c.lang,
-  version: c.version,
-  tlsVersion: c.conn.tls?.version,
-  tlsCipher: c.conn.tls?.cipher,
-  user: c.user === "" ? undefined : c.user,
-  account: c.account.name,
-  mqttClient: undefined
-})
-
-const closedSnapshot = (c: ClosedClient): ClosedConnSnapshot => ({
-  cid: c.cid,
-  kind: "Client",
-  type: c.type === "mqtt" ? "mqtt" : "nats",
-  ip: c.ip,
-  port: c.port,
-  start: c.start,
-  lastActivity: c.lastActivity,
-  rttNs: c.rttNs,
-  pendingBytes: 0,
-  inMsgs: c.inMsgs,
-  outMsgs: c.outMsgs,
-  inBytes: c.inBytes,
-  outBytes: c.outBytes,
-  subs: c.subscriptions,
-  name: c.name,
-  lang: c.lang,
-  version: c.version,
-  tlsVersion: c.tls?.version,
-  tlsCipher: c.tls?.cipher,
-  user: c.user === "" ? undefined : c.user,
-  account: c.account,
-  mqttClient: mqttClientOf(c),
-  stop: c.stop,
-  reason: c.reason
-})
 
 export const sublistSnapshot = (sl: Sublist<Subscription>): SublistSnapshot => {
   const s = sl.stats()
@@ -229,10 +148,10 @@ export const makeMonitorSource = (server: Server, extras: MonitorSourceExtras): 
     now: () => server.now(),
     server: serverSnapshot,
     connections: () => [
-      ...[...server.clients.values()].map(connSnapshot),
+      ...[...server.clients.values()].map((c) => c.snapshot()),
       ...(extras.mqtt === undefined ? [] : [...extras.mqtt.connections.values()].map(mqttConnSnapshot))
     ],
-    closed: () => server.closed.toArray().map(closedSnapshot),
+    closed: () => server.closed.toArray(),
     accounts: () => [...server.accounts.values()].map((a) => accountSnapshot(server, a, extras)),
     jetstream: () => extras.jetstream?.snapshot(),
     health,

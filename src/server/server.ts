@@ -3,6 +3,7 @@
 // turn. Everything here is synchronous; time, randomness, logging and the flush
 // scheduler are injected so the Effect shell (or a simulation) decides what they are.
 import type { ServerOptions } from "../config/options.js"
+import type { ClosedConnSnapshot } from "../core/monitor/source.js"
 import { encodeInfo, noRespondersHmsg, writeErr, writeMsg } from "../core/nats/encode.js"
 import { type Conn, type ConnHandlers, TlsHandshakeError } from "../services/transport.js"
 import type { LogService } from "../services/log.js"
@@ -28,35 +29,11 @@ export interface ServerEnv {
   readonly serverId: string
 }
 
-/** What /connz keeps of a connection after it closed. */
-export interface ClosedClient {
-  readonly cid: number
-  readonly kind: string
-  readonly type: string
-  readonly ip: string
-  readonly port: number
-  readonly start: number
-  readonly lastActivity: number
-  readonly stop: number
-  readonly reason: string
-  readonly rttNs: number
-  readonly inMsgs: number
-  readonly outMsgs: number
-  readonly inBytes: number
-  readonly outBytes: number
-  readonly subscriptions: ReadonlyArray<{ readonly subject: string; readonly queue: string | undefined; readonly sid: string; readonly msgs: number; readonly max: number }>
-  readonly name: string
-  readonly lang: string
-  readonly version: string
-  readonly user: string
-  readonly account: string
-  readonly tls: { readonly version: string; readonly cipher: string } | undefined
-}
-
 export class Server {
   readonly accounts = new Map<string, Account>()
   readonly clients = new Map<number, Client>()
-  readonly closed: ClosedRing<ClosedClient>
+  /** Recently closed connections, as /connz?state=closed lists them. */
+  readonly closed: ClosedRing<ClosedConnSnapshot>
   readonly auth: Authenticator
   readonly authRequired: boolean
   readonly headersSupported: boolean
@@ -273,10 +250,9 @@ export class Server {
   }
 
   private removeClient(c: Client, reason: ClosedReason): void {
-    const now = this.env.now()
-    const subs: Array<ClosedClient["subscriptions"][number]> = []
+    // Taken before the subscriptions go, so the closed record still lists them.
+    this.closed.push({ ...c.snapshot(), pendingBytes: 0, stop: this.env.now(), reason })
     for (const s of c.subs.values()) {
-      subs.push({ subject: s.subject, queue: s.queue, sid: s.sid, msgs: s.delivered, max: s.max })
       s.closed = true
       c.account.sublist.remove(s)
     }
@@ -284,29 +260,6 @@ export class Server {
     c.out.clear()
     this.clients.delete(c.cid)
     c.account.numConnections--
-    this.closed.push({
-      cid: c.cid,
-      kind: c.kind,
-      type: c.type,
-      ip: c.conn.remoteAddress,
-      port: c.conn.remotePort,
-      start: c.start,
-      lastActivity: c.lastActivity,
-      stop: now,
-      reason,
-      rttNs: c.rttNs,
-      inMsgs: c.inMsgs,
-      outMsgs: c.outMsgs,
-      inBytes: c.inBytes,
-      outBytes: c.outBytes,
-      subscriptions: subs,
-      name: c.name,
-      lang: c.lang,
-      version: c.version,
-      user: c.user,
-      account: c.account.name,
-      tls: c.conn.tls
-    })
     this.log.debug(`${c.logPrefix()} - Client connection closed: ${reason}`)
   }
 

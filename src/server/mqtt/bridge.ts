@@ -16,7 +16,7 @@ import {
 } from "../../core/mqtt/index.js"
 import type { Conn, ConnHandlers } from "../../services/transport.js"
 import { GLOBAL_ACCOUNT } from "../account.js"
-import type { ClosedClient, Server } from "../server.js"
+import type { Server } from "../server.js"
 import { ClosedReason } from "../reasons.js"
 import type { Subscription } from "../subscription.js"
 import { encode, toClientPacket } from "./codec.js"
@@ -284,13 +284,8 @@ export class MqttBridge {
     if (!this.connections.delete(c.cid)) return
     c.closed = true
     c.client.closed = true
-    const subs: Array<ClosedClient["subscriptions"][number]> = []
-    for (const list of c.subs.values()) {
-      for (const s of list) {
-        subs.push({ subject: s.subject, queue: undefined, sid: s.sid, msgs: s.delivered, max: 0 })
-        this.removeSub(c, s)
-      }
-    }
+    this.server.closed.push(closedRecord(c, this.server.now()))
+    for (const list of c.subs.values()) for (const s of list) this.removeSub(c, s)
     c.subs.clear()
     const id = c.session.clientId
     const key = sessionKey(c.client.account.name, id)
@@ -298,7 +293,6 @@ export class MqttBridge {
       this.byClientId.delete(key)
       if (!c.session.cleanSession) this.stored.set(key, c.session.snapshot())
     }
-    this.server.closed.push(closedRecord(c, subs, this.server.now()))
   }
 
   /** Wake sessions whose deadline (keepalive, redelivery) has come. */

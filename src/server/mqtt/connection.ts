@@ -13,18 +13,12 @@ import {
   subscriptionSubjects,
   topicToSubject
 } from "../../core/mqtt/index.js"
+import type { ClosedConnSnapshot, ConnSnapshot } from "../../core/monitor/source.js"
 import type { Conn } from "../../services/transport.js"
 import type { Client } from "../client.js"
 import { ClientPermissions } from "../permissions.js"
-import type { ClosedClient, Server } from "../server.js"
+import type { Server } from "../server.js"
 import type { Subscription } from "../subscription.js"
-
-/** A closed MQTT connection as /connz keeps it: a ClosedClient plus its client id. */
-export interface MqttClosedClient extends ClosedClient {
-  readonly mqttClient: string
-}
-
-export const mqttClientOf = (c: ClosedClient): string | undefined => (c as Partial<MqttClosedClient>).mqttClient
 
 /**
  * Credentials and permissions of the NATS side: the user name and password of CONNECT
@@ -90,35 +84,36 @@ export class MqttConnection {
   }
 }
 
-/** What /connz?state=closed keeps of a finished MQTT connection. */
-export const closedRecord = (
-  c: MqttConnection,
-  subs: ClosedClient["subscriptions"],
-  stop: number
-): MqttClosedClient => {
-  const id = c.session.clientId
-  return {
-    cid: c.cid,
-    kind: "Client",
-    type: "mqtt",
-    ip: c.conn.remoteAddress,
-    port: c.conn.remotePort,
-    start: c.start,
-    lastActivity: c.lastActivity,
-    stop,
-    reason: c.reasonOverride ?? c.session.closeReason ?? CloseReason.ClientClosed,
-    rttNs: 0,
-    inMsgs: c.inMsgs,
-    outMsgs: c.outMsgs,
-    inBytes: c.inBytes,
-    outBytes: c.outBytes,
-    subscriptions: subs,
-    name: "",
-    lang: "mqtt",
-    version: "3.1.1",
-    user: c.client.user,
-    account: c.client.account.name,
-    tls: c.conn.tls,
-    mqttClient: id
-  }
-}
+/** What /connz shows of an MQTT connection while it is open. */
+export const mqttConnSnapshot = (c: MqttConnection): ConnSnapshot => ({
+  cid: c.cid,
+  kind: "Client",
+  type: "mqtt",
+  ip: c.conn.remoteAddress,
+  port: c.conn.remotePort,
+  start: c.start,
+  lastActivity: c.lastActivity,
+  rttNs: 0,
+  pendingBytes: c.conn.writableLength(),
+  inMsgs: c.inMsgs,
+  outMsgs: c.outMsgs,
+  inBytes: c.inBytes,
+  outBytes: c.outBytes,
+  subs: [...c.client.subs.values()].map((s) => ({ subject: s.subject, queue: undefined, sid: s.sid, msgs: s.delivered, max: 0 })),
+  name: "",
+  lang: "mqtt",
+  version: "3.1.1",
+  tlsVersion: c.conn.tls?.version,
+  tlsCipher: c.conn.tls?.cipher,
+  user: c.client.user === "" ? undefined : c.client.user,
+  account: c.client.account.name,
+  mqttClient: c.session.clientId === "" ? undefined : c.session.clientId
+})
+
+/** What /connz?state=closed keeps of a finished MQTT connection (taken before its subscriptions go). */
+export const closedRecord = (c: MqttConnection, stop: number): ClosedConnSnapshot => ({
+  ...mqttConnSnapshot(c),
+  pendingBytes: 0,
+  stop,
+  reason: c.reasonOverride ?? c.session.closeReason ?? CloseReason.ClientClosed
+})
