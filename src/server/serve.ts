@@ -50,7 +50,7 @@ export const serve = (
       Effect.mapError((e) => new StartupError(`Could not start JetStream: ${e.message}`))
     )
     if (jetstream !== undefined) log.info(`Starting JetStream, store directory "${options.jetstream!.storeDir}"`)
-    const mqtt = options.mqtt === undefined ? undefined : yield* startMqtt(running.server, options.mqtt)
+    const mqtt = options.mqtt === undefined ? undefined : yield* startMqtt(running.server, options.mqtt, jetstream)
     if (mqtt !== undefined) log.info(`Listening for MQTT clients on ${hostPort(mqtt.host, mqtt.port)}`)
     let monitor: MonitorHandle | undefined
     if (options.httpPort !== undefined || options.httpsPort !== undefined) {

@@ -93,6 +93,7 @@ const minQos = (a: number, b: number): QoS => Math.min(a, b) as QoS
 
 export class MqttSession {
   private phase: Phase = "awaitConnect"
+  private readyValue = false
   private clientIdValue = ""
   private clean = true
   private keepaliveMs = 0
@@ -121,6 +122,11 @@ export class MqttSession {
     return this.clientIdValue
   }
 
+  /** Whether the session was ever established (CONNACK 0 sent): only then is there state to keep. */
+  get isReady(): boolean {
+    return this.readyValue
+  }
+
   get isClosed(): boolean {
     return this.phase === "closed"
   }
@@ -136,6 +142,11 @@ export class MqttSession {
   /** Unacknowledged outbound messages. */
   get inflightCount(): number {
     return this.out.inflight.size
+  }
+
+  /** Outbound QoS 1/2 messages the session still owes: in flight plus queued. */
+  get pendingCount(): number {
+    return this.out.inflight.size + this.out.queue.length
   }
 
   step(input: SessionInput, now: number): SessionAction[] {
@@ -316,6 +327,7 @@ export class MqttSession {
       present = true
     }
     this.phase = "connected"
+    this.readyValue = true
     this.send({ cmd: "connack", returnCode: ConnackCode.Accepted, sessionPresent: present })
     for (const [filter, s] of this.subs) {
       this.emit({ type: "subscribe", filter, subjects: s.subjects, qos: s.qos, restored: true })

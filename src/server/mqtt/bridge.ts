@@ -1,26 +1,35 @@
 // The MQTT bridge: one MqttSession per connection, driven synchronously from socket
 // chunks, routed through the NATS engine's Sublist with one internal client per
-// connection. QoS 1/2 state and retained messages live in memory only for now: they
-// do not survive a restart (the `$MQTT_*` streams come later; `persist` is ignored).
+// connection. With the stream subsystem on, QoS 1/2 messages, sessions and retained
+// messages are kept in the account's `$MQTT_*` streams (persist.ts) and nothing that
+// depends on a write is said to a client before the write is durable; without it
+// they live in memory. Persistent sessions of disconnected clients stay subscribed
+// ("detached") and queue the QoS 1/2 messages published while they are away.
 import * as MqttPacket from "mqtt-packet"
 import type { MqttOptions } from "../../config/options.js"
 import {
   defaultSessionConfig,
   type FlapRecord,
+  filterMatchesSubject,
   MAX_TOPIC_BYTES,
+  type QoS,
   recordTakeover,
   type SessionAction,
   type SessionInput,
   type SessionSnapshot,
+  subjectToTopic,
+  subscriptionSubjects,
   topicMatchesFilter
 } from "../../core/mqtt/index.js"
 import type { Conn, ConnHandlers } from "../../services/transport.js"
 import { GLOBAL_ACCOUNT } from "../account.js"
+import type { Client } from "../client.js"
 import type { Server } from "../server.js"
 import { ClosedReason } from "../reasons.js"
 import type { Subscription } from "../subscription.js"
 import { encode, toClientPacket } from "./codec.js"
 import { closedRecord, MqttConnection } from "./connection.js"
+import type { MqttAccountStore, MqttPersistence, RetainedMsg } from "./persist.js"
 
 /** Takeovers of one client id within this window beyond the limit count as flapping (logged). */
 const FLAP_WINDOW_MS = 10_000
@@ -28,10 +37,17 @@ const FLAP_MAX_TAKEOVERS = 3
 
 const sessionKey = (account: string, clientId: string): string => `${account}\n${clientId}`
 
-interface Retained {
-  readonly topic: string
-  readonly payload: Uint8Array
-  readonly qos: number
+/** A persistent session whose client is away: still subscribed, queueing QoS 1/2 messages. */
+interface Detached {
+  readonly key: string
+  readonly account: string
+  readonly snapshot: SessionSnapshot
+  readonly queued: Array<SessionSnapshot["queued"][number]>
+  readonly filters: ReadonlyArray<{ readonly filter: string; readonly qos: QoS; readonly subjects: ReadonlyArray<string> }>
+  subs: Array<Subscription>
+  lastBuf: Buffer | undefined
+  lastStart: number
+  full: boolean
 }
 
 export class MqttBridge {
@@ -40,9 +56,11 @@ export class MqttBridge {
   totalConnections = 0
   // Client ids, retained messages and stored sessions are per account, as subjects are.
   private readonly byClientId = new Map<string, MqttConnection>()
-  private readonly retained = new Map<string, Map<string, Retained>>()
-  /** Persistent (clean-session 0) sessions of disconnected clients, in memory only. */
-  private readonly stored = new Map<string, SessionSnapshot>()
+  private readonly retained = new Map<string, Map<string, RetainedMsg>>()
+  /** Persistent (clean-session 0) sessions of disconnected clients. */
+  private readonly detached = new Map<string, Detached>()
+  private readonly offlineClients = new Map<string, Client>()
+  private touchedDetached: Array<Detached> = []
   readonly sessionConfig
   private readonly flaps = new Map<string, FlapRecord>()
   private dirty: Array<MqttConnection> = []
@@ -50,12 +68,19 @@ export class MqttBridge {
   private readonly flushFn = () => this.flush()
   // QoS of the MQTT PUBLISH being routed right now (routing is synchronous); 0 for NATS-originated messages.
   private routingQos = 0
+  // The `$MQTT_msgs` sequence of the message being routed, when it is stored.
+  private routingRef: number | undefined = undefined
   /** The largest packet accepted: max_payload plus room for a full-length topic and the header fields. */
   readonly maxPacketBytes: number
   host: string
   port: number
 
-  constructor(readonly server: Server, readonly options: MqttOptions) {
+  constructor(
+    readonly server: Server,
+    readonly options: MqttOptions,
+    /** The `$MQTT_*` streams; undefined when the stream subsystem is off (state in memory). */
+    readonly persistence: MqttPersistence | undefined = undefined
+  ) {
     this.maxPacketBytes = server.options.maxPayload + MAX_TOPIC_BYTES + 8
     this.sessionConfig = { ...defaultSessionConfig, ackWaitMs: options.ackWaitMs, maxAckPending: options.maxAckPending }
     this.host = options.host
@@ -67,8 +92,42 @@ export class MqttBridge {
     return this.byClientId.get(sessionKey(account, clientId))
   }
 
-  private retainedOf(c: MqttConnection): Map<string, Retained> {
+  /** The account's `$MQTT_*` streams, once open. */
+  private storeOf(account: string): MqttAccountStore | undefined {
+    return this.persistence?.ready(account)
+  }
+
+  /** Whether a connection's state is kept in streams (a persistent session of an account with streams). */
+  private persisted(c: MqttConnection): MqttAccountStore | undefined {
+    return c.session.cleanSession ? undefined : this.storeOf(c.client.account.name)
+  }
+
+  /** Open an account's streams and take over the sessions stored in them. */
+  openAccount(account: string): Promise<void> {
+    if (this.persistence === undefined || this.storeOf(account) !== undefined) return Promise.resolve()
+    return this.persistence.open(account).then((store) => {
+      if (store === undefined) return
+      for (const [clientId, snap] of store.sessions) {
+        const key = sessionKey(account, clientId)
+        if (!this.byClientId.has(key) && !this.detached.has(key)) this.detach(key, account, snap, [...snap.queued])
+      }
+      store.sessions.clear()
+    })
+  }
+
+  /** After a restart: every account that has MQTT streams is opened and its sessions detached. */
+  openStoredAccounts(): Promise<void> {
+    const p = this.persistence
+    if (p === undefined) return Promise.resolve()
+    const names: string[] = []
+    for (const [name, acc] of p.js.accounts) if (acc.streams.has("$MQTT_sess")) names.push(name)
+    return Promise.all(names.map((n) => this.openAccount(n))).then(() => undefined)
+  }
+
+  private retainedOf(c: MqttConnection): Map<string, RetainedMsg> {
     const name = c.client.account.name
+    const store = this.storeOf(name)
+    if (store !== undefined) return store.retained
     let m = this.retained.get(name)
     if (m === undefined) {
       m = new Map()
@@ -130,60 +189,145 @@ export class MqttBridge {
         return this.close(c)
       case "publish":
         return this.publish(c, a.subject, a.payload, a.qos, a.confirm)
-      case "storeRetained":
-        this.retainedOf(c).set(a.topic, { topic: a.topic, payload: a.payload, qos: a.qos })
+      case "storeRetained": {
+        const store = this.storeOf(c.client.account.name)
+        if (store !== undefined) store.storeRetained(a.topic, a.subject, a.payload, a.qos)
+        else this.retainedOf(c).set(a.topic, { topic: a.topic, payload: a.payload, qos: a.qos })
         return
-      case "deleteRetained":
-        this.retainedOf(c).delete(a.topic)
+      }
+      case "deleteRetained": {
+        const store = this.storeOf(c.client.account.name)
+        if (store !== undefined) store.deleteRetained(a.topic, a.subject)
+        else this.retainedOf(c).delete(a.topic)
         return
+      }
       case "accept":
         return this.onAccept(c, a.clientId, a.cleanSession)
       case "subscribe":
         return this.subscribe(c, a.filter, a.subjects, a.restored)
       case "unsubscribe":
         return this.unsubscribe(c, a.filter)
-      // Persistence, acks of stored messages and deadlines: nothing is stored yet, and
-      // deadlines are polled by the tick loop through nextDeadline().
       case "persist":
+        return this.persist(c, a.stream, a.key, a.record)
       case "ack":
-      case "drop":
+      case "drop": {
+        const store = this.persisted(c)
+        if (store !== undefined && typeof a.ref === "number") {
+          store.unref(a.ref)
+          if (c.recordDirty === undefined) c.recordDirty = "lazy"
+        }
+        return
+      }
+      // Deadlines are polled by the tick loop through nextDeadline().
       case "deadline":
         return
     }
   }
 
+  /** QoS 2 and subscription state of a persistent session: written now, output held until durable. */
+  private persist(c: MqttConnection, stream: string, key: string, record: unknown): void {
+    const store = this.persisted(c)
+    if (store === undefined) return
+    if (stream === "$MQTT_sess") c.recordDirty = "now"
+    else {
+      const packetId = Number(key.slice(key.lastIndexOf("/") + 1))
+      store.qos2State(stream as "$MQTT_qos2in" | "$MQTT_out", c.session.clientId, packetId, record !== undefined)
+    }
+    this.hold(c)
+  }
+
+  private hold(c: MqttConnection): void {
+    c.held = true
+    this.markDirty(c)
+  }
+
+  private markDirty(c: MqttConnection): void {
+    if (c.dirty) return
+    c.dirty = true
+    this.dirty.push(c)
+    this.scheduleFlush()
+  }
+
+  private scheduleFlush(): void {
+    if (this.flushScheduled) return
+    this.flushScheduled = true
+    this.server.env.scheduleFlush(this.flushFn)
+  }
+
   private send(c: MqttConnection, packet: Parameters<typeof encode>[0]): void {
     if (c.closed) return
-    if (packet.cmd === "publish") c.outMsgs++
+    if (packet.cmd === "publish") {
+      c.outMsgs++
+      // A QoS 2 packet id handed out must be on disk first: after a restart the message
+      // goes out again under the same id, which the client uses to drop the duplicate.
+      if (packet.qos === 2 && !packet.dup && this.persisted(c) !== undefined) {
+        c.recordDirty = "now"
+        c.held = true
+      } else if (packet.qos === 1 && c.recordDirty === undefined && this.persisted(c) !== undefined) c.recordDirty = "lazy"
+    }
     const buf = encode(packet)
     c.outBytes += buf.length
     c.out.push(buf)
-    if (!c.dirty) {
-      c.dirty = true
-      this.dirty.push(c)
-      if (!this.flushScheduled) {
-        this.flushScheduled = true
-        this.server.env.scheduleFlush(this.flushFn)
-      }
-    }
+    this.markDirty(c)
   }
 
-  /** One write per connection per event-loop turn. */
+  /** One write per connection per event-loop turn; output that depends on this turn's writes waits for their commit. */
   flush(): void {
     this.flushScheduled = false
     const list = this.dirty
     this.dirty = []
+    let held: Array<readonly [MqttConnection, Array<Buffer>]> | undefined
     for (const c of list) {
       c.dirty = false
       c.lastBuf = undefined
+      if (c.recordDirty === "now") this.writeRecord(c)
+      if ((c.held || c.awaiting > 0) && !c.closed && this.persistence !== undefined) {
+        c.held = false
+        if (c.out.length === 0) continue
+        ;(held ??= []).push([c, c.out])
+        c.out = []
+        c.awaiting++
+        continue
+      }
+      c.held = false
       this.writeOut(c)
     }
+    for (const d of this.touchedDetached) d.lastBuf = undefined
+    this.touchedDetached = []
+    if (held !== undefined) {
+      const batch = held
+      this.persistence!.commit((ok) => {
+        for (const [c, bufs] of batch) {
+          c.awaiting--
+          if (c.closed) continue
+          if (!ok) this.storeFailed(c)
+          else this.writeBufs(c, bufs)
+        }
+      })
+    }
+  }
+
+  private writeRecord(c: MqttConnection): void {
+    c.recordDirty = undefined
+    const store = this.persisted(c)
+    if (store !== undefined && !c.session.isClosed) store.writeSession(c.session.snapshot())
+  }
+
+  /** The streams could not make a write durable: the client is cut off and retries (nothing was confirmed). */
+  private storeFailed(c: MqttConnection): void {
+    if (c.closed) return
+    c.reasonOverride = "Store Failure"
+    this.input(c, { type: "connectionLost" })
   }
 
   private writeOut(c: MqttConnection): void {
     if (c.out.length === 0) return
     const bufs = c.out
     c.out = []
+    this.writeBufs(c, bufs)
+  }
+
+  private writeBufs(c: MqttConnection, bufs: Array<Buffer>): void {
     c.lastActivity = this.server.now()
     if (bufs.length === 1) c.conn.write(bufs[0])
     else c.conn.writev(bufs)
@@ -209,23 +353,68 @@ export class MqttBridge {
       this.input(older, { type: "takenOver" })
     }
     this.byClientId.set(key, c)
-    const stored = clean ? undefined : this.stored.get(key)
-    this.stored.delete(key)
-    this.input(c, { type: "sessionReady", stored })
+    const account = c.client.account.name
+    if (this.persistence === undefined || this.storeOf(account) !== undefined) return this.sessionReady(c, key, clean)
+    // First client of the account since start: its streams are opened (or created) first.
+    this.openAccount(account).then(() => {
+      if (!c.closed && this.byClientId.get(key) === c) this.sessionReady(c, key, clean)
+    })
   }
 
-  private publish(c: MqttConnection, subject: string, payload: Uint8Array, qos: number, confirm: number | undefined): void {
+  private sessionReady(c: MqttConnection, key: string, clean: boolean): void {
+    const d = this.detached.get(key)
+    let stored: SessionSnapshot | undefined
+    if (d !== undefined) {
+      this.detached.delete(key)
+      for (const s of d.subs) this.removeSub(s)
+      stored = { ...d.snapshot, queued: d.queued }
+    }
+    const store = this.storeOf(c.client.account.name)
+    if (clean) {
+      // A clean session discards what was stored under the id [MQTT-3.1.2-6].
+      if (stored !== undefined) store?.deleteSession(stored, c.session.clientId)
+      this.input(c, { type: "sessionReady", stored: undefined })
+      return
+    }
+    this.input(c, { type: "sessionReady", stored })
+    if (store !== undefined && !c.closed) {
+      c.recordDirty = "now"
+      this.hold(c)
+    }
+  }
+
+  private publish(c: MqttConnection, subject: string, payload: Uint8Array, qos: QoS, confirm: number | undefined): void {
     c.inMsgs++
     const buf = Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength)
-    const outer = this.routingQos
+    const store = qos > 0 ? this.storeOf(c.client.account.name) : undefined
+    let ref: number | undefined
+    if (store !== undefined) {
+      // Kept until every persistent session it is routed to has it acknowledged.
+      const r = store.storeMessage(subject, payload, qos)
+      if (typeof r !== "number") {
+        this.server.log.error(`MQTT client "${c.session.clientId}": message on '${subject}' could not be stored: ${r.message}`)
+        if (confirm !== undefined) return this.storeFailed(c)
+      } else ref = r
+    }
+    const outerQos = this.routingQos
+    const outerRef = this.routingRef
     this.routingQos = qos
+    this.routingRef = ref
     try {
       this.server.internalPublish(c.client, subject, "", undefined, buf)
     } finally {
-      this.routingQos = outer
+      this.routingQos = outerQos
+      this.routingRef = outerRef
     }
-    // Not durable yet: in memory, a routed message counts as accepted.
-    if (confirm !== undefined && !c.closed) this.input(c, { type: "published", packetId: confirm })
+    if (ref !== undefined) store!.releaseIfUnheld(ref)
+    if (confirm === undefined || c.closed) return
+    // In memory, a routed message counts as accepted; with streams, once it is on disk.
+    if (store === undefined) return this.input(c, { type: "published", packetId: confirm })
+    this.persistence!.commit((ok) => {
+      if (c.closed) return
+      if (ok) this.input(c, { type: "published", packetId: confirm })
+      else this.storeFailed(c)
+    })
   }
 
   private subscribe(c: MqttConnection, filter: string, subjects: ReadonlyArray<string>, restored: boolean): void {
@@ -237,22 +426,20 @@ export class MqttBridge {
         if (c.lastBuf === buf && c.lastStart === start) return
         c.lastBuf = buf
         c.lastStart = start
-        if (!c.dirty) {
-          // Make sure the dedup marker is cleared at the end of this turn even if nothing is sent.
-          c.dirty = true
-          this.dirty.push(c)
-          if (!this.flushScheduled) {
-            this.flushScheduled = true
-            this.server.env.scheduleFlush(this.flushFn)
-          }
-        }
+        // Make sure the dedup marker is cleared at the end of this turn even if nothing is sent.
+        this.markDirty(c)
         const from = hdrLen >= 0 ? start + hdrLen : start
-        this.input(c, { type: "deliver", subject: subj, payload: buf.subarray(from, end), qos: this.routingQos })
+        const ref = this.routingRef
+        const store = ref === undefined ? undefined : this.persisted(c)
+        const before = store === undefined ? 0 : c.session.pendingCount
+        this.input(c, { type: "deliver", subject: subj, payload: buf.subarray(from, end), qos: this.routingQos, ref })
+        // A persistent session that took the stored message holds it until acknowledged.
+        if (store !== undefined && c.session.pendingCount > before) store.ref(ref!)
       }))
     }
     c.subs.set(filter, list)
     if (restored) return
-    const messages: Array<Retained> = []
+    const messages: Array<RetainedMsg> = []
     for (const r of this.retainedOf(c).values()) if (topicMatchesFilter(r.topic, filter)) messages.push(r)
     if (messages.length > 0) this.input(c, { type: "retained", filter, messages })
   }
@@ -261,20 +448,20 @@ export class MqttBridge {
     const list = c.subs.get(filter)
     if (list === undefined) return
     c.subs.delete(filter)
-    for (const s of list) this.removeSub(c, s)
+    for (const s of list) this.removeSub(s)
   }
 
-  private removeSub(c: MqttConnection, s: Subscription): void {
+  private removeSub(s: Subscription): void {
     s.closed = true
-    c.client.subs.delete(s.sid)
-    c.client.account.sublist.remove(s)
+    s.client.subs.delete(s.sid)
+    s.client.account.sublist.remove(s)
   }
 
   /** The session ended: flush what it said last (CONNACK refusal, …), then end the socket. */
   private close(c: MqttConnection): void {
     if (c.closed) return
     c.closed = true
-    this.writeOut(c)
+    if (c.awaiting === 0) this.writeOut(c)
     c.conn.end()
     this.finish(c)
   }
@@ -285,31 +472,95 @@ export class MqttBridge {
     c.closed = true
     c.client.closed = true
     this.server.closed.push(closedRecord(c, this.server.now()))
-    for (const list of c.subs.values()) for (const s of list) this.removeSub(c, s)
+    for (const list of c.subs.values()) for (const s of list) this.removeSub(s)
     c.subs.clear()
     const id = c.session.clientId
-    const key = sessionKey(c.client.account.name, id)
+    const account = c.client.account.name
+    const key = sessionKey(account, id)
     if (id !== "" && this.byClientId.get(key) === c) {
       this.byClientId.delete(key)
-      if (!c.session.cleanSession) this.stored.set(key, c.session.snapshot())
+      if (!c.session.cleanSession && c.session.isReady) {
+        const snap = c.session.snapshot()
+        const store = this.storeOf(account)
+        if (store !== undefined) {
+          store.writeSession(snap)
+          this.persistence!.commit(() => {})
+        }
+        this.detach(key, account, snap, [...snap.queued])
+      }
     }
   }
 
-  /** Wake sessions whose deadline (keepalive, redelivery) has come. */
+  /** Keep a persistent session subscribed while its client is away. */
+  private detach(key: string, account: string, snapshot: SessionSnapshot, queued: Array<SessionSnapshot["queued"][number]>): void {
+    const filters: Array<Detached["filters"][number]> = []
+    for (const s of snapshot.subscriptions) {
+      const subjects = subscriptionSubjects(s.filter)
+      if (subjects.ok) filters.push({ filter: s.filter, qos: s.qos, subjects: subjects.value })
+    }
+    const d: Detached = { key, account, snapshot, queued, filters, subs: [], lastBuf: undefined, lastStart: -1, full: false }
+    let client = this.offlineClients.get(account)
+    if (client === undefined) {
+      client = this.server.internalClient(account, "mqtt-sessions")
+      this.offlineClients.set(account, client)
+    }
+    for (const f of filters) {
+      if (f.qos === 0) continue // QoS 0 messages are not kept for an absent client
+      for (const subject of f.subjects) {
+        d.subs.push(this.server.internalSubscribe(client, subject, undefined, (subj, _r, hdrLen, buf, start, end) =>
+          this.deliverDetached(d, subj, hdrLen, buf, start, end)))
+      }
+    }
+    this.detached.set(key, d)
+  }
+
+  private deliverDetached(d: Detached, subject: string, hdrLen: number, buf: Buffer, start: number, end: number): void {
+    if (d.lastBuf === buf && d.lastStart === start) return
+    if (d.lastBuf === undefined) {
+      this.touchedDetached.push(d)
+      this.scheduleFlush()
+    }
+    d.lastBuf = buf
+    d.lastStart = start
+    if (this.routingQos === 0) return
+    let best = 0
+    for (const f of d.filters) if (f.qos > best && filterMatchesSubject(f.filter, f.subjects, subject)) best = f.qos
+    const qos = Math.min(best, this.routingQos) as QoS
+    if (qos === 0) return
+    if (d.queued.length >= this.sessionConfig.maxQueued) {
+      if (!d.full) this.server.log.warn(`MQTT session "${d.snapshot.clientId}": ${d.queued.length} messages queued while away; newer ones are dropped`)
+      d.full = true
+      return
+    }
+    const from = hdrLen >= 0 ? start + hdrLen : start
+    const ref = this.routingRef
+    d.queued.push({ qos, topic: subjectToTopic(subject), payload: buf.subarray(from, end), retain: false, ref })
+    if (ref !== undefined) this.storeOf(d.account)?.ref(ref)
+  }
+
+  /** Wake sessions whose deadline (keepalive, redelivery) has come; rewrite stale session records. */
   tick(now: number): void {
+    let wrote = false
     for (const c of [...this.connections.values()]) {
       const at = c.session.nextDeadline()
       if (at !== undefined && at <= now && !c.closed) this.input(c, { type: "tick" })
+      if (c.recordDirty === "lazy" && !c.closed) {
+        this.writeRecord(c)
+        wrote = true
+      }
     }
+    if (wrote) this.persistence!.commit(() => {})
   }
 
-  /** Server shutdown: close every connection without publishing wills. */
-  shutdown(): void {
+  /** Server shutdown: close every connection without publishing wills; stored state is synced. */
+  shutdown(): Promise<void> {
     for (const c of [...this.connections.values()]) {
       c.closed = true
-      this.writeOut(c)
+      if (c.awaiting === 0) this.writeOut(c)
       c.conn.end()
       this.finish(c)
     }
+    const p = this.persistence
+    return p === undefined ? Promise.resolve() : new Promise((resolve) => p.commit(() => resolve()))
   }
 }

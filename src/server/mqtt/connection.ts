@@ -70,6 +70,12 @@ export class MqttConnection {
   // The last routed message seen, so overlapping subscriptions deliver it once.
   lastBuf: Buffer | undefined
   lastStart = -1
+  /** This turn's output depends on state written this turn: it waits for the commit. */
+  held = false
+  /** Output batches waiting for a commit: later output queues behind them. */
+  awaiting = 0
+  /** The session record must be rewritten: before this turn's output ("now") or soon ("lazy"). */
+  recordDirty: "now" | "lazy" | undefined
 
   constructor(
     server: Server,

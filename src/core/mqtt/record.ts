@@ -1,0 +1,123 @@
+// What the MQTT bridge writes into the `$MQTT_*` streams, as plain data and bytes:
+// the session record of `$MQTT_sess`, the QoS header of `$MQTT_msgs`/`$MQTT_rmsgs`
+// messages, and the stream subjects. Pure: the shell stores and loads the bytes.
+import { createHash } from "node:crypto"
+import type { QoS, SessionSnapshot } from "./types.js"
+
+export const MqttStream = {
+  sess: "$MQTT_sess",
+  msgs: "$MQTT_msgs",
+  rmsgs: "$MQTT_rmsgs",
+  qos2in: "$MQTT_qos2in",
+  out: "$MQTT_out"
+} as const
+
+export type MqttStreamName = (typeof MqttStream)[keyof typeof MqttStream]
+
+/** The subject space each stream captures (never overlapping a user's `$MQTT.` use by accident). */
+export const MqttStreamSubject: Record<MqttStreamName, string> = {
+  $MQTT_sess: "$MQTT.sess.>",
+  $MQTT_msgs: "$MQTT.msgs.>",
+  $MQTT_rmsgs: "$MQTT.rmsgs.>",
+  $MQTT_qos2in: "$MQTT.qos2.in.>",
+  $MQTT_out: "$MQTT.out.pubrel.>"
+}
+
+/**
+ * The storage key of a client id: a hash, so that any id (any UTF-8, any length) makes
+ * a valid subject token. The full id is kept in the record and compared on restore.
+ */
+export const sessionHash = (clientId: string): string => createHash("sha256").update(clientId, "utf8").digest("hex").slice(0, 32)
+
+export const sessSubject = (hash: string): string => `$MQTT.sess.${hash}`
+export const msgSubject = (subject: string): string => `$MQTT.msgs.${subject}`
+export const retainedSubject = (subject: string): string => `$MQTT.rmsgs.${subject}`
+export const qos2InSubject = (hash: string, packetId: number): string => `$MQTT.qos2.in.${hash}.${packetId}`
+export const pubrelSubject = (hash: string, packetId: number): string => `$MQTT.out.pubrel.${hash}.${packetId}`
+
+/** The NATS subject a `$MQTT.msgs.`/`$MQTT.rmsgs.` stream subject was stored for. */
+export const storedSubjectOf = (streamSubject: string): string => {
+  const i = streamSubject.indexOf(".", "$MQTT.".length)
+  return streamSubject.slice(i + 1)
+}
+
+// One pre-encoded header per QoS: the publish path allocates nothing for it.
+const QOS_HEADERS = [0, 1, 2].map((q) => Buffer.from(`NATS/1.0\r\nMqtt-QoS: ${q}\r\n\r\n`))
+
+export const qosHeader = (qos: QoS): Buffer => QOS_HEADERS[qos]
+
+/** The QoS a stored MQTT message was published with (1 when the header is missing). */
+export const qosOfHeader = (headers: Uint8Array | undefined): QoS => {
+  if (headers === undefined) return 1
+  const m = /Mqtt-QoS: ([0-2])/.exec(Buffer.from(headers.buffer, headers.byteOffset, headers.byteLength).toString("latin1"))
+  return m === null ? 1 : (Number(m[1]) as QoS)
+}
+
+/**
+ * A pending message in a stored session: `seq` when its body lives in `$MQTT_msgs`,
+ * else topic and payload inline (retained replays, messages routed without a store).
+ */
+interface StoredPending {
+  readonly q: 1 | 2
+  readonly s?: number
+  readonly t?: string
+  readonly d?: string
+  readonly r?: boolean
+}
+
+/**
+ * The `$MQTT_sess` record. `cursor`: every `$MQTT_msgs` message after it that matches
+ * a QoS 1/2 subscription is pending for the session too, so messages routed to the
+ * session after the record was written are not lost when the record is stale.
+ */
+export interface SessionRecord {
+  readonly v: 1
+  readonly id: string
+  readonly subs: ReadonlyArray<{ readonly f: string; readonly q: QoS }>
+  readonly pid: number
+  readonly cursor: number
+  readonly out: ReadonlyArray<StoredPending & { readonly p: number; readonly ph: "publish" | "pubrel" }>
+  readonly queued: ReadonlyArray<StoredPending>
+}
+
+const pending = (m: { qos: 1 | 2; topic: string; payload: Uint8Array; retain: boolean; ref?: string | number | undefined }): StoredPending =>
+  typeof m.ref === "number"
+    ? { q: m.qos, s: m.ref }
+    : { q: m.qos, t: m.topic, d: Buffer.from(m.payload.buffer, m.payload.byteOffset, m.payload.byteLength).toString("base64"), r: m.retain }
+
+export const encodeSessionRecord = (snap: SessionSnapshot, cursor: number): Buffer => {
+  const rec: SessionRecord = {
+    v: 1,
+    id: snap.clientId,
+    subs: snap.subscriptions.map((s) => ({ f: s.filter, q: s.qos })),
+    pid: snap.lastPacketId,
+    cursor,
+    // PUBREL state lives in `$MQTT_out`; kept here too so the send order survives.
+    out: snap.outbound.map((o) => ({ ...pending(o), p: o.packetId, ph: o.phase })),
+    queued: snap.queued.map(pending)
+  }
+  return Buffer.from(JSON.stringify(rec))
+}
+
+export const decodeSessionRecord = (bytes: Uint8Array): SessionRecord | undefined => {
+  try {
+    const r = JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("utf8")) as SessionRecord
+    if (r?.v !== 1 || typeof r.id !== "string" || !Array.isArray(r.subs) || !Array.isArray(r.out) || !Array.isArray(r.queued)) return undefined
+    return r
+  } catch {
+    return undefined
+  }
+}
+
+/** A pending entry of a record back to a message, given the bodies of `$MQTT_msgs` (by seq). */
+export const pendingMessage = (
+  e: StoredPending,
+  load: (seq: number) => { topic: string; payload: Uint8Array } | undefined
+): { qos: 1 | 2; topic: string; payload: Uint8Array; retain: boolean; ref?: number } | undefined => {
+  if (e.s !== undefined) {
+    const m = load(e.s)
+    return m === undefined ? undefined : { qos: e.q, topic: m.topic, payload: m.payload, retain: false, ref: e.s }
+  }
+  if (e.t === undefined) return undefined
+  return { qos: e.q, topic: e.t, payload: Buffer.from(e.d ?? "", "base64"), retain: e.r === true }
+}

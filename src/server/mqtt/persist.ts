@@ -1,0 +1,361 @@
+// MQTT state in the five `$MQTT_*` streams of each account (spec 2.9), when the stream
+// subsystem runs. Writes are synchronous appends (`storeSync`) made durable by a group
+// commit: the bridge says nothing to a client that depends on a write until the commit
+// covering it completed. Everything a running bridge reads (retained messages, stored
+// sessions) is loaded once, when the account's streams are opened, and kept in memory.
+import { Effect } from "effect"
+import {
+  decodeSessionRecord,
+  encodeSessionRecord,
+  MqttStream,
+  type MqttStreamName,
+  MqttStreamSubject,
+  msgSubject,
+  pendingMessage,
+  pubrelSubject,
+  qos2InSubject,
+  qosHeader,
+  qosOfHeader,
+  retainedSubject,
+  sessionHash,
+  sessSubject,
+  storedSubjectOf,
+  subjectToTopic,
+  subscriptionSubjects,
+  type QoS,
+  type SessionSnapshot
+} from "../../core/mqtt/index.js"
+import { matchLiteral } from "../../core/subject/subject.js"
+import type { LogService } from "../../services/log.js"
+import type { StoreError, StreamStore } from "../../services/store.js"
+import { handleApi } from "../jetstream/api.js"
+import type { JetStream, JsAccount } from "../jetstream/jetstream.js"
+import type { JsStream } from "../jetstream/stream.js"
+
+export interface RetainedMsg {
+  readonly topic: string
+  readonly payload: Uint8Array
+  readonly qos: number
+}
+
+/** Every stream keeps one record per subject, except `$MQTT_msgs` (removed when delivered). */
+const streamConfig = (name: MqttStreamName) => ({
+  name,
+  subjects: [MqttStreamSubject[name]],
+  storage: "file",
+  retention: "limits",
+  max_msgs_per_subject: name === MqttStream.msgs ? -1 : 1
+})
+
+const STREAMS: ReadonlyArray<MqttStreamName> = [MqttStream.sess, MqttStream.msgs, MqttStream.rmsgs, MqttStream.qos2in, MqttStream.out]
+
+const tokenAt = (subject: string, fromEnd: number): string => {
+  const t = subject.split(".")
+  return t[t.length - 1 - fromEnd] ?? ""
+}
+
+/** The MQTT streams of one account, and what was loaded from them. */
+export class MqttAccountStore {
+  /** Retained messages by topic (the live view; `$MQTT_rmsgs` is its durable copy). */
+  readonly retained = new Map<string, RetainedMsg>()
+  /** Sessions read from `$MQTT_sess` at open, by client id; the bridge takes them over. */
+  readonly sessions = new Map<string, SessionSnapshot>()
+  /** `$MQTT_msgs` sequence -> number of persistent sessions holding it. */
+  private readonly refs = new Map<number, number>()
+
+  constructor(
+    readonly owner: MqttPersistence,
+    readonly name: string,
+    private readonly streams: Readonly<Record<MqttStreamName, JsStream>>
+  ) {}
+
+  private store(name: MqttStreamName): StreamStore {
+    const st = this.streams[name].store
+    this.owner.touched.add(st)
+    return st
+  }
+
+  private put(name: MqttStreamName, subject: string, headers: Uint8Array | undefined, payload: Uint8Array): number | StoreError {
+    return this.store(name).storeSync(subject, headers, payload, this.owner.now())
+  }
+
+  private drop(name: MqttStreamName, subject: string): void {
+    const r = Effect.runSync(Effect.either(this.store(name).purge({ subject })))
+    if (r._tag === "Left") this.owner.log.error(`MQTT: could not remove '${subject}' from stream '${name}': ${r.left.message}`)
+  }
+
+  /** Store a QoS 1/2 message published by an MQTT client; its sequence is the delivery ref. */
+  storeMessage(subject: string, payload: Uint8Array, qos: QoS): number | StoreError {
+    return this.put(MqttStream.msgs, msgSubject(subject), qosHeader(qos), payload)
+  }
+
+  /** The last state of the `$MQTT_msgs` sequence space: every message up to it was routed. */
+  lastMessageSeq(): number {
+    return this.streams[MqttStream.msgs].store.state().last_seq
+  }
+
+  ref(seq: number): void {
+    this.refs.set(seq, (this.refs.get(seq) ?? 0) + 1)
+  }
+
+  /** One holder is done with `seq`; the message goes when nobody holds it. */
+  unref(seq: number): void {
+    const n = (this.refs.get(seq) ?? 0) - 1
+    if (n > 0) this.refs.set(seq, n)
+    else {
+      this.refs.delete(seq)
+      this.removeMessage(seq)
+    }
+  }
+
+  /** After routing: a message no persistent session took is not kept. */
+  releaseIfUnheld(seq: number): void {
+    if (!this.refs.has(seq)) this.removeMessage(seq)
+  }
+
+  private removeMessage(seq: number): void {
+    const r = Effect.runSync(Effect.either(this.store(MqttStream.msgs).remove(seq)))
+    if (r._tag === "Left") this.owner.log.error(`MQTT: could not remove message ${seq} from ${MqttStream.msgs}: ${r.left.message}`)
+  }
+
+  storeRetained(topic: string, subject: string, payload: Uint8Array, qos: QoS): void {
+    this.retained.set(topic, { topic, payload, qos })
+    const r = this.put(MqttStream.rmsgs, retainedSubject(subject), qosHeader(qos), payload)
+    if (typeof r !== "number") this.owner.log.error(`MQTT: retained message for '${topic}' not stored: ${r.message}`)
+  }
+
+  deleteRetained(topic: string, subject: string): void {
+    if (this.retained.delete(topic)) this.drop(MqttStream.rmsgs, retainedSubject(subject))
+  }
+
+  writeSession(snap: SessionSnapshot): void {
+    const r = this.put(MqttStream.sess, sessSubject(sessionHash(snap.clientId)), undefined, encodeSessionRecord(snap, this.lastMessageSeq()))
+    if (typeof r !== "number") this.owner.log.error(`MQTT: session of client "${snap.clientId}" not stored: ${r.message}`)
+  }
+
+  /** Forget a session: its record, its QoS 2 state, and its hold on stored messages. */
+  deleteSession(snap: SessionSnapshot | undefined, clientId: string): void {
+    const hash = sessionHash(clientId)
+    this.drop(MqttStream.sess, sessSubject(hash))
+    this.drop(MqttStream.qos2in, `$MQTT.qos2.in.${hash}.*`)
+    this.drop(MqttStream.out, `$MQTT.out.pubrel.${hash}.*`)
+    if (snap === undefined) return
+    for (const o of snap.outbound) if (typeof o.ref === "number" && o.phase === "publish") this.unref(o.ref)
+    for (const q of snap.queued) if (typeof q.ref === "number") this.unref(q.ref)
+  }
+
+  /** `$MQTT_qos2in` / `$MQTT_out` records: present (true) or gone (false). */
+  qos2State(stream: "$MQTT_qos2in" | "$MQTT_out", clientId: string, packetId: number, present: boolean): void {
+    const hash = sessionHash(clientId)
+    const subject = stream === MqttStream.qos2in ? qos2InSubject(hash, packetId) : pubrelSubject(hash, packetId)
+    if (!present) return this.drop(stream, subject)
+    const r = this.put(stream, subject, undefined, Buffer.from(JSON.stringify({ id: clientId, pid: packetId })))
+    if (typeof r !== "number") this.owner.log.error(`MQTT: QoS 2 state of client "${clientId}" not stored: ${r.message}`)
+  }
+
+  /** Read everything back after a restart: retained messages, sessions with what they still owe. */
+  load(): Effect.Effect<void, StoreError> {
+    const self = this
+    return Effect.gen(function*() {
+      const rm = self.streams[MqttStream.rmsgs].store
+      for (const [subject, st] of rm.subjectsState(">")) {
+        const m = yield* Effect.either(rm.load(st.last))
+        if (m._tag === "Left") continue
+        const topic = subjectToTopic(storedSubjectOf(subject))
+        self.retained.set(topic, { topic, payload: m.right.payload, qos: qosOfHeader(m.right.headers) })
+      }
+      const ids = (name: MqttStreamName): Map<string, Set<number>> => {
+        const byHash = new Map<string, Set<number>>()
+        for (const subject of self.streams[name].store.subjectsState(">").keys()) {
+          const hash = tokenAt(subject, 1)
+          let set = byHash.get(hash)
+          if (set === undefined) byHash.set(hash, (set = new Set()))
+          set.add(Number(tokenAt(subject, 0)))
+        }
+        return byHash
+      }
+      const qos2in = ids(MqttStream.qos2in)
+      const pubrel = ids(MqttStream.out)
+      const msgs = self.streams[MqttStream.msgs].store
+      const bodies = new Map<number, { topic: string; payload: Uint8Array; qos: QoS }>()
+      const body = (seq: number) =>
+        Effect.gen(function*() {
+          if (!bodies.has(seq)) {
+            const m = yield* Effect.either(msgs.load(seq))
+            if (m._tag === "Right") {
+              bodies.set(seq, { topic: subjectToTopic(storedSubjectOf(m.right.subject)), payload: m.right.payload, qos: qosOfHeader(m.right.headers) })
+            }
+          }
+          return bodies.get(seq)
+        })
+      const ss = self.streams[MqttStream.sess].store
+      for (const [subject, st] of ss.subjectsState(">")) {
+        const raw = yield* Effect.either(ss.load(st.last))
+        const rec = raw._tag === "Right" ? decodeSessionRecord(raw.right.payload) : undefined
+        if (rec === undefined) {
+          self.owner.log.error(`MQTT: session record '${subject}' in ${MqttStream.sess} is damaged; ignored`)
+          continue
+        }
+        const hash = sessionHash(rec.id)
+        for (const e of [...rec.out, ...rec.queued]) if (e.s !== undefined) yield* body(e.s)
+        const released = pubrel.get(hash) ?? new Set<number>()
+        const outbound: Array<SessionSnapshot["outbound"][number]> = []
+        const seen = new Set<number>()
+        for (const o of rec.out) {
+          if (o.ph === "pubrel" || released.has(o.p)) {
+            // Released QoS 2 ids are owed a PUBREL until PUBCOMP; its `$MQTT_out` record says so.
+            if (released.has(o.p)) outbound.push({ packetId: o.p, qos: 2, topic: "", payload: new Uint8Array(0), retain: false, phase: "pubrel" })
+            continue
+          }
+          const m = pendingMessage(o, (s) => bodies.get(s))
+          if (m === undefined) continue
+          if (m.ref !== undefined) seen.add(m.ref)
+          outbound.push({ ...m, packetId: o.p, phase: "publish" })
+        }
+        for (const p of released) {
+          if (!outbound.some((o) => o.packetId === p)) outbound.push({ packetId: p, qos: 2, topic: "", payload: new Uint8Array(0), retain: false, phase: "pubrel" })
+        }
+        const queued: Array<SessionSnapshot["queued"][number]> = []
+        for (const q of rec.queued) {
+          const m = pendingMessage(q, (s) => bodies.get(s))
+          if (m === undefined) continue
+          if (m.ref !== undefined) seen.add(m.ref)
+          queued.push(m)
+        }
+        // Messages stored after the record was written that its QoS 1/2 subscriptions match.
+        const filters: string[] = []
+        const grant = new Map<string, QoS>()
+        for (const s of rec.subs) {
+          if (s.q === 0) continue
+          const subjects = subscriptionSubjects(s.f)
+          if (!subjects.ok) continue
+          for (const x of subjects.value) {
+            filters.push(msgSubject(x))
+            grant.set(msgSubject(x), Math.max(grant.get(msgSubject(x)) ?? 0, s.q) as QoS)
+          }
+        }
+        let from = rec.cursor + 1
+        while (filters.length > 0) {
+          const m = yield* Effect.either(msgs.loadNextMatching(filters, from))
+          if (m._tag === "Left" || m.right === undefined) break
+          const seq = m.right.seq
+          from = seq + 1
+          if (seen.has(seq)) continue
+          let best = 0
+          for (const [f, q] of grant) if (q > best && matchLiteral(m.right.subject, f)) best = q
+          const qos = Math.min(best, qosOfHeader(m.right.headers))
+          if (qos === 0) continue
+          seen.add(seq)
+          queued.push({ qos: qos as 1 | 2, topic: subjectToTopic(storedSubjectOf(m.right.subject)), payload: m.right.payload, retain: false, ref: seq })
+        }
+        for (const o of outbound) if (typeof o.ref === "number") self.ref(o.ref)
+        for (const q of queued) if (typeof q.ref === "number") self.ref(q.ref)
+        self.sessions.set(rec.id, {
+          clientId: rec.id,
+          subscriptions: rec.subs.map((s) => ({ filter: s.f, qos: s.q })),
+          outbound,
+          queued,
+          inboundQos2: [...(qos2in.get(hash) ?? [])],
+          lastPacketId: rec.pid
+        })
+      }
+      // Messages nobody holds any more (delivered before the last stop): reclaimed.
+      let from = 1
+      for (;;) {
+        const m = yield* Effect.either(msgs.loadNextMatching(">", from))
+        if (m._tag === "Left" || m.right === undefined) break
+        from = m.right.seq + 1
+        if (!self.refs.has(m.right.seq)) self.removeMessage(m.right.seq)
+      }
+    })
+  }
+}
+
+/** The MQTT stores of every account, and the group commit they share. */
+export class MqttPersistence {
+  private readonly accounts = new Map<string, MqttAccountStore>()
+  private readonly opening = new Map<string, Promise<MqttAccountStore | undefined>>()
+  /** Stores written since the last commit started. */
+  readonly touched = new Set<StreamStore>()
+  private waiting: Array<(ok: boolean) => void> = []
+  private committing = false
+
+  constructor(readonly js: JetStream, readonly log: LogService) {}
+
+  now(): number {
+    return this.js.server.now()
+  }
+
+  /** The account's store when it is open (undefined while opening or when it cannot be). */
+  ready(account: string): MqttAccountStore | undefined {
+    return this.accounts.get(account)
+  }
+
+  /** Open (creating when missing) and load the MQTT streams of an account; undefined when streams are off for it. */
+  open(account: string): Promise<MqttAccountStore | undefined> {
+    const have = this.accounts.get(account)
+    if (have !== undefined) return Promise.resolve(have)
+    let p = this.opening.get(account)
+    if (p === undefined) {
+      p = Effect.runPromise(this.openEffect(account)).then(
+        (s) => {
+          if (s !== undefined) this.accounts.set(account, s)
+          return s
+        },
+        (e: unknown) => {
+          this.log.error(`MQTT: streams of account '${account}' could not be opened: ${String(e)}; QoS 1/2 state stays in memory`)
+          return undefined
+        }
+      )
+      this.opening.set(account, p)
+    }
+    return p
+  }
+
+  private openEffect(account: string): Effect.Effect<MqttAccountStore | undefined, StoreError> {
+    const self = this
+    return Effect.gen(function*() {
+      if (!self.js.enabledFor(account)) return undefined
+      const acc: JsAccount = self.js.account(account)
+      const streams: Partial<Record<MqttStreamName, JsStream>> = {}
+      for (const name of STREAMS) {
+        let s = acc.streams.get(name)
+        if (s === undefined) {
+          const res = yield* handleApi(self.js, acc, `$JS.API.STREAM.CREATE.${name}`, JSON.stringify(streamConfig(name)))
+          s = acc.streams.get(name)
+          if (s === undefined) {
+            const why = res !== undefined && "error" in res ? JSON.stringify(res.error) : "unknown"
+            self.log.error(`MQTT: could not create stream '${name}' in account '${account}': ${why}`)
+            return undefined
+          }
+        }
+        // Written by the bridge only: NATS publishes to `$MQTT.` subjects are not captured.
+        s.unsubscribe()
+        streams[name] = s
+      }
+      const store = new MqttAccountStore(self, account, streams as Record<MqttStreamName, JsStream>)
+      yield* store.load()
+      return store
+    })
+  }
+
+  /** Run `cb` once everything written so far is on stable storage (one fsync per store per round). */
+  commit(cb: (ok: boolean) => void): void {
+    this.waiting.push(cb)
+    if (!this.committing) this.runCommit()
+  }
+
+  private runCommit(): void {
+    this.committing = true
+    const stores = [...this.touched]
+    this.touched.clear()
+    const cbs = this.waiting
+    this.waiting = []
+    Effect.runPromise(Effect.either(Effect.forEach(stores, (s) => s.sync(), { concurrency: "unbounded", discard: true }))).then((r) => {
+      if (r._tag === "Left") this.log.error(`MQTT: stream sync failed: ${r.left.message}`)
+      for (const cb of cbs) cb(r._tag === "Right")
+      if (this.waiting.length > 0) this.runCommit()
+      else this.committing = false
+    })
+  }
+}

@@ -1,0 +1,231 @@
+// MQTT state in the `$MQTT_*` streams: persistent sessions (subscriptions, pending
+// QoS 1/2 messages, QoS 2 packet ids and PUBREL state), messages published while a
+// client is away, and retained messages — across disconnects and server restarts.
+import { once } from "node:events"
+import { connect as tcpConnect, type Socket } from "node:net"
+import * as MqttPacket from "mqtt-packet"
+import { afterEach, describe, expect, it } from "vitest"
+import { connect as natsConnect } from "nats"
+import { eventuallyAsync, type JsTestServer, startJsServer } from "../helpers/jetstream.js"
+import mqtt from "mqtt"
+import { collect, eventually, mqttOptions, startMqttServer, type TestMqttClient } from "../helpers/mqtt.js"
+import { getJson } from "../helpers/monitor.js"
+
+let js: JsTestServer | undefined
+const clients: Array<TestMqttClient> = []
+const sockets: Array<Socket> = []
+
+afterEach(async () => {
+  for (const c of clients.splice(0)) await c.client.endAsync(true).catch(() => {})
+  for (const s of sockets.splice(0)) s.destroy()
+  await js?.close()
+  js = undefined
+})
+
+const start = async () => {
+  js = await startJsServer({ mqtt: mqttOptions() })
+  return js
+}
+/** Collecting from the first packet on: a resumed session's messages may come with the CONNACK. */
+const connectMqtt = async (u: string, opts: mqtt.IClientOptions & { clientId: string }): Promise<TestMqttClient> => {
+  const c = collect(mqtt.connect(u, { reconnectPeriod: 0, connectTimeout: 10_000, ...opts }))
+  c.client.on("error", () => {})
+  await new Promise<void>((resolve, reject) => {
+    c.client.once("connect", () => resolve())
+    c.client.once("close", () => reject(new Error(`MQTT client ${opts.clientId} could not connect`)))
+  })
+  return c
+}
+const url = () => `mqtt://127.0.0.1:${js!.srv.serving.mqtt!.port}`
+const client = async (clientId: string, clean: boolean) => {
+  const c = await connectMqtt(url(), { clientId, clean })
+  clients.push(c)
+  return c
+}
+const drop = async (c: TestMqttClient) => {
+  clients.splice(clients.indexOf(c), 1)
+  await c.client.endAsync()
+}
+
+/** A raw MQTT 3.1.1 connection: full control over what is acknowledged. */
+const raw = async () => {
+  const sock = tcpConnect(js!.srv.serving.mqtt!.port, "127.0.0.1")
+  sockets.push(sock)
+  sock.on("error", () => {}) // the server going away mid-test is expected
+  await once(sock, "connect")
+  const packets: Array<MqttPacket.Packet> = []
+  const parser = MqttPacket.parser({ protocolVersion: 4 })
+  parser.on("packet", (p) => packets.push(p))
+  sock.on("data", (d) => parser.parse(d))
+  const send = (p: Record<string, unknown>) => sock.write(MqttPacket.generate(p as unknown as MqttPacket.Packet))
+  const waitFor = async <T extends MqttPacket.Packet>(pred: (p: MqttPacket.Packet) => boolean, what: string): Promise<T> => {
+    await eventually(() => packets.some(pred), `${what} (have ${JSON.stringify(packets.map((p) => p.cmd))})`)
+    const i = packets.findIndex(pred)
+    return packets.splice(i, 1)[0] as T
+  }
+  return { sock, packets, send, waitFor }
+}
+
+const rawConnect = async (clientId: string, clean: boolean) => {
+  const r = await raw()
+  r.send({ cmd: "connect", protocolId: "MQTT", protocolVersion: 4, clean, clientId, keepalive: 0 })
+  const ack = await r.waitFor<MqttPacket.IConnackPacket>((p) => p.cmd === "connack", "CONNACK")
+  return { ...r, sessionPresent: ack.sessionPresent }
+}
+
+describe("persistent sessions across a restart", () => {
+  it("delivers QoS 1 messages published while the subscriber was away, in order, after a restart", async () => {
+    await start()
+    const sub = await client("sensor-sink", false)
+    await sub.client.subscribeAsync("fleet/+/temp", { qos: 1 })
+    await drop(sub)
+    const pub = await client("sensor-1", true)
+    for (let i = 0; i < 5; i++) await pub.client.publishAsync("fleet/a/temp", `t${i}`, { qos: 1 })
+    await drop(pub)
+    await js!.restart()
+    const back = await client("sensor-sink", false)
+    const got = await back.waitFor((m) => m.topic === "fleet/a/temp", 5)
+    expect(got.map((m) => m.payload)).toEqual(["t0", "t1", "t2", "t3", "t4"])
+    expect(got.every((m) => m.qos === 1)).toBe(true)
+  })
+
+  it("keeps subscriptions: after a restart a resumed session receives without subscribing again", async () => {
+    await start()
+    const sub = await client("keeper", false)
+    await sub.client.subscribeAsync("cmd/#", { qos: 1 })
+    await drop(sub)
+    await js!.restart()
+    const r = await rawConnect("keeper", false)
+    expect(r.sessionPresent).toBe(true)
+    const nc = await natsConnect({ servers: js!.srv.url })
+    nc.publish("cmd.reboot", "now")
+    await nc.flush()
+    const p = await r.waitFor<MqttPacket.IPublishPacket>((x) => x.cmd === "publish", "PUBLISH")
+    expect(p.topic).toBe("cmd/reboot")
+    await nc.close()
+  })
+
+  it("a clean-session CONNECT discards the stored session and what it was owed [MQTT-3.1.2-6]", async () => {
+    await start()
+    const sub = await client("wiped", false)
+    await sub.client.subscribeAsync("x/y", { qos: 1 })
+    await drop(sub)
+    const pub = await client("p", true)
+    await pub.client.publishAsync("x/y", "owed", { qos: 1 })
+    const clean = await rawConnect("wiped", true)
+    expect(clean.sessionPresent).toBe(false)
+    clean.send({ cmd: "disconnect" })
+    await js!.restart()
+    const again = await rawConnect("wiped", false)
+    expect(again.sessionPresent).toBe(false)
+    // Nothing is pending: a ping round-trip comes back with no PUBLISH before it.
+    again.send({ cmd: "pingreq" })
+    await again.waitFor((p) => p.cmd === "pingresp", "PINGRESP")
+    expect(again.packets.filter((p) => p.cmd === "publish")).toEqual([])
+  })
+
+  it("resends an unacknowledged QoS 2 PUBLISH after a restart with DUP and the same packet id", async () => {
+    await start()
+    const sub = await rawConnect("q2-sink", false)
+    sub.send({ cmd: "subscribe", messageId: 1, subscriptions: [{ topic: "q2/t", qos: 2 }] })
+    await sub.waitFor((p) => p.cmd === "suback", "SUBACK")
+    const pub = await client("q2-src", true)
+    await pub.client.publishAsync("q2/t", "once", { qos: 2 })
+    const first = await sub.waitFor<MqttPacket.IPublishPacket>((p) => p.cmd === "publish", "PUBLISH")
+    expect(first.qos).toBe(2)
+    await drop(pub)
+    await js!.restart()
+    const again = await rawConnect("q2-sink", false)
+    expect(again.sessionPresent).toBe(true)
+    const second = await again.waitFor<MqttPacket.IPublishPacket>((p) => p.cmd === "publish", "resent PUBLISH")
+    expect(second.messageId).toBe(first.messageId)
+    expect(second.dup).toBe(true)
+    expect(String(second.payload)).toBe("once")
+    // PUBREC moves it to PUBREL, which is owed across the next restart too.
+    again.send({ cmd: "pubrec", messageId: second.messageId })
+    await again.waitFor((p) => p.cmd === "pubrel", "PUBREL")
+    await js!.restart()
+    const third = await rawConnect("q2-sink", false)
+    const rel = await third.waitFor<MqttPacket.IPubrelPacket>((p) => p.cmd === "pubrel", "PUBREL after restart")
+    expect(rel.messageId).toBe(first.messageId)
+    third.send({ cmd: "pubcomp", messageId: rel.messageId })
+    third.send({ cmd: "pingreq" })
+    await third.waitFor((p) => p.cmd === "pingresp", "PINGRESP")
+    expect(third.packets.filter((p) => p.cmd === "publish")).toEqual([])
+  })
+
+  it("suppresses a QoS 2 duplicate across a restart: PUBLISH, restart, same PUBLISH again is not routed twice [MQTT-4.3.3-2]", async () => {
+    await start()
+    const sink = await client("dup-sink", false)
+    await sink.client.subscribeAsync("d/t", { qos: 2 })
+    const pub = await rawConnect("dup-src", false)
+    pub.send({ cmd: "publish", topic: "d/t", payload: Buffer.from("one"), qos: 2, messageId: 7, retain: false, dup: false })
+    await pub.waitFor((p) => p.cmd === "pubrec", "PUBREC")
+    await sink.waitFor((m) => m.topic === "d/t")
+    await drop(sink)
+    await js!.restart()
+    const back = await client("dup-sink", false)
+    const again = await rawConnect("dup-src", false)
+    again.send({ cmd: "publish", topic: "d/t", payload: Buffer.from("one"), qos: 2, messageId: 7, retain: false, dup: true })
+    await again.waitFor((p) => p.cmd === "pubrec", "PUBREC for the duplicate")
+    again.send({ cmd: "pubrel", messageId: 7 })
+    await again.waitFor((p) => p.cmd === "pubcomp", "PUBCOMP")
+    // A marker after it: once the marker arrived, the duplicate would have too.
+    await back.client.subscribeAsync("d/marker", { qos: 1 })
+    again.send({ cmd: "publish", topic: "d/marker", payload: Buffer.from("m"), qos: 1, messageId: 8, retain: false, dup: false })
+    await back.waitFor((m) => m.topic === "d/marker")
+    expect(back.received.filter((m) => m.topic === "d/t")).toEqual([])
+  })
+})
+
+describe("retained messages in $MQTT_rmsgs", () => {
+  it("survive a restart, and an empty retained publish deletes one for good", async () => {
+    await start()
+    const pub = await client("ret-pub", true)
+    await pub.client.publishAsync("site/1/status", "online", { qos: 1, retain: true })
+    await pub.client.publishAsync("site/2/status", "online", { qos: 1, retain: true })
+    await pub.client.publishAsync("site/2/status", "", { qos: 1, retain: true })
+    await drop(pub)
+    await js!.restart()
+    const sub = await client("ret-sub", true)
+    await sub.client.subscribeAsync("site/+/status", { qos: 1 })
+    const got = await sub.waitFor((m) => m.retain)
+    expect(got.map((m) => [m.topic, m.payload])).toEqual([["site/1/status", "online"]])
+    sub.client.publish("site/marker", "x", { qos: 0 })
+    await sub.client.subscribeAsync("site/marker", { qos: 0 })
+    expect(sub.received.some((m) => m.topic === "site/2/status")).toBe(false)
+  })
+})
+
+describe("the streams in /jsz", () => {
+  it("lists the five $MQTT_ streams of the account once an MQTT client connected", async () => {
+    await start()
+    await client("jsz-probe", false)
+    await eventuallyAsync(async () => {
+      const jsz = (await getJson(js!.srv.base, "/jsz?streams=true")).json as { account_details?: Array<{ stream_detail?: Array<{ name: string }> }> }
+      const names = (jsz.account_details ?? []).flatMap((a) => (a.stream_detail ?? []).map((s) => s.name))
+      return ["$MQTT_sess", "$MQTT_msgs", "$MQTT_rmsgs", "$MQTT_qos2in", "$MQTT_out"].every((n) => names.includes(n))
+    }, "the MQTT streams in /jsz")
+  })
+})
+
+describe("without streams", () => {
+  it("still queues QoS 1 messages for a persistent session while its client is away (in memory)", async () => {
+    const srv = await startMqttServer()
+    try {
+      const u = `mqtt://127.0.0.1:${srv.mqttPort}`
+      const sub = await connectMqtt(u, { clientId: "mem-sink", clean: false })
+      await sub.client.subscribeAsync("m/t", { qos: 1 })
+      await sub.client.endAsync()
+      const pub = await connectMqtt(u, { clientId: "mem-pub", clean: true })
+      await pub.client.publishAsync("m/t", "while away", { qos: 1 })
+      await pub.client.endAsync()
+      const back = await connectMqtt(u, { clientId: "mem-sink", clean: false })
+      const got = await back.waitFor((m) => m.topic === "m/t")
+      expect(got[0].payload).toBe("while away")
+      await back.client.endAsync()
+    } finally {
+      await srv.close()
+    }
+  })
+})
