@@ -61,6 +61,8 @@ export class MqttBridge {
   private readonly detached = new Map<string, Detached>()
   private readonly offlineClients = new Map<string, Client>()
   private touchedDetached: Array<Detached> = []
+  /** Connection, packet id pairs (flat) of publishes to confirm once this turn's writes are durable. */
+  private confirms: Array<MqttConnection | number> = []
   readonly sessionConfig
   private readonly flaps = new Map<string, FlapRecord>()
   private dirty: Array<MqttConnection> = []
@@ -294,14 +296,23 @@ export class MqttBridge {
     }
     for (const d of this.touchedDetached) d.lastBuf = undefined
     this.touchedDetached = []
-    if (held !== undefined) {
+    if (held !== undefined || this.confirms.length > 0) {
       const batch = held
+      const confirms = this.confirms
+      this.confirms = []
       this.persistence!.commit((ok) => {
-        for (const [c, bufs] of batch) {
-          c.awaiting--
+        if (batch !== undefined)
+          for (const [c, bufs] of batch) {
+            c.awaiting--
+            if (c.closed) continue
+            if (!ok) this.storeFailed(c)
+            else this.writeBufs(c, bufs)
+          }
+        for (let i = 0; i < confirms.length; i += 2) {
+          const c = confirms[i] as MqttConnection
           if (c.closed) continue
-          if (!ok) this.storeFailed(c)
-          else this.writeBufs(c, bufs)
+          if (ok) this.input(c, { type: "published", packetId: confirms[i + 1] as number })
+          else this.storeFailed(c)
         }
       })
     }
@@ -408,13 +419,11 @@ export class MqttBridge {
     }
     if (ref !== undefined) store!.releaseIfUnheld(ref)
     if (confirm === undefined || c.closed) return
-    // In memory, a routed message counts as accepted; with streams, once it is on disk.
+    // In memory, a routed message counts as accepted; with streams, once it is on disk
+    // (confirmed by the commit that follows this turn's flush, one for all of them).
     if (store === undefined) return this.input(c, { type: "published", packetId: confirm })
-    this.persistence!.commit((ok) => {
-      if (c.closed) return
-      if (ok) this.input(c, { type: "published", packetId: confirm })
-      else this.storeFailed(c)
-    })
+    this.confirms.push(c, confirm)
+    this.scheduleFlush()
   }
 
   private subscribe(c: MqttConnection, filter: string, subjects: ReadonlyArray<string>, restored: boolean): void {
