@@ -5,6 +5,7 @@
 // whose single response is forwarded back. Nothing else ever crosses accounts.
 import { randomBytes } from "node:crypto"
 import type { AccountExport, AccountImport, ServerOptions } from "../config/options.js"
+import type { AccountExportSnapshot, AccountImportSnapshot } from "../core/monitor/source.js"
 import { isValidSubject, subjectHasWildcard, subjectIsSubsetMatch } from "../core/subject/subject.js"
 import type { Client } from "./client.js"
 import type { Server } from "./server.js"
@@ -25,32 +26,59 @@ const source = (imp: AccountImport): { kind: Kind; account: string; subject: str
 
 const exportSubject = (e: AccountExport, kind: Kind): string | undefined => (kind === "stream" ? e.stream : e.service)
 
-/** Why each configured import is not allowed (unknown account, nothing exported that covers it, not for this account). */
+/** Why an account's import is not allowed (unknown account, nothing exported that covers it, not for this account), or undefined. */
+export const importProblem = (o: ServerOptions, importer: string, imp: AccountImport): string | undefined => {
+  const src = source(imp)
+  if (src === undefined) return undefined
+  const what = `accounts.${importer}: ${src.kind} import of "${src.subject}" from "${src.account}"`
+  const from = o.accounts.find((a) => a.name === src.account)
+  if (from === undefined) return `${what}: no such account`
+  if (!isValidSubject(src.subject)) return `${what}: invalid subject`
+  const allowed = from.exports.some((e) => {
+    const s = exportSubject(e, src.kind)
+    return s !== undefined && subjectIsSubsetMatch(src.subject, s) && (e.accounts === undefined || e.accounts.includes(importer))
+  })
+  return allowed ? undefined : `${what}: not authorized (no matching export for this account)`
+}
+
+/** Every configured import's problem. */
 export const importProblems = (o: ServerOptions): Array<string> => {
   const problems: Array<string> = []
-  const byName = new Map(o.accounts.map((a) => [a.name, a]))
   for (const acc of o.accounts) {
     for (const imp of acc.imports) {
-      const src = source(imp)
-      if (src === undefined) continue
-      const what = `accounts.${acc.name}: ${src.kind} import of "${src.subject}" from "${src.account}"`
-      const from = byName.get(src.account)
-      if (from === undefined) {
-        problems.push(`${what}: no such account`)
-        continue
-      }
-      if (!isValidSubject(src.subject)) {
-        problems.push(`${what}: invalid subject`)
-        continue
-      }
-      const allowed = from.exports.some((e) => {
-        const s = exportSubject(e, src.kind)
-        return s !== undefined && subjectIsSubsetMatch(src.subject, s) && (e.accounts === undefined || e.accounts.includes(acc.name))
-      })
-      if (!allowed) problems.push(`${what}: not authorized (no matching export for this account)`)
+      const p = importProblem(o, acc.name, imp)
+      if (p !== undefined) problems.push(p)
     }
   }
   return problems
+}
+
+/** An account's exports and imports as /accountz shows them. */
+export const accountSharing = (o: ServerOptions, name: string): { exports: Array<AccountExportSnapshot>; imports: Array<AccountImportSnapshot> } => {
+  const acc = o.accounts.find((a) => a.name === name)
+  if (acc === undefined) return { exports: [], imports: [] }
+  const exports: Array<AccountExportSnapshot> = []
+  for (const e of acc.exports) {
+    if (e.stream !== undefined) exports.push({ subject: e.stream, type: "stream", approvedAccounts: e.accounts })
+    if (e.service !== undefined) exports.push({ subject: e.service, type: "service", approvedAccounts: e.accounts })
+  }
+  const imports: Array<AccountImportSnapshot> = []
+  for (const imp of acc.imports) {
+    const src = source(imp)
+    if (src === undefined) continue
+    const local =
+      src.kind === "stream"
+        ? imp.prefix !== undefined && imp.prefix !== "" ? `${imp.prefix}.${src.subject}` : imp.to
+        : imp.to
+    imports.push({
+      subject: src.subject,
+      account: src.account,
+      type: src.kind,
+      localSubject: local !== undefined && local !== "" && local !== src.subject ? local : undefined,
+      invalid: importProblem(o, name, imp) !== undefined
+    })
+  }
+  return { exports, imports }
 }
 
 /**
@@ -123,7 +151,12 @@ const wireService = (server: Server, importer: string, imp: AccountImport, from:
     prune(now)
     const token = `${prefix}.${(seq++).toString(36)}`
     pending.set(token, { reply, expiresAt: now + RESPONSE_THRESHOLD_MS })
-    server.processPub(requester, target, token, hdrLen, buf, start, end)
+    const origin = server.publisher
+    if (server.processPub(requester, target, token, hdrLen, buf, start, end) === 0) {
+      // Nobody serves it in the exporting account: the requester hears so at once (503), as it would locally.
+      pending.delete(token)
+      if (origin !== undefined && origin.noResponders) server.sendNoResponders(origin, reply)
+    }
   })
   // The single response, in the exporter, goes back to the requester's reply subject.
   server.internalSubscribe(requester, `${prefix}.*`, undefined, (subject, _reply, hdrLen, buf, start, end) => {

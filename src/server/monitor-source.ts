@@ -15,6 +15,7 @@ import { limitsFromOptions } from "../core/monitor/options.js"
 import type { Sublist } from "../core/subject/sublist.js"
 import { VERSION } from "../version.js"
 import type { Account } from "./account.js"
+import { accountSharing } from "./imports.js"
 import type { Server } from "./server.js"
 import type { Subscription } from "./subscription.js"
 import type { JetStreamMonitor } from "./jetstream/monitor.js"
@@ -57,8 +58,7 @@ const accountSnapshot = (server: Server, a: Account, extras: MonitorSourceExtras
   sent: { msgs: a.inMsgs, bytes: a.inBytes },
   received: { msgs: a.outMsgs, bytes: a.outBytes },
   sublist: sublistSnapshot(a.sublist),
-  exports: [],
-  imports: []
+  ...accountSharing(server.options, a.name)
 })
 
 /** When the client port's certificate expires (ms since the epoch); read once, only the date. */

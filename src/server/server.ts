@@ -265,7 +265,24 @@ export class Server {
 
   // ---- routing: the hot path ----
 
-  processPub(c: Client, subject: string, reply: string, hdrLen: number, buf: Buffer, start: number, end: number): void {
+  /** Routes one message; returns how many subscriptions (queue groups counting once) took it. */
+  processPub(c: Client, subject: string, reply: string, hdrLen: number, buf: Buffer, start: number, end: number): number {
+    const outer = this.publisher
+    this.publisher = c
+    try {
+      return this.route(c, subject, reply, hdrLen, buf, start, end)
+    } finally {
+      this.publisher = outer
+    }
+  }
+
+  /**
+   * The client whose message is being routed right now (routing is synchronous), so a
+   * subsystem forwarding it (a service import) can answer for it, e.g. no responders.
+   */
+  publisher: Client | undefined = undefined
+
+  private route(c: Client, subject: string, reply: string, hdrLen: number, buf: Buffer, start: number, end: number): number {
     const r = c.account.sublist.match(subject)
     let delivered = 0
     const psubs = r.psubs
@@ -279,6 +296,7 @@ export class Server {
       if (this.deliverToQueue(c, qsubs[g], subject, reply, hdrLen, buf, start, end)) delivered++
     }
     if (delivered === 0 && reply !== "" && c.noResponders) this.sendNoResponders(c, reply)
+    return delivered
   }
 
   /** One member of the group gets the message: a random one, skipping members that cannot take it. */
@@ -342,7 +360,8 @@ export class Server {
     return true
   }
 
-  private sendNoResponders(c: Client, reply: string): void {
+  /** The 503 status a client that asked for it gets when its request reached nobody. */
+  sendNoResponders(c: Client, reply: string): void {
     if (!c.headers) return
     const r = c.account.sublist.match(reply)
     for (const s of r.psubs) {

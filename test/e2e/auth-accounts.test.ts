@@ -7,6 +7,7 @@ import type { AccountExport, AccountImport, AccountOptions, UserEntry } from "..
 import { importProblems, mapSubject } from "../../src/server/imports.js"
 import { checkUnsupported } from "../../src/server/unsupported.js"
 import { eventually, startTestServer, testOptions, type TestServer } from "../helpers/server.js"
+import { getJson, startMonitoredServer } from "../helpers/monitor.js"
 
 const sc = StringCodec()
 const user = (name: string): UserEntry => ({ user: name, password: "p", nkey: undefined, permissions: undefined, account: undefined })
@@ -117,6 +118,42 @@ describe("exports and imports", () => {
     b.publish("svc", sc.encode("q"), { reply: "my.reply" })
     await eventually(() => got.length >= 2, "the second response")
     expect(got).toEqual(["first", "first"])
+  })
+
+  it("a request through a service import that nobody serves gets the 503 no-responders status at once", async () => {
+    srv = await startTestServer({
+      accounts: [acc("A", [serviceExport("svc")]), acc("B", [], [serviceImport("A", "svc")])]
+    })
+    const b = await login("b")
+    const err = await b.request("svc", sc.encode("q"), { timeout: 20_000 }).then(
+      () => undefined,
+      (e: { code?: string }) => e
+    )
+    expect(err?.code).toBe("503")
+  })
+
+  it("/accountz shows each account's exports and imports, with the local subject of a mapped import", async () => {
+    const m = await startMonitoredServer({
+      accounts: [
+        acc("A", [streamExport("pub.>"), serviceExport("svc", ["B"])]),
+        acc("B", [], [streamImport("A", "pub.>", { prefix: "from_a" }), serviceImport("A", "svc", "ask")])
+      ]
+    })
+    try {
+      const a = (await getJson(m.base, "/accountz?acc=A")).json.account_detail
+      expect(a.exports).toEqual([
+        { subject: "pub.>", type: "stream" },
+        { subject: "svc", type: "service", approved_accounts: ["B"] }
+      ])
+      expect(a.imports).toBeUndefined()
+      const b = (await getJson(m.base, "/accountz?acc=B")).json.account_detail
+      expect(b.imports).toEqual([
+        { subject: "pub.>", account: "A", local_subject: "from_a.pub.>", type: "stream", invalid: false, share: false, tracking: false },
+        { subject: "svc", account: "A", local_subject: "ask", type: "service", invalid: false, share: false, tracking: false }
+      ])
+    } finally {
+      await m.close()
+    }
   })
 
   it("refuses imports that no export allows", () => {
