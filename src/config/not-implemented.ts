@@ -94,7 +94,6 @@ export const notImplementedKeys = {
     "domain",
     "unique_tag",
     "max_outstanding_catchup",
-    "sync_interval",
     "sync_always",
     "compress_ok",
     "strict",

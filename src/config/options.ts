@@ -73,6 +73,12 @@ export interface JetStreamOptions {
   readonly maxMemory: number
   /** Bytes; -1 = unlimited. */
   readonly maxStorage: number
+  /**
+   * `sync_interval`: "always" (the default when absent) acknowledges a publish only
+   * after an fsync covering it; a number of milliseconds acknowledges once the write
+   * is handed to the OS and fsyncs on a timer with that period.
+   */
+  readonly syncInterval?: "always" | number
 }
 
 export interface MqttOptions {

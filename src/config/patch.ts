@@ -31,6 +31,7 @@ export interface JetStreamPatch {
   readonly storeDir?: string
   readonly maxMemory?: number
   readonly maxStorage?: number
+  readonly syncInterval?: "always" | number
 }
 
 export interface MqttPatch {

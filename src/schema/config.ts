@@ -179,12 +179,21 @@ export const parseDurationText = (text: string): number | undefined => {
   return Math.round(ms)
 }
 
-/** A duration string (`"30s"`, bare `2m`), or a number of seconds. In milliseconds. */
-const Duration = leaf('a duration (like "30s" or "2m") or a number of seconds', (u) => {
+const durationMs = (u: unknown): number | NoMatch => {
   if (typeof u === "number" && Number.isFinite(u) && u >= 0) return Math.round(u * 1000)
   const text = typeof u === "string" ? u.trim() : u instanceof ConfSize ? u.text : undefined
   if (text === undefined) return NO
   return parseDurationText(text) ?? NO
+}
+
+/** A duration string (`"30s"`, bare `2m`), or a number of seconds. In milliseconds. */
+const Duration = leaf('a duration (like "30s" or "2m") or a number of seconds', durationMs)
+
+/** `sync_interval`: `always`, or a positive duration (a number is seconds). In milliseconds. */
+const SyncInterval = leaf('a positive duration (like "2m" or "10s") or always', (u): "always" | number | NoMatch => {
+  if (typeof u === "string" && u.trim().toLowerCase() === "always") return "always"
+  const ms = durationMs(u)
+  return ms !== NO && ms > 0 ? ms : NO
 })
 
 /** `timeout` in tls/authorization: seconds (fractions allowed) or a duration. In milliseconds. */
@@ -412,7 +421,8 @@ const jetstreamFields = {
   max_memory: opt(LimitSize),
   max_file_store: opt(LimitSize),
   max_file: opt(LimitSize),
-  max_storage: opt(LimitSize)
+  max_storage: opt(LimitSize),
+  sync_interval: opt(SyncInterval)
 }
 
 const JetStream: Schema.Schema<JetStreamPatch, unknown> = oneOf<JetStreamPatch>("enabled, disabled, true, false or a map", {
@@ -425,7 +435,8 @@ const JetStream: Schema.Schema<JetStreamPatch, unknown> = oneOf<JetStreamPatch>(
       enabled: s.enabled ?? true,
       storeDir: first(s.store_dir, s.storedir),
       maxMemory: first(s.max_memory_store, s.max_mem_store, s.max_mem, s.max_memory),
-      maxStorage: first(s.max_file_store, s.max_file, s.max_storage)
+      maxStorage: first(s.max_file_store, s.max_file, s.max_storage),
+      syncInterval: s.sync_interval
     })
   )
 })

@@ -377,6 +377,9 @@ const openFileStream = (ctx: StreamCtx, cfg: StoreConfig, rec: Recovered, extraP
     }
   }
 
+  // A STATE record carries the new last (and first): recovery takes the newest.
+  const skipped = () => writeTombstone(STATE_LEN, (b, o) => encodeState(b, o, index.first, index.last, index.lastTs))
+
   /** A sealed block's bytes from disk, as laid out now (retried if compaction rewrote it meanwhile). */
   const loadBlock = (blk: Block): Effect.Effect<Buffer, StoreError> =>
     Effect.gen(function*() {
@@ -598,6 +601,7 @@ const openFileStream = (ctx: StreamCtx, cfg: StoreConfig, rec: Recovered, extraP
     {
       index,
       append,
+      skipped,
       removed,
       read,
       persistConfig: (next) => io(writeAtomic(disk, ctx.dir, "config", encodeConfig(next), ctx.tmpId())),

@@ -30,6 +30,7 @@ const openHandle = (name: string, s: MemStream): StreamStore => {
         headers: headers === undefined ? undefined : headers.slice(),
         payload: payload.slice()
       }),
+      skipped: () => {},
       removed: () => {},
       read: (e) =>
         Effect.succeed({ seq: e.seq, subject: e.subject, ts: e.ts, headers: e.loc.headers, payload: e.loc.payload }),

@@ -88,6 +88,14 @@ export interface StreamStore {
     payload: Uint8Array,
     timestampMs: number
   ) => number | StoreError
+  /**
+   * Use up the next sequence without storing anything (interest retention when no
+   * consumer wants the message): `last_seq` moves, `messages` does not. Durable, like
+   * `storeSync`, after a later `sync()`.
+   */
+  readonly skipSync: (timestampMs: number) => number | StoreError
+  /** The subject of stored message `seq`, from the in-memory index; undefined when absent. */
+  readonly subjectOf: (seq: number) => string | undefined
   /** `storeSync` as an Effect (not yet durable). */
   readonly store: (
     subject: string,
@@ -173,6 +181,8 @@ export interface StreamBackend<L> {
     payload: Uint8Array,
     ts: number
   ) => L
+  /** Record that `index.last` moved to a skipped sequence. */
+  readonly skipped: () => void
   /** Called after every removal (possibly of nothing, when only the floor moved). */
   readonly removed: (entries: ReadonlyArray<IndexEntry<L>>) => void
   readonly read: (entry: IndexEntry<L>) => Effect.Effect<StoredMsg, StoreError>
@@ -225,6 +235,13 @@ export const makeStreamStore = <L>(
     return seq
   }
 
+  const skipSync = (ts: number): number | StoreError => {
+    if (closed) return closedError()
+    const seq = index.skip(ts)
+    backend.skipped()
+    return seq
+  }
+
   const store = (subject: string, headers: Uint8Array | undefined, payload: Uint8Array, ts: number) =>
     Effect.suspend(() => {
       const r = storeSync(subject, headers, payload, ts)
@@ -241,6 +258,8 @@ export const makeStreamStore = <L>(
     name,
     config: () => cfg,
     storeSync,
+    skipSync,
+    subjectOf: (seq) => index.get(seq)?.subject,
     store,
     storeBatch: (msgs) =>
       open(() => {

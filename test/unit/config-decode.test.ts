@@ -452,6 +452,27 @@ describe("jetstream", () => {
   it("rejects other words", () => {
     expect(failure("jetstream: maybe").detail).toBe('jetstream: expected enabled, disabled, true, false or a map, got "maybe"')
   })
+
+  it("reads sync_interval as a duration or always (the default when absent)", () => {
+    expect(options("jetstream {}").jetstream?.syncInterval).toBeUndefined()
+    expect(options("jetstream { sync_interval: 2m }").jetstream?.syncInterval).toBe(120_000)
+    expect(options('jetstream { sync_interval: "10s" }').jetstream?.syncInterval).toBe(10_000)
+    expect(options('jetstream { sync_interval: "1m30s" }').jetstream?.syncInterval).toBe(90_000)
+    expect(options("jetstream { sync_interval: 5 }").jetstream?.syncInterval).toBe(5_000)
+    expect(options("jetstream { sync_interval: always }").jetstream?.syncInterval).toBe("always")
+    expect(options('jetstream { sync_interval: "Always" }').jetstream?.syncInterval).toBe("always")
+    expect(warnings("jetstream { sync_interval: 2m }")).toEqual([])
+  })
+
+  it("rejects a sync_interval that is not a positive duration or always, saying where", () => {
+    const expected = 'expected a positive duration (like "2m" or "10s") or always'
+    const e = failure("jetstream {\n  sync_interval: sometimes\n}")
+    expect(e.message).toBe(`t.conf:2:3: jetstream.sync_interval: ${expected}, got "sometimes"`)
+    expect(failure("jetstream { sync_interval: 0 }").detail).toBe(`jetstream.sync_interval: ${expected}, got 0`)
+    expect(failure('jetstream { sync_interval: "-1s" }').detail).toBe(`jetstream.sync_interval: ${expected}, got "-1s"`)
+    expect(failure("jetstream { sync_interval: 2d }").detail).toContain(`jetstream.sync_interval: ${expected}`)
+    expect(failure("jetstream { sync_interval: [1] }").detail).toBe(`jetstream.sync_interval: ${expected}, got a list`)
+  })
 })
 
 describe("mqtt", () => {

@@ -122,6 +122,29 @@ export const storeContract = (label: string, make: MakeLayer, storage: StoreConf
       expect(out.missing).toBe("NotFound")
     })
 
+    it("skips a sequence without storing a message, and knows stored subjects", async () => {
+      const out = await withStream({ max_msgs: 1 }, (s) =>
+        Effect.gen(function*() {
+          const skip = (ts: number) => {
+            const r = s.skipSync(ts)
+            if (typeof r !== "number") throw r
+            return r
+          }
+          const first = skip(5000)
+          const empty = s.state()
+          const a = put(s, "a", "x", 6000)
+          const skipped = skip(7000)
+          return { first, empty, a, skipped, st: s.state(), deleted: s.deleted(), subjects: [s.subjectOf(a), s.subjectOf(skipped), s.subjectOf(99)] }
+        })
+      )
+      expect([out.first, out.a, out.skipped]).toEqual([1, 2, 3])
+      expect(out.empty).toMatchObject({ messages: 0, first_seq: 2, last_seq: 1, last_ts: 5000 })
+      // A skip is not a message: max_msgs 1 still holds message 2.
+      expect(out.st).toMatchObject({ messages: 1, first_seq: 2, last_seq: 3, last_ts: 7000, num_deleted: 1 })
+      expect(out.deleted).toEqual([3])
+      expect(out.subjects).toEqual(["a", undefined, undefined])
+    })
+
     it("remove answers false for a missing message", async () => {
       const out = await withStream({}, (s) =>
         Effect.gen(function*() {

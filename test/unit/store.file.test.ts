@@ -100,6 +100,33 @@ describe("file store restarts", () => {
     expect(before.state).toMatchObject({ messages: 30, last_seq: 40, num_deleted: 10 })
   })
 
+  it("skipped sequences survive restarts, in an empty stream and after messages", async () => {
+    const dir = tmp()
+    const before = await session(dir, (store) =>
+      Effect.gen(function*() {
+        const s = yield* store.create("S", cfg)
+        s.skipSync(100)
+        s.skipSync(200)
+        put(s, "k", "v", 300)
+        s.skipSync(400)
+        return yield* snapshot(s)
+      })
+    )
+    expect(before.state).toMatchObject({ messages: 1, first_seq: 3, last_seq: 4, last_ts: 400, num_deleted: 1 })
+    const after = await reopen(dir, (s) => Effect.map(snapshot(s), (snap) => ({ snap, next: put(s, "k", "w", 500) })))
+    expect(after.snap).toEqual(before)
+    expect(after.next).toBe(5)
+    const emptied = await reopen(dir, (s) =>
+      Effect.gen(function*() {
+        yield* s.purge()
+        s.skipSync(600)
+        return s.state()
+      })
+    )
+    expect(await reopen(dir, (s) => Effect.succeed(s.state()))).toEqual(emptied)
+    expect(emptied).toMatchObject({ messages: 0, first_seq: 7, last_seq: 6, last_ts: 600 })
+  })
+
   it("tombstones and purges survive restarts, and sequences continue", async () => {
     const dir = tmp()
     const before = await session(dir, (store) =>

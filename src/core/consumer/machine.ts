@@ -3,6 +3,7 @@
 // through the synchronous `StreamView`; it never touches a clock, socket or disk.
 import { type PullRequest, parseAckPayload } from "./ack.js"
 import { type ConsumerConfig, NS_PER_MS, applyConsumerDefaults, consumerFilters, isPushConfig } from "./config.js"
+import { subjectMatches } from "../stream/stream-index.js"
 import type {
   AckRef,
   ConsumerAction,
@@ -312,6 +313,7 @@ export class ConsumerMachine {
         const p = this.pending.get(seq)
         if (p) {
           this.dropPending(seq)
+          out.push({ type: "released", seqs: [seq] })
           out.push({ type: "advisory", kind: "terminated", streamSeq: seq, deliveries: p.dc, ...(ack.reason ? { reason: ack.reason } : {}) })
         }
         break
@@ -413,6 +415,7 @@ export class ConsumerMachine {
   private expire(seq: number, p: Pending, out: ConsumerAction[]): void {
     if (this.maxDeliver > 0 && p.dc >= this.maxDeliver) {
       this.dropPending(seq)
+      out.push({ type: "released", seqs: [seq] })
       out.push({ type: "advisory", kind: "max_deliveries", streamSeq: seq, deliveries: p.dc })
       return
     }
@@ -587,6 +590,20 @@ export class ConsumerMachine {
       num_waiting: this.waiting.length,
       num_pending: this.numPending()
     }
+  }
+
+  /**
+   * Interest retention: whether this consumer still holds message `seq` on `subject`,
+   * i.e. its filters match and it has neither acknowledged the message nor passed it
+   * by (delivered under ack policy none, terminated, out of deliveries, or before
+   * where it started). The rule nats-server applies per consumer.
+   */
+  holds(seq: number, subject: string): boolean {
+    if (this.deleted || seq <= this.ackFloor.stream_seq) return false
+    if (this.filters.length > 0 && !this.filters.some((f) => subjectMatches(subject, f))) return false
+    if (seq >= this.cursor || this.pending.has(seq)) return true
+    for (let i = this.lpsAt; i < this.lps.length; i++) if (this.lps[i] === seq) return true
+    return false
   }
 
   snapshot(): ConsumerSnapshot {

@@ -83,6 +83,8 @@ export type ConsumerAction =
   | StatusAction
   /** These stream sequences were acknowledged (workqueue/interest retention may remove them). */
   | { readonly type: "acked"; readonly seqs: ReadonlyArray<number> }
+  /** These stream sequences left the consumer unacknowledged (+TERM, out of deliveries): interest retention may remove them. */
+  | { readonly type: "released"; readonly seqs: ReadonlyArray<number> }
   /** Answer an ack sent with a reply subject (double ack) with an empty message. */
   | { readonly type: "ackAck"; readonly reply: string }
   /** Durable state changed: save `snapshot()` (coalesce as you like). */

@@ -122,6 +122,13 @@ export class StreamIndex<L> {
     if (this.msgs.size === 0) this._first = this._last + 1
   }
 
+  /** Use up the next sequence without a message (nats-server's SkipMsg); returns it. */
+  skip(ts: number): number {
+    const seq = this._last + 1
+    this.restoreLast(seq, ts)
+    return seq
+  }
+
   /** Raise `last` (and `lastTs`) to what recovery found in tombstones and markers. */
   restoreLast(last: number, lastTs: number): void {
     if (last > this._last) {

@@ -15,6 +15,7 @@ import type { SequenceInfo } from "../../core/consumer/index.js"
 import type { ConsumerSnapshot } from "../../core/monitor/source.js"
 import { subjectsCollide } from "../../core/subject/subject.js"
 import { CONSUMER_META_PREFIX, JsConsumer, type StoredConsumer } from "./consumer.js"
+import { releaseAllUnheld } from "./interest.js"
 import type { JetStream, JsAccount } from "./jetstream.js"
 import type { JsStream } from "./stream.js"
 
@@ -64,6 +65,24 @@ export const accountConsumerCount = (acc: JsAccount): number => {
 
 export const consumerCount = (s: JsStream): number => registry.get(s)?.size ?? 0
 
+/**
+ * Interest retention: remove every message from `from` on that no consumer holds any
+ * more — after a consumer left or changed, and at recovery.
+ */
+export const releaseUnwanted = (s: JsStream, from = 0): void => {
+  if (s.config.retention !== "interest" || s.closed) return
+  releaseAllUnheld(s.store, [...consumersOf(s).values()], from)
+}
+
+/** Interest retention at publish: would any consumer hold the next message, on `subject`? */
+export const wantsNext = (s: JsStream, subject: string): boolean => {
+  const m = registry.get(s)
+  if (m === undefined) return false
+  const seq = s.store.state().last_seq + 1
+  for (const c of m.values()) if (c.holds(seq, subject)) return true
+  return false
+}
+
 /** After the stream stored (`removed` false) or removed messages: wake its consumers. */
 export const notifyConsumers = (s: JsStream, removed: boolean): void => {
   const m = registry.get(s)
@@ -112,32 +131,47 @@ export const saveAllConsumers = (js: JetStream): Promise<void> => {
   return Promise.all(saves).then(() => undefined)
 }
 
-const terminate = (c: JsConsumer): void => {
+/** Forget a consumer and let go of what only it held. */
+const unregister = (c: JsConsumer): Promise<void> => {
   const m = registry.get(c.stream)
   if (m?.get(c.name) === c) m.delete(c.name)
-  void c.remove()
+  const removed = c.remove()
+  releaseUnwanted(c.stream, c.machine.info().ack_floor.stream_seq + 1)
+  return removed
 }
 
-/** Reopen the consumers saved in a recovered stream's meta. */
+const terminate = (c: JsConsumer): void => {
+  void unregister(c)
+}
+
+/**
+ * Reopen the consumers saved in a recovered stream's meta. An interest stream then
+ * drops what none of them holds (removals not yet synced when the server stopped),
+ * unless a consumer could not be read: its messages are kept rather than guessed at.
+ */
 export const restoreConsumers = (js: JetStream, s: JsStream): Effect.Effect<void> =>
   Effect.gen(function*() {
-    const keys = yield* Effect.orElseSucceed(s.store.listMeta(), () => [] as ReadonlyArray<string>)
-    for (const key of keys) {
+    const listed = yield* Effect.either(s.store.listMeta())
+    let complete = listed._tag === "Right"
+    for (const key of listed._tag === "Right" ? listed.right : []) {
       if (!key.startsWith(CONSUMER_META_PREFIX)) continue
       const raw = yield* Effect.orElseSucceed(s.store.readMeta(key), () => undefined)
-      if (raw === undefined) continue
-      let stored: StoredConsumer
+      let stored: StoredConsumer | undefined
       try {
-        stored = JSON.parse(Buffer.from(raw).toString("utf8")) as StoredConsumer
+        stored = raw === undefined ? undefined : (JSON.parse(Buffer.from(raw).toString("utf8")) as StoredConsumer)
       } catch {
+        stored = undefined
+      }
+      if (stored === undefined || typeof stored.name !== "string" || typeof stored.config !== "object" || stored.config === null) {
+        complete = false
         js.log.error(`Error recovering consumer '${key.slice(CONSUMER_META_PREFIX.length)}' of stream '${s.name}': state is damaged`)
         continue
       }
-      if (typeof stored.name !== "string" || typeof stored.config !== "object") continue
       const c = JsConsumer.make(s, stored, js.server.now(), terminate)
       register(s, c)
       c.start()
     }
+    if (complete) releaseUnwanted(s)
   })
 
 /** What /jsz shows per consumer (with `consumers=true`). */
@@ -210,10 +244,9 @@ export const handleConsumerApi = (js: JetStream, acc: JsAccount, rest: string, r
   if (op === "DURABLE" && t[2] === "CREATE" && t.length === 5) return create(js, acc, t[3], t[4], undefined, req, "consumer_create", true)
   if (op === "INFO" && t.length === 4) return withConsumer(acc, t[2], t[3], "consumer_info", (_s, c) => Effect.succeed(consumerInfo(js, c, "consumer_info")))
   if (op === "DELETE" && t.length === 4)
-    return withConsumer(acc, t[2], t[3], "consumer_delete", (s, c) =>
+    return withConsumer(acc, t[2], t[3], "consumer_delete", (_s, c) =>
       Effect.promise(async () => {
-        consumersOf(s).delete(c.name)
-        await c.remove()
+        await unregister(c)
         return { type: responseType("consumer_delete"), success: true }
       }))
   if ((op === "NAMES" || op === "LIST") && t.length === 3) return list(js, acc, t[2], req, op === "NAMES")
@@ -317,5 +350,7 @@ const create = (
       register(s, c)
       await c.save()
       c.start()
+      // An update may narrow what the consumer holds (filters).
+      if (existing !== undefined) releaseUnwanted(s)
       return consumerInfo(js, c, kind)
     }))

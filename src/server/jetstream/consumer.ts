@@ -20,6 +20,7 @@ import {
 import { statusHeaderBlock } from "../../core/nats/encode.js"
 import type { StoredMsg, StreamStore } from "../../services/store.js"
 import type { Subscription } from "../subscription.js"
+import { releaseUnheld } from "./interest.js"
 import type { JsStream } from "./stream.js"
 
 /** Meta keys of a stream's consumers: `jetstream.consumer.<name>`. */
@@ -136,6 +137,8 @@ export class JsConsumer {
   private readonly inbox: ConsumerInput[] = []
   /** Deliveries waiting for a store read, kept in order. */
   private outChain: Promise<void> | undefined
+  /** Sequences whose delivery waits for a store read (count per sequence): still held. */
+  private readonly loading = new Map<number, number>()
   private persistQueued = false
   private writes: Promise<unknown> = Promise.resolve()
   closed = false
@@ -257,6 +260,9 @@ export class JsConsumer {
         case "acked":
           this.retire(a.seqs)
           break
+        case "released":
+          if (this.stream.config.retention === "interest") this.release(a.seqs)
+          break
         case "ackAck":
           this.publish(a.reply, "", undefined, EMPTY)
           break
@@ -275,19 +281,27 @@ export class JsConsumer {
 
   /**
    * Retention on acks: a workqueue stream drops what its consumer acked; an interest
-   * stream drops what every consumer has acked, judged (conservatively) by the
-   * lowest ack floor among them.
+   * stream drops what no consumer holds any more (see interest.ts).
    */
   private retire(seqs: ReadonlyArray<number>): void {
-    const store = this.stream.store
     const retention = this.stream.config.retention
     if (retention === "workqueue") {
-      for (const seq of seqs) Effect.runSync(Effect.ignore(store.remove(seq)))
+      for (const seq of seqs) Effect.runSync(Effect.ignore(this.stream.store.remove(seq)))
     } else if (retention === "interest") {
-      let floor = Infinity
-      for (const c of this.peers()) floor = Math.min(floor, c.machine.info().ack_floor.stream_seq)
-      if (floor !== Infinity && floor >= store.state().first_seq) Effect.runSync(Effect.ignore(store.purge({ seq: floor + 1 })))
+      this.release(seqs)
     }
+  }
+
+  /** Interest retention: remove each of `seqs` that no consumer of the stream holds. */
+  private release(seqs: ReadonlyArray<number>): void {
+    // Stopped (shutdown, replaced) is not gone: only a live consumer lets messages go.
+    if (this.closed || this.stream.closed) return
+    releaseUnheld(this.stream.store, [...this.peers()], seqs)
+  }
+
+  /** Whether this consumer keeps message `seq` on `subject` in an interest stream. */
+  holds(seq: number, subject: string): boolean {
+    return this.machine.holds(seq, subject) || this.loading.has(seq)
   }
 
   /** The consumers of this consumer's stream (set by the registry). */
@@ -347,15 +361,27 @@ export class JsConsumer {
       if (this.machine.config.headers_only) this.deliverAs(to, m.subject, reply, headersOnly(m.headers, m.payload.length), EMPTY)
       else this.deliverAs(to, m.subject, reply, m.headers !== undefined && m.headers.length > 0 ? toBuffer(m.headers) : undefined, toBuffer(m.payload))
     }
+    const interest = this.stream.config.retention === "interest"
     const load = this.stream.store.load(a.seq)
     if (this.outChain === undefined) {
       const m = readNow(load)
-      if (m !== ON_DISK) return send(m)
+      if (m !== ON_DISK) {
+        send(m)
+        // Ack policy none: delivered is acknowledged.
+        if (interest && this.machine.config.ack_policy === "none") this.release([a.seq])
+        return
+      }
     }
+    // Held while it loads; once sent, look again (an ack may have come meanwhile).
+    this.loading.set(a.seq, (this.loading.get(a.seq) ?? 0) + 1)
     const chain: Promise<void> = (this.outChain ?? Promise.resolve())
       .then(() => Effect.runPromise(Effect.option(load)))
       .then((m) => send(m._tag === "Some" ? m.value : undefined))
       .finally(() => {
+        const n = this.loading.get(a.seq) ?? 1
+        if (n > 1) this.loading.set(a.seq, n - 1)
+        else this.loading.delete(a.seq)
+        if (interest) this.release([a.seq])
         if (this.outChain === chain) this.outChain = undefined
       })
     this.outChain = chain

@@ -48,6 +48,10 @@ export class JsAccount implements StreamHost {
     return this.js.server
   }
 
+  get syncAlways(): boolean {
+    return this.js.syncIntervalMs === undefined
+  }
+
   usage(storage: "file" | "memory"): number {
     let n = 0
     for (const s of this.streams.values()) if (s.config.storage === storage) n += s.store.state().bytes
@@ -95,6 +99,23 @@ export class JetStream {
     readonly store: StoreService,
     readonly log: LogService
   ) {}
+
+  /** The `sync_interval` period in ms; undefined when every PubAck waits for its fsync. */
+  get syncIntervalMs(): number | undefined {
+    const v = this.options.syncInterval
+    return typeof v === "number" ? v : undefined
+  }
+
+  /** Fsync every open stream (the `sync_interval` timer); a failure is logged and retried next round. */
+  syncAll(): Effect.Effect<void> {
+    const streams: JsStream[] = []
+    for (const a of this.accounts.values()) for (const s of a.streams.values()) if (!s.closed) streams.push(s)
+    return Effect.forEach(
+      streams,
+      (s) => Effect.catchAll(s.store.sync(), (e) => Effect.sync(() => this.log.error(`JetStream stream '${s.name}': sync failed: ${e.message}`))),
+      { discard: true }
+    )
+  }
 
   /** Accounts using streams: every account when none are configured, else those with `jetstream: enabled`. */
   enabledFor(name: string): boolean {
@@ -226,8 +247,8 @@ export class JetStream {
         maxMemory: this.options.maxMemory,
         maxStorage: this.options.maxStorage,
         storeDir: this.options.storeDir,
-        syncIntervalMs: undefined,
-        syncAlways: undefined,
+        syncIntervalMs: this.syncIntervalMs,
+        syncAlways: this.syncIntervalMs === undefined,
         domain: undefined
       },
       memory: sum((a) => a.usage("memory")),
@@ -310,6 +331,15 @@ export const startJetStream = (
       Effect.forever,
       Effect.forkScoped
     )
+    // With a sync_interval, PubAcks wait only for the write to the OS; this timer
+    // (Effect's Clock, so TestClock drives it) makes everything durable each period.
+    const interval = js.syncIntervalMs
+    if (interval !== undefined)
+      yield* Effect.sleep(`${interval} millis`).pipe(
+        Effect.zipRight(Effect.suspend(() => js.syncAll())),
+        Effect.forever,
+        Effect.forkScoped
+      )
     // Reclaim the space of removed messages now and then (blocks mostly removed are rewritten).
     yield* Effect.sleep(`${COMPACT_EVERY_MS} millis`).pipe(
       Effect.zipRight(Effect.suspend(() => js.compactAll())),

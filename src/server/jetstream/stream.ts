@@ -1,7 +1,8 @@
 // One stream at run time: its capture subscriptions, the publish checks (dedup,
 // expected-* headers, rollups, account limits), and the PubAcks, which are sent only
 // once a `sync()` covering the message completed (one sync serves every publish that
-// arrived while the previous one ran: group commit).
+// arrived while the previous one ran: group commit) — or, with a `sync_interval`,
+// once a `flush()` handed it to the OS (the subsystem then fsyncs on a timer).
 import { Effect } from "effect"
 import type { PubAck } from "../../core/jetstream/api-schema.js"
 import { type ApiError, JsErr } from "../../core/jetstream/errors.js"
@@ -11,7 +12,7 @@ import type { StoreError, StreamStore } from "../../services/store.js"
 import type { Client } from "../client.js"
 import type { Server } from "../server.js"
 import type { Subscription } from "../subscription.js"
-import { notifyConsumers } from "./consumer-api.js"
+import { notifyConsumers, wantsNext } from "./consumer-api.js"
 
 /** What a stream needs from its account: usage against the account limits, and a way to answer. */
 export interface StreamHost {
@@ -19,6 +20,8 @@ export interface StreamHost {
   readonly client: Client
   /** Undefined when `bytes` more of this storage type fit in the account. */
   readonly admit: (storage: "file" | "memory", bytes: number) => ApiError | undefined
+  /** True: a PubAck waits for the fsync (`sync_interval: always`); false: for the write to the OS. */
+  readonly syncAlways: boolean
 }
 
 interface PendingAck {
@@ -111,16 +114,32 @@ export class JsStream {
     const size = (headers?.length ?? 0) + payload.length + subject.length
     const over = this.host.admit(this.config.storage, size)
     if (over !== undefined) return this.fail(reply, over)
+    if (this.config.retention === "interest" && !wantsNext(this, subject)) return this.skip(reply, msgId, size - subject.length, now)
     const r = this.store.storeSync(subject, headers, payload, now)
     if (typeof r !== "number") return this.fail(reply, storeFailure(r))
     const rollup = h?.get(Hdr.rollup)
     if (rollup !== undefined) Effect.runSync(Effect.ignore(this.store.purge(rollup === "all" ? { keep: 1 } : { subject, keep: 1 })))
     notifyConsumers(this, rollup !== undefined)
-    if (msgId !== "") {
-      this.dedup.set(msgId, [r, now])
-      this.lastMsgId = msgId
-    }
+    this.remember(msgId, r, now)
     this.ack(reply, { stream: this.name, seq: r })
+  }
+
+  /**
+   * Interest retention with no consumer to hold it: the message takes its sequence
+   * and is answered like any other, but is not kept (nats-server does the same).
+   */
+  private skip(reply: string, msgId: string, contentLen: number, now: number): void {
+    if (this.config.max_msg_size > 0 && contentLen > this.config.max_msg_size) return this.fail(reply, JsErr.messageExceedsMaximum)
+    const r = this.store.skipSync(now)
+    if (typeof r !== "number") return this.fail(reply, storeFailure(r))
+    this.remember(msgId, r, now)
+    this.ack(reply, { stream: this.name, seq: r })
+  }
+
+  private remember(msgId: string, seq: number, now: number): void {
+    if (msgId === "") return
+    this.dedup.set(msgId, [seq, now])
+    this.lastMsgId = msgId
   }
 
   /** The publish-time checks on the stream's state, in nats-server's order. */
@@ -168,12 +187,13 @@ export class JsStream {
     if (!this.syncing) this.syncAndAck()
   }
 
-  /** One sync for every ack queued so far; acks queued meanwhile wait for the next. */
+  /** One sync (or flush) for every ack queued so far; acks queued meanwhile wait for the next. */
   private syncAndAck(): void {
     this.syncing = true
     const batch = this.acks
     this.acks = []
-    Effect.runPromise(Effect.either(this.store.sync())).then((r) => {
+    const done = this.host.syncAlways ? this.store.sync() : this.store.flush()
+    Effect.runPromise(Effect.either(done)).then((r) => {
       if (r._tag === "Right") for (const a of batch) this.send(a.reply, a.body)
       else {
         const err = Buffer.from(JSON.stringify({ error: JsErr.streamStoreFailed(r.left.message), stream: this.name, seq: 0 }))
