@@ -339,7 +339,7 @@ export class MqttPersistence {
     })
   }
 
-  /** Run `cb` once everything written so far is on stable storage (one fsync per store per round). */
+  /** Run `cb` once everything written so far is on stable storage (one fsync per store per round; see sync_interval). */
   commit(cb: (ok: boolean) => void): void {
     this.waiting.push(cb)
     if (!this.committing) this.runCommit()
@@ -351,7 +351,10 @@ export class MqttPersistence {
     this.touched.clear()
     const cbs = this.waiting
     this.waiting = []
-    Effect.runPromise(Effect.either(Effect.forEach(stores, (s) => s.sync(), { concurrency: "unbounded", discard: true }))).then((r) => {
+    // With a sync_interval duration, "durable" means handed to the OS, as for stream publishes.
+    const everyWrite = typeof this.js.options.syncInterval !== "number"
+    const commit = (s: StreamStore) => (everyWrite ? s.sync() : s.flush())
+    Effect.runPromise(Effect.either(Effect.forEach(stores, commit, { concurrency: "unbounded", discard: true }))).then((r) => {
       if (r._tag === "Left") this.log.error(`MQTT: stream sync failed: ${r.left.message}`)
       for (const cb of cbs) cb(r._tag === "Right")
       if (this.waiting.length > 0) this.runCommit()
