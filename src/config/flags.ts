@@ -374,7 +374,11 @@ const flagError = (detail: string): ConfigError => configError("Flag", detail)
 const dashed = (name: string) =>
   name.length <= 3 && name !== "log" && name !== "net" && name !== "tls" ? `-${name}` : `--${name}`
 
-/** TLS from the flags: on with --tls or --tlsverify, which then need a certificate and its key. */
+/**
+ * TLS from the flags: on with --tls or --tlsverify. Only the fields given are set, so
+ * they override the configuration file's `tls` block field by field (as nats-server's
+ * flags do); the certificate and key may come from either (checked once merged).
+ */
 const tlsFromFlags = (t: State["tls"]): Either.Either<OptionsPatch["tls"], ConfigError> => {
   const on = t.enabled === true || t.verify === true
   if (!on) {
@@ -382,10 +386,12 @@ const tlsFromFlags = (t: State["tls"]): Either.Either<OptionsPatch["tls"], Confi
       ? Either.left(flagError("--tlscert, --tlskey and --tlscacert need --tls or --tlsverify"))
       : Either.right(undefined)
   }
-  if (t.certFile === undefined || t.keyFile === undefined) {
-    return Either.left(flagError("TLS needs a server certificate and key (--tlscert and --tlskey)"))
-  }
-  return Either.right({ certFile: t.certFile, keyFile: t.keyFile, caFile: t.caFile, verify: t.verify === true, timeoutMs: 2_000 })
+  return Either.right({
+    ...(t.certFile !== undefined && { certFile: t.certFile }),
+    ...(t.keyFile !== undefined && { keyFile: t.keyFile }),
+    ...(t.caFile !== undefined && { caFile: t.caFile }),
+    ...(t.verify === true && { verify: true })
+  })
 }
 
 /** Parses the arguments after the program name. */

@@ -74,6 +74,9 @@ export const loadOptions = (input: LoadInput): Effect.Effect<Loaded, ConfigError
       }
       if (input.strict === true && warnings.length > 0) return Effect.fail(strictError(warnings))
       const patch = mergePatches([filePatch, input.overrides ?? {}])
+      if (patch.tls !== undefined && (patch.tls.certFile === undefined || patch.tls.keyFile === undefined)) {
+        return Effect.fail(configError("Flag", "TLS needs a server certificate and key (--tlscert and --tlskey, or cert_file and key_file in the tls block)"))
+      }
       const checked = checkOptions(applyPatch(input.base ?? defaultOptions, patch), parsed)
       if (Either.isLeft(checked)) return Effect.fail(checked.left)
       return Effect.succeed({ options: checked.right, warnings: warnings.map(formatWarning) })

@@ -77,7 +77,8 @@ export interface OptionsPatch {
   readonly pingMax?: number
   readonly maxClosedClients?: number
   readonly noHeaderSupport?: boolean
-  readonly tls?: TlsOptions
+  /** Complete from the file's `tls` block; only the given fields from the `--tls*` flags (merged field by field). */
+  readonly tls?: Partial<TlsOptions>
   readonly authorization?: AuthorizationPatch
   readonly noAuthUser?: string
   readonly accounts?: ReadonlyArray<AccountOptions>
@@ -119,6 +120,7 @@ export const mergePatches = (patches: ReadonlyArray<OptionsPatch>): OptionsPatch
     (acc, p) => ({
       ...over(acc, p),
       authorization: over(acc.authorization, p.authorization),
+      tls: over(acc.tls, p.tls),
       jetstream: over(acc.jetstream, p.jetstream),
       mqtt: over(acc.mqtt, p.mqtt),
       websocket: over(acc.websocket, p.websocket),
@@ -190,6 +192,14 @@ const applyBlock = <T extends object>(
   return over(base ?? defaults, fields as Partial<T> as T)
 }
 
+/** The client port's TLS from a (merged) patch; without a certificate and key there is none (`loadOptions` refuses that). */
+const completeTls = (p: Partial<TlsOptions> | undefined, base: TlsOptions | undefined): TlsOptions | undefined => {
+  if (p === undefined) return base
+  const t = over<Partial<TlsOptions>>(base, p)!
+  if (t.certFile === undefined || t.keyFile === undefined) return undefined
+  return { certFile: t.certFile, keyFile: t.keyFile, caFile: t.caFile, verify: t.verify ?? false, timeoutMs: t.timeoutMs ?? 2_000 }
+}
+
 /** `base` overlaid with `patch`: the options the server runs with. */
 export const applyPatch = (base: ServerOptions, patch: OptionsPatch): ServerOptions => {
   const host = pick(patch.host, base.host)
@@ -200,7 +210,7 @@ export const applyPatch = (base: ServerOptions, patch: OptionsPatch): ServerOpti
     patch.httpPort === undefined && patch.httpsPort !== undefined && patch.httpsPort !== null
       ? undefined
       : port(patch.httpPort, base.httpPort)
-  const tls = pick(patch.tls, base.tls)
+  const tls = completeTls(patch.tls, base.tls)
   return {
     configFile: pick(patch.configFile, base.configFile),
     serverName: pick(patch.serverName, base.serverName),

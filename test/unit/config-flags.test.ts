@@ -117,14 +117,12 @@ describe("jetstream, authorization and mqtt flags", () => {
   })
 
   it("--tls/--tlsverify with --tlscert, --tlskey and --tlscacert", () => {
-    expect(overrides("--tls", "--tlscert", "s.pem", "--tlskey=s.key")).toEqual({
-      tls: { certFile: "s.pem", keyFile: "s.key", caFile: undefined, verify: false, timeoutMs: 2_000 }
-    })
+    // Only the fields given: they are laid over the file's tls block field by field.
+    expect(overrides("--tls", "--tlscert", "s.pem", "--tlskey=s.key")).toEqual({ tls: { certFile: "s.pem", keyFile: "s.key" } })
     expect(overrides("--tlsverify", "--tlscert", "s.pem", "--tlskey", "s.key", "--tlscacert", "ca.pem")).toEqual({
-      tls: { certFile: "s.pem", keyFile: "s.key", caFile: "ca.pem", verify: true, timeoutMs: 2_000 }
+      tls: { certFile: "s.pem", keyFile: "s.key", caFile: "ca.pem", verify: true }
     })
     expect(overrides("--tls=false")).toEqual({})
-    expect(flagError("--tls", "--tlscert", "s.pem").message).toBe("TLS needs a server certificate and key (--tlscert and --tlskey)")
     expect(flagError("--tlscert", "s.pem", "--tlskey", "s.key").message).toBe("--tlscert, --tlskey and --tlscacert need --tls or --tlsverify")
   })
 

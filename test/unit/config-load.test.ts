@@ -227,6 +227,21 @@ describe("environment and outcomes", () => {
     }).pipe(Effect.provide(ConfigFiles.layerMemory({})))
   )
 
+  it.effect("--tls* flags override the file's tls block field by field", () =>
+    Effect.gen(function* () {
+      const files = ConfigFiles.layerMemory({ "/s.conf": `tls { cert_file: "f.pem", key_file: "f.key", timeout: 3 }` })
+      const verify = yield* load(["-c", "/s.conf", "--tlsverify", "--tlscacert", "ca.pem"], {}).pipe(Effect.provide(files))
+      expect(runOptions(verify).tls).toEqual({ certFile: "f.pem", keyFile: "f.key", caFile: "ca.pem", verify: true, timeoutMs: 3000 })
+      const cert = yield* load(["-c", "/s.conf", "--tls", "--tlscert", "flag.pem"], {}).pipe(Effect.provide(files))
+      expect(runOptions(cert).tls).toEqual({ certFile: "flag.pem", keyFile: "f.key", caFile: undefined, verify: false, timeoutMs: 3000 })
+      // Without a file, the flags must name both the certificate and its key.
+      const e = yield* Effect.flip(load(["--tls", "--tlscert", "s.pem"], {}).pipe(Effect.provide(ConfigFiles.layerMemory({}))))
+      expect(e.message).toContain("TLS needs a server certificate and key (--tlscert and --tlskey")
+      const both = yield* load(["--tls", "--tlscert", "s.pem", "--tlskey", "s.key"], {}).pipe(Effect.provide(ConfigFiles.layerMemory({})))
+      expect(runOptions(both).tls).toEqual({ certFile: "s.pem", keyFile: "s.key", caFile: undefined, verify: false, timeoutMs: 2_000 })
+    })
+  )
+
   it.effect("loadOptions takes a base and overrides directly", () =>
     Effect.gen(function* () {
       const loaded = yield* loadOptions({
