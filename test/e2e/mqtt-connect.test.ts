@@ -92,6 +92,23 @@ describe("MQTT connect", () => {
     await second.client.endAsync()
   })
 
+  it("flapping protection: past three takeovers of one id in ten seconds the newcomer gets CONNACK 3 and the connected one stays", async () => {
+    const clients: Array<mqtt.MqttClient> = []
+    try {
+      for (let i = 0; i < 4; i++) clients.push((await connectMqtt(srv.mqttUrl, { clientId: "flapper" })).client)
+      for (let i = 0; i < 3; i++) await waitClosed(clients[i])
+      const refused = await mqtt.connectAsync(srv.mqttUrl, { clientId: "flapper", reconnectPeriod: 0 }).then(
+        () => undefined,
+        (e: { code?: number }) => e.code
+      )
+      expect(refused).toBe(3)
+      expect(clients[3].connected).toBe(true)
+      expect(srv.serving.mqtt!.connectedClient("flapper")).toBeDefined()
+    } finally {
+      for (const c of clients) c.end(true)
+    }
+  })
+
   it("a persistent session keeps its subscriptions across reconnects (in memory) [MQTT-3.2.2-2]", async () => {
     const a = await connectMqtt(srv.mqttUrl, { clientId: "persist", clean: false })
     await a.client.subscribeAsync("persist/x", { qos: 1 })

@@ -223,6 +223,9 @@ export class MqttSession {
         return this.close(`${CloseReason.ProtocolViolation}: ${input.reason}`, true)
       case "takenOver":
         return this.close(CloseReason.DuplicateClientId, true)
+      case "refused":
+        if (this.phase === "connecting") this.refuse(input.code)
+        return
     }
   }
 

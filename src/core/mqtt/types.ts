@@ -130,6 +130,8 @@ export type SessionInput =
   | { readonly type: "protocolError"; readonly reason: string }
   /** Another connection with the same client id took this session over. */
   | { readonly type: "takenOver" }
+  /** The shell refuses an accepted CONNECT (e.g. a client id flapping between connections). */
+  | { readonly type: "refused"; readonly code: typeof ConnackCode.ServerUnavailable | typeof ConnackCode.IdentifierRejected }
 
 export type PersistStream = "$MQTT_sess" | "$MQTT_out" | "$MQTT_qos2in"
 

@@ -359,7 +359,12 @@ export class MqttBridge {
     if (older !== undefined && older !== c) {
       const flap = recordTakeover(this.flaps.get(key), now, FLAP_WINDOW_MS, FLAP_MAX_TAKEOVERS)
       this.flaps.set(key, flap.record)
-      if (flap.flapping) this.server.log.warn(`MQTT client id "${clientId}" is flapping between connections`)
+      if (flap.flapping) {
+        // Two clients fighting over one id would take it from each other forever: past the
+        // limit the newcomer is turned away (CONNACK 3, "try later") and the connected one stays.
+        this.server.log.warn(`MQTT client id "${clientId}" is flapping between connections: refusing the new one`)
+        return this.input(c, { type: "refused", code: 3 })
+      }
       // The older connection is closed (its will goes out) [MQTT-3.1.4-2].
       this.input(older, { type: "takenOver" })
     }
