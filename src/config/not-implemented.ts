@@ -124,7 +124,6 @@ export const notImplementedKeys = {
     "advertise",
     "same_origin",
     "allowed_origins",
-    "handshake_timeout",
     "authorization",
     "no_auth_user",
     "jwt_cookie",

@@ -99,6 +99,11 @@ export interface WebsocketOptions {
   readonly noTls: boolean
   readonly tls: TlsOptions | undefined
   readonly compression: boolean
+  /**
+   * `handshake_timeout`: how long a connection may take, after any TLS handshake, to
+   * complete its WebSocket upgrade, milliseconds. Undefined = the default (2s).
+   */
+  readonly handshakeTimeoutMs?: number | undefined
 }
 
 export interface LogOptions {

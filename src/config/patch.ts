@@ -52,6 +52,7 @@ export interface WebsocketPatch {
   readonly noTls?: boolean
   readonly tls?: TlsOptions
   readonly compression?: boolean
+  readonly handshakeTimeoutMs?: number
 }
 
 export interface OptionsPatch {

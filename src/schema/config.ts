@@ -492,7 +492,8 @@ const websocketFields = {
   listen: opt(Listen),
   no_tls: opt(Bool),
   tls: opt(Tls),
-  compression: opt(Bool)
+  compression: opt(Bool),
+  handshake_timeout: opt(Duration)
 }
 
 const Websocket: Schema.Schema<WebsocketPatch, unknown> = oneOf<WebsocketPatch>("disabled, false or a map", {
@@ -510,7 +511,8 @@ const Websocket: Schema.Schema<WebsocketPatch, unknown> = oneOf<WebsocketPatch>(
       port: l.port,
       noTls: s.no_tls,
       tls: s.tls,
-      compression: s.compression
+      compression: s.compression,
+      handshakeTimeoutMs: s.handshake_timeout
     })
   })
 })

@@ -11,7 +11,9 @@ import type {
 } from "../core/monitor/source.js"
 import { X509Certificate } from "node:crypto"
 import { readFileSync } from "node:fs"
+import type { WebsocketOptions } from "../config/options.js"
 import { limitsFromOptions } from "../core/monitor/options.js"
+import type { Listener } from "../services/transport.js"
 import type { Sublist } from "../core/subject/sublist.js"
 import { VERSION } from "../version.js"
 import type { Account } from "./account.js"
@@ -21,6 +23,7 @@ import type { Subscription } from "./subscription.js"
 import type { JetStreamMonitor } from "./jetstream/monitor.js"
 import type { MqttBridge } from "./mqtt/bridge.js"
 import { mqttConnSnapshot } from "./mqtt/connection.js"
+import { WS_HANDSHAKE_TIMEOUT_MS } from "./mqtt/websocket.js"
 
 export interface MonitorSourceExtras {
   /** When the configuration was loaded (ms since the epoch). */
@@ -31,6 +34,8 @@ export interface MonitorSourceExtras {
   readonly jetstream?: JetStreamMonitor | undefined
   /** The running MQTT bridge, when configured. */
   readonly mqtt?: MqttBridge | undefined
+  /** The running MQTT-over-WebSocket listener and its settings, when configured. */
+  readonly websocket?: { readonly options: WebsocketOptions; readonly listener: Listener } | undefined
 }
 
 export const sublistSnapshot = (sl: Sublist<Subscription>): SublistSnapshot => {
@@ -88,6 +93,18 @@ export const makeMonitorSource = (server: Server, extras: MonitorSourceExtras): 
       noAuthUser: m.options.noAuthUser
     }
   }
+  const websocketSnapshot = (): ServerSnapshot["websocket"] => {
+    const w = extras.websocket
+    if (w === undefined) return undefined
+    return {
+      host: w.listener.host,
+      port: w.listener.port,
+      noTls: w.options.noTls,
+      compression: w.options.compression,
+      handshakeTimeoutMs: w.options.handshakeTimeoutMs ?? WS_HANDSHAKE_TIMEOUT_MS,
+      noAuthUser: undefined
+    }
+  }
   const serverSnapshot = (): ServerSnapshot => ({
     serverId: server.serverId,
     serverName: server.serverName,
@@ -122,9 +139,8 @@ export const makeMonitorSource = (server: Server, extras: MonitorSourceExtras): 
       stalledClients: 0,
       subscriptions: server.numSubscriptions
     },
-    // The WebSocket listener is not running in this version: report it as off.
     mqtt: mqttSnapshot(),
-    websocket: undefined,
+    websocket: websocketSnapshot(),
     cluster: undefined
   })
 

@@ -4,7 +4,7 @@
 import { Effect, type Scope } from "effect"
 import type { ServerOptions } from "../config/options.js"
 import { Log } from "../services/log.js"
-import { Transport, type TransportError } from "../services/transport.js"
+import { type Listener, Transport, type TransportError } from "../services/transport.js"
 import { VERSION } from "../version.js"
 import { type MonitorError, type MonitorHandle, startMonitor } from "./monitor/http.js"
 import { makeMonitorSource } from "./monitor-source.js"
@@ -13,6 +13,7 @@ import { checkUnsupported } from "./unsupported.js"
 import { startJetStreamOnDisk } from "./jetstream/start.js"
 import type { MqttBridge } from "./mqtt/bridge.js"
 import { startMqtt } from "./mqtt/listener.js"
+import { startMqttWebSocket } from "./mqtt/websocket.js"
 
 export class StartupError extends Error {
   readonly _tag = "StartupError"
@@ -21,6 +22,8 @@ export class StartupError extends Error {
 export interface Serving extends RunningServer {
   readonly monitor: MonitorHandle | undefined
   readonly mqtt: MqttBridge | undefined
+  /** The MQTT-over-WebSocket listener, when the `websocket` block asks for one. */
+  readonly websocket: Listener | undefined
 }
 
 export const serve = (
@@ -42,23 +45,30 @@ export const serve = (
       for (const e of unsupported.errors) log.fatal(e)
       return yield* Effect.fail(new StartupError(unsupported.errors.join("; ")))
     }
-    // Honest about what this version does not run yet, instead of pretending to.
-    if (options.websocket !== undefined) log.info("WebSocket is not available in this version; not listening on its port")
-
     const running = yield* startNatsServer(options)
     const jetstream = options.jetstream === undefined ? undefined : yield* startJetStreamOnDisk(running.server, options.jetstream).pipe(
       Effect.mapError((e) => new StartupError(`Could not start JetStream: ${e.message}`))
     )
     if (jetstream !== undefined) log.info(`Starting JetStream, store directory "${options.jetstream!.storeDir}"`)
     const mqtt = options.mqtt === undefined ? undefined : yield* startMqtt(running.server, options.mqtt, jetstream)
-    if (mqtt !== undefined) log.info(`Listening for MQTT clients on ${hostPort(mqtt.host, mqtt.port)}`)
+    if (mqtt !== undefined) {
+      log.info(`Listening for MQTT clients on ${hostPort(mqtt.host, mqtt.port)}${options.mqtt?.tls === undefined ? "" : " (TLS)"}`)
+    }
+    // The WebSocket listener serves MQTT only (checkUnsupported warns when MQTT is off).
+    const ws = options.websocket
+    const websocket = mqtt === undefined || ws === undefined ? undefined : yield* startMqttWebSocket(mqtt, ws)
+    if (websocket !== undefined) {
+      log.info(`Listening for websocket clients on ${ws!.noTls ? "ws" : "wss"}://${hostPort(websocket.host, websocket.port)}`)
+      if (ws!.noTls) log.warn("Websocket not configured with TLS. DO NOT USE IN PRODUCTION!")
+    }
     let monitor: MonitorHandle | undefined
     if (options.httpPort !== undefined || options.httpsPort !== undefined) {
       const source = makeMonitorSource(running.server, {
         configLoadTime,
         jetstreamConfigured: jetstream !== undefined,
         jetstream,
-        mqtt
+        mqtt,
+        websocket: websocket === undefined ? undefined : { options: ws!, listener: websocket }
       })
       monitor = yield* startMonitor(options, source)
       if (monitor.port !== undefined) log.info(`Starting http monitor on ${hostPort(options.httpHost, monitor.port)}`)
@@ -67,5 +77,5 @@ export const serve = (
     log.info(`Server id is ${running.server.serverId}`)
     log.info(`Server name is ${running.server.serverName}`)
     log.info("Server is ready")
-    return { ...running, monitor, mqtt }
+    return { ...running, monitor, mqtt, websocket }
   })

@@ -16,14 +16,18 @@ export const checkUnsupported = (o: ServerOptions): Unsupported => {
   const warnings: Array<string> = []
   // An import nothing exports to this account would silently never deliver: refuse, as nats-server does.
   errors.push(...importProblems(o))
-  if (o.mqtt?.tls !== undefined) errors.push("mqtt.tls: TLS on the MQTT port is not supported by this version")
-  // MQTT clients authenticate against the server's users; an MQTT-only block would be silently ignored.
-  if (o.mqtt?.authorization !== undefined) {
-    errors.push("mqtt.authorization: a separate MQTT authorization block is not supported by this version")
+  // nats-server's MQTT authorization block is a single user or token (parseSimpleAuth):
+  // users or permissions there would be silently ignored, so they stop the start.
+  const mqttAuth = o.mqtt?.authorization
+  if (mqttAuth !== undefined && (mqttAuth.users.length > 0 || mqttAuth.defaultPermissions !== undefined)) {
+    errors.push("mqtt.authorization: only user, password, token and timeout are allowed here (users and permissions belong in the top-level authorization or accounts)")
   }
-  if (o.mqtt?.noAuthUser !== undefined) warnings.push("mqtt.no_auth_user is not supported by this version; the top-level no_auth_user applies")
-  if (o.websocket !== undefined && !o.websocket.noTls) {
-    errors.push("websocket: TLS on the WebSocket port is not supported by this version (set no_tls: true)")
+  const ws = o.websocket
+  if (ws !== undefined && !ws.noTls && ws.tls === undefined) {
+    errors.push("websocket: tls is required unless no_tls is true")
+  }
+  if (ws !== undefined && o.mqtt === undefined) {
+    warnings.push("websocket: this version serves only MQTT over WebSocket and MQTT is disabled, so the WebSocket listener stays off")
   }
   return { errors, warnings }
 }

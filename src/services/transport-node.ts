@@ -1,23 +1,24 @@
 // Transport over Node's `net`: one listening socket per `listen`, closed with its scope.
 // With TLS the NATS way: INFO goes out in the clear, then the socket is upgraded in
 // place; a failed or timed-out handshake closes the connection with a
-// TlsHandshakeError and never disturbs the listener.
+// TlsHandshakeError and never disturbs the listener. TLS-first listeners (MQTT) run
+// the handshake before the server sees the connection at all.
 import { readFileSync } from "node:fs"
 import * as net from "node:net"
 import * as tls from "node:tls"
-import { Effect, Layer } from "effect"
+import { Effect, Layer, type Scope } from "effect"
+import { END_GRACE_MS, normalizeAddress, tlsDetails, tlsServerOptions } from "./socket-node.js"
 import {
   type Conn,
   type ConnHandlers,
   type Listener,
+  type ListenEvents,
   TlsHandshakeError,
   type TlsListen,
   Transport,
   TransportError
 } from "./transport.js"
-
-/** How long a gracefully ended connection may take to drain before it is destroyed. */
-const END_GRACE_MS = 2_000
+import { listenWebSocketNode } from "./websocket-node.js"
 
 const wrap = (socket: net.Socket): Conn => ({
   remoteAddress: normalizeAddress(socket.remoteAddress),
@@ -44,14 +45,6 @@ const wrap = (socket: net.Socket): Conn => ({
   }
 })
 
-/** nats-server's forms: version "1.3", cipher suite by its IANA name. Undefined until the handshake is done. */
-const tlsDetails = (socket: tls.TLSSocket): { version: string; cipher: string } | undefined => {
-  const protocol = socket.getProtocol()
-  if (protocol === null || protocol === "unknown") return undefined
-  const cipher = socket.getCipher()
-  return { version: protocol.replace(/^TLSv/, ""), cipher: cipher.standardName ?? cipher.name }
-}
-
 /**
  * Why the client's certificate is not acceptable, or undefined when it chains to the CA.
  * The verdict is OpenSSL's own (what tls.Server consults); without it, refuse.
@@ -64,9 +57,6 @@ const peerRefusal = (s: tls.TLSSocket): string | undefined => {
   if (Object.keys(s.getPeerCertificate()).length === 0) return "none presented"
   return undefined
 }
-
-const normalizeAddress = (a: string | undefined): string =>
-  a === undefined ? "" : a.startsWith("::ffff:") ? a.slice(7) : a
 
 const attach = (socket: net.Socket, handlers: ConnHandlers): void => {
   let lastError: Error | undefined
@@ -192,13 +182,76 @@ const wrapSwitching = (socket: () => net.Socket, details: () => Conn["tls"], raw
   }
 }
 
+/**
+ * A TLS-first listener: Node's TLS server runs the handshake (demanding and checking
+ * client certificates with `verify`, within `timeoutMs`) and only secured connections
+ * reach `accept`; the others are reported to `onTlsFailure` and dropped.
+ */
+const listenTlsFirst = (
+  host: string,
+  port: number,
+  accept: (conn: Conn) => ConnHandlers,
+  o: TlsListen,
+  events: ListenEvents | undefined
+): Effect.Effect<Listener, TransportError, Scope.Scope> =>
+  Effect.acquireRelease(
+    Effect.flatMap(tlsServerOptions(o), (options) =>
+      Effect.async<net.Server, TransportError>((resume) => {
+        let server: tls.Server
+        try {
+          server = tls.createServer(options, (socket) => {
+            socket.setNoDelay(true)
+            try {
+              attach(socket, accept({ ...wrap(socket), tls: tlsDetails(socket) }))
+            } catch {
+              socket.destroy()
+            }
+          })
+        } catch (e) {
+          resume(Effect.fail(new TransportError({ reason: "Listen", message: `tls: ${(e as Error).message}` })))
+          return
+        }
+        server.on("tlsClientError", (e, socket) => {
+          const peer = { remoteAddress: normalizeAddress(socket.remoteAddress), remotePort: socket.remotePort ?? 0 }
+          socket.destroy()
+          events?.onTlsFailure?.(peer, new TlsHandshakeError(e.message))
+        })
+        bindServer(server, host, port, resume)
+      })),
+    closeServer
+  ).pipe(Effect.map(listenerOf(host, port)))
+
+/** Listen, and resume with the server once bound (or with the reason it could not bind). */
+const bindServer = (
+  server: net.Server,
+  host: string,
+  port: number,
+  resume: (e: Effect.Effect<net.Server, TransportError>) => void
+): void => {
+  server.on("error", (e) => {
+    resume(Effect.fail(new TransportError({ reason: "Listen", message: `cannot listen on ${host}:${port}: ${e.message}` })))
+  })
+  server.listen({ host, port, backlog: 4096 }, () => resume(Effect.succeed(server)))
+}
+
+const closeServer = (server: net.Server): Effect.Effect<void> =>
+  Effect.async<void>((resume) => {
+    server.close(() => resume(Effect.void))
+  })
+
+const listenerOf = (host: string, port: number) => (server: net.Server): Listener => {
+  const addr = server.address()
+  return { host, port: typeof addr === "object" && addr !== null ? addr.port : port }
+}
+
 export const listenNode = (
   host: string,
   port: number,
   accept: (conn: Conn) => ConnHandlers,
-  tlsOptions?: TlsListen
-): Effect.Effect<Listener, TransportError, import("effect").Scope.Scope> =>
-  Effect.acquireRelease(
+  tlsOptions?: TlsListen,
+  events?: ListenEvents
+): Effect.Effect<Listener, TransportError, Scope.Scope> =>
+  tlsOptions?.handshakeFirst === true ? listenTlsFirst(host, port, accept, tlsOptions, events) : Effect.acquireRelease(
     Effect.flatMap(tlsOptions === undefined ? Effect.succeed(undefined) : loadTls(tlsOptions), (setup) =>
     Effect.async<{ server: net.Server; listener: Listener }, TransportError>((resume) => {
       const server = net.createServer({ noDelay: true, pauseOnConnect: setup !== undefined }, (socket) => {
@@ -224,4 +277,7 @@ export const listenNode = (
     })
   ).pipe(Effect.map(({ listener }) => listener))
 
-export const layerNode: Layer.Layer<Transport> = Layer.succeed(Transport, { listen: listenNode })
+export const layerNode: Layer.Layer<Transport> = Layer.succeed(Transport, {
+  listen: listenNode,
+  listenWebSocket: listenWebSocketNode
+})

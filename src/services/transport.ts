@@ -41,6 +41,43 @@ export interface TlsListen {
   readonly verify: boolean
   /** Handshake timeout, milliseconds. */
   readonly timeoutMs: number
+  /**
+   * TLS from the first byte, as MQTT and WebSocket clients expect, instead of NATS's
+   * clear-text INFO followed by the upgrade: `accept` sees a connection only once its
+   * handshake is done; a failed one goes to `ListenEvents.onTlsFailure` instead.
+   */
+  readonly handshakeFirst?: boolean
+}
+
+/** Where a connection came from, for connections that never reached `accept`. */
+export interface Peer {
+  readonly remoteAddress: string
+  readonly remotePort: number
+}
+
+/** What a listener reports besides the connections it accepts. */
+export interface ListenEvents {
+  /** A TLS handshake failed or timed out before the connection reached `accept` (TLS-first listeners). */
+  readonly onTlsFailure?: (peer: Peer, error: TlsHandshakeError) => void
+}
+
+/**
+ * A WebSocket listener serving one subprotocol on one path (MQTT at `/mqtt`). Each
+ * binary message received is one `onData` chunk; each `write`/`writev` is one message
+ * sent. Requests for another path get HTTP 404, upgrades that do not offer `protocol`
+ * get HTTP 400, both before any upgrade.
+ */
+export interface WebSocketListen {
+  readonly path: string
+  readonly protocol: string
+  /** Offer permessage-deflate to clients that ask for it. */
+  readonly compression: boolean
+  /** A larger message closes the connection (close code 1009) before it is buffered whole. */
+  readonly maxMessageBytes: number
+  /** A connection that has not completed its upgrade this long after connecting (after TLS) is dropped. */
+  readonly handshakeTimeoutMs: number
+  /** HTTPS from the first byte; undefined = plain (`no_tls`). */
+  readonly tls: TlsListen | undefined
 }
 
 /** The error a connection closes with when its TLS handshake failed or timed out. */
@@ -63,13 +100,22 @@ export interface TransportService {
    * Listen on host:port (port 0 = ephemeral) for the lifetime of the scope. `accept` is
    * called synchronously for each new connection and returns its handlers. With `tls`,
    * whatever `accept` writes at once (INFO) goes out in the clear, then the connection
-   * upgrades to TLS, as the NATS protocol does.
+   * upgrades to TLS, as the NATS protocol does (unless `tls.handshakeFirst`).
    */
   readonly listen: (
     host: string,
     port: number,
     accept: (conn: Conn) => ConnHandlers,
-    tls?: TlsListen
+    tls?: TlsListen,
+    events?: ListenEvents
+  ) => Effect.Effect<Listener, TransportError, Scope.Scope>
+  /** Listen for WebSocket connections; absent where the transport has none (the simulation). */
+  readonly listenWebSocket?: (
+    host: string,
+    port: number,
+    ws: WebSocketListen,
+    accept: (conn: Conn) => ConnHandlers,
+    events?: ListenEvents
   ) => Effect.Effect<Listener, TransportError, Scope.Scope>
 }
 

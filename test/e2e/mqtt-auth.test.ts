@@ -3,9 +3,8 @@
 import mqtt from "mqtt"
 import { connect } from "nats"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { checkUnsupported } from "../../src/server/unsupported.js"
-import { account, authorization, testOptions, userEntry } from "../helpers/server.js"
-import { connectMqtt, mqttOptions, type MqttServer, startMqttServer } from "../helpers/mqtt.js"
+import { account, userEntry } from "../helpers/server.js"
+import { connectMqtt, type MqttServer, startMqttServer } from "../helpers/mqtt.js"
 
 let srv: MqttServer
 
@@ -67,12 +66,5 @@ describe("MQTT authentication", () => {
     await a1.client.endAsync()
     await a2.client.endAsync()
     await b1.client.endAsync()
-  })
-
-  it("refuses to start with an MQTT-only authorization block it would not enforce", () => {
-    const o = testOptions({ mqtt: mqttOptions({ authorization: authorization({ token: "t" }), noAuthUser: "alice" }) })
-    const u = checkUnsupported(o)
-    expect(u.errors).toEqual(["mqtt.authorization: a separate MQTT authorization block is not supported by this version"])
-    expect(u.warnings).toEqual(["mqtt.no_auth_user is not supported by this version; the top-level no_auth_user applies"])
   })
 })

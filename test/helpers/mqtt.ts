@@ -2,7 +2,7 @@
 // NATS and monitoring ones), the real `mqtt` npm client, and a message collector
 // that waits for events with generous bounds instead of sleeping.
 import mqtt from "mqtt"
-import type { MqttOptions, ServerOptions } from "../../src/config/options.js"
+import type { MqttOptions, ServerOptions, WebsocketOptions } from "../../src/config/options.js"
 import { type MonitoredServer, startMonitoredServer } from "./monitor.js"
 import { eventually } from "./server.js"
 
@@ -72,3 +72,20 @@ export const waitClosed = (client: mqtt.MqttClient): Promise<void> =>
   eventually(() => !client.connected, "the MQTT connection to close")
 
 export { eventually }
+
+/** A `websocket {}` block for tests: plain (no_tls) on 127.0.0.1, ephemeral port. */
+export const websocketOptions = (over: Partial<WebsocketOptions> = {}): WebsocketOptions => ({
+  host: "127.0.0.1",
+  port: 0,
+  noTls: true,
+  tls: undefined,
+  compression: false,
+  ...over
+})
+
+/** The bound port of the server's MQTT-over-WebSocket listener. */
+export const websocketPort = (srv: MonitoredServer): number => {
+  const l = srv.serving.websocket
+  if (l === undefined) throw new Error("the WebSocket listener is not running")
+  return l.port
+}

@@ -511,6 +511,16 @@ describe("mqtt", () => {
     })
   })
 
+  it("reads tls with verify, ca_file and timeout, and a token-only authorization", () => {
+    const m = options(`mqtt {
+      tls { cert_file: c, key_file: k, ca_file: ca, verify: true, timeout: "1s" }
+      authorization { token: "t0k3n" }
+    }`).mqtt
+    expect(m?.tls).toEqual({ certFile: "c", keyFile: "k", caFile: "ca", verify: true, timeoutMs: 1000 })
+    expect(m?.authorization).toMatchObject({ user: undefined, token: "t0k3n", users: [] })
+    expect(failure("mqtt { tls { key_file: k } }").detail).toBe("mqtt.tls: cert_file and key_file are both required")
+  })
+
   it("reads listen, an ephemeral port and a host alone", () => {
     expect(options('mqtt { listen: "127.0.0.1:1999" }').mqtt).toMatchObject({ host: "127.0.0.1", port: 1999 })
     expect(options("mqtt { port: -1 }").mqtt?.port).toBe(0)
@@ -543,6 +553,34 @@ describe("websocket", () => {
 
   it("needs tls unless no_tls is set (nats-server)", () => {
     expect(failure("websocket { port: 8080 }").detail).toBe("websocket: tls is required unless no_tls is true")
+  })
+
+  it("reads tls with client verification and the handshake timeout", () => {
+    const w = options(`websocket {
+      port: 8443
+      tls { cert_file: c, key_file: k, ca_file: ca, verify: true, timeout: 0.5 }
+      handshake_timeout: "3s"
+    }`).websocket
+    expect(w).toMatchObject({
+      port: 8443,
+      noTls: false,
+      tls: { certFile: "c", keyFile: "k", caFile: "ca", verify: true, timeoutMs: 500 },
+      handshakeTimeoutMs: 3000
+    })
+    expect(options("websocket { port: 1, no_tls: true }").websocket?.handshakeTimeoutMs).toBeUndefined()
+  })
+
+  it("needs both cert_file and key_file in its tls block", () => {
+    expect(failure("websocket { port: 8443, tls { cert_file: c } }").detail).toBe(
+      "websocket.tls: cert_file and key_file are both required"
+    )
+  })
+
+  it("accepts nats-server's other websocket keys without warning, and warns about unknown ones", () => {
+    expect(warnings("websocket { port: 1, no_tls: true, same_origin: true, allowed_origins: [x], jwt_cookie: c }")).toEqual([])
+    expect(warnings("websocket { port: 1, no_tls: true, path: /x }")).toEqual([
+      't.conf:1:36: unknown key "path" in websocket'
+    ])
   })
 
   it("stays off with port 0, and warns when no port is given", () => {

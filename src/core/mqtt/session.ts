@@ -296,8 +296,10 @@ export class MqttSession {
   }
 
   private onConnect(connect: ConnectPacket): void {
-    // A wrong protocol name may be closed without CONNACK [MQTT-3.1.2-1].
-    if (connect.protocolId !== "MQTT" && connect.protocolId !== "MQIsdp") {
+    // MQTT 3.1 ("MQIsdp", level 3) is told its level is not supported; any other name
+    // than "MQTT" is closed without CONNACK [MQTT-3.1.2-1], including "MQIsdp" at level 4.
+    const v31 = connect.protocolId === "MQIsdp" && connect.protocolVersion === 3
+    if (connect.protocolId !== "MQTT" && !v31) {
       return this.close(`${CloseReason.ProtocolViolation}: protocol name ${connect.protocolId}`, false)
     }
     if (connect.protocolVersion !== 4) return this.refuse(ConnackCode.UnacceptableProtocolVersion)
@@ -474,6 +476,7 @@ export class MqttSession {
   }
 
   private onSubscribe(messageId: number, list: ReadonlyArray<{ topic: string; qos: number }>): void {
+    if (messageId < 1 || messageId > 65535) return this.violation("SUBSCRIBE with packet id 0") // [MQTT-2.3.1-1]
     if (list.length === 0) return this.violation("SUBSCRIBE without topic filters") // [MQTT-3.8.3-3]
     if (list.some((s) => s.qos < 0 || s.qos > 2)) return this.violation("SUBSCRIBE QoS 3") // [MQTT-3.8.3-4]
     const granted: number[] = []
@@ -494,6 +497,7 @@ export class MqttSession {
   }
 
   private onUnsubscribe(messageId: number, filters: ReadonlyArray<string>): void {
+    if (messageId < 1 || messageId > 65535) return this.violation("UNSUBSCRIBE with packet id 0") // [MQTT-2.3.1-1]
     if (filters.length === 0) return this.violation("UNSUBSCRIBE without topic filters") // [MQTT-3.10.3-2]
     for (const filter of filters) {
       const s = this.subs.get(filter)

@@ -5,9 +5,9 @@
 // depends on a write is said to a client before the write is durable; without it
 // they live in memory. Persistent sessions of disconnected clients stay subscribed
 // ("detached") and queue the QoS 1/2 messages published while they are away.
-import * as MqttPacket from "mqtt-packet"
 import type { MqttOptions } from "../../config/options.js"
 import {
+  type ClientPacket,
   defaultSessionConfig,
   type FlapRecord,
   filterMatchesSubject,
@@ -27,7 +27,7 @@ import type { Client } from "../client.js"
 import type { Server } from "../server.js"
 import { ClosedReason } from "../reasons.js"
 import type { Subscription } from "../subscription.js"
-import { encode, toClientPacket } from "./codec.js"
+import { encode } from "./codec.js"
 import { closedRecord, MqttConnection } from "./connection.js"
 import type { MqttAccountStore, MqttPersistence, RetainedMsg } from "./persist.js"
 
@@ -84,7 +84,13 @@ export class MqttBridge {
     readonly persistence: MqttPersistence | undefined = undefined
   ) {
     this.maxPacketBytes = server.options.maxPayload + MAX_TOPIC_BYTES + 8
-    this.sessionConfig = { ...defaultSessionConfig, ackWaitMs: options.ackWaitMs, maxAckPending: options.maxAckPending }
+    this.sessionConfig = {
+      ...defaultSessionConfig,
+      ackWaitMs: options.ackWaitMs,
+      maxAckPending: options.maxAckPending,
+      // A connection that never sends CONNECT is closed, as NATS clients are at auth_timeout.
+      connectTimeoutMs: options.authorization?.timeoutMs ?? server.options.authTimeoutMs
+    }
     this.host = options.host
     this.port = options.port
   }
@@ -144,11 +150,8 @@ export class MqttBridge {
     const c = new MqttConnection(this.server, this.sessionConfig, this.server.allocateCid(), conn, client, now)
     this.connections.set(c.cid, c)
     this.totalConnections++
-    c.parser.on("packet", (p: MqttPacket.Packet) => {
-      if (c.closed) return
-      const packet = toClientPacket(p)
-      if (packet === undefined) this.input(c, { type: "protocolError", reason: `unexpected ${p.cmd.toUpperCase()}` })
-      else this.input(c, { type: "packet", packet })
+    c.parser.on("packet", (packet: ClientPacket) => {
+      if (!c.closed) this.input(c, { type: "packet", packet })
     })
     c.parser.on("error", (e: Error) => {
       if (!c.closed) this.input(c, { type: "protocolError", reason: e.message })
@@ -160,7 +163,7 @@ export class MqttBridge {
         c.inBytes += chunk.length
         const buffered = c.parser.parse(chunk)
         // A packet announced (or buffered) past the limit is cut off before its bytes pile up.
-        const announced = (c.parser as unknown as { packet?: { length?: number } }).packet?.length ?? 0
+        const announced = c.parser.packet.length
         if (!c.closed && (announced > this.maxPacketBytes || buffered > this.maxPacketBytes)) {
           this.input(c, { type: "protocolError", reason: `packet of ${Math.max(announced, buffered)} bytes over the limit of ${this.maxPacketBytes}` })
         }

@@ -1,64 +1,9 @@
-// mqtt-packet <-> the session machine's plain packets. Decoding maps field by field
-// (the core's shapes follow mqtt-packet's names); encoding always speaks level 4.
+// The MQTT 3.1.1 wire format of the server side. `MqttParser` decodes what clients send
+// strictly (every malformed or hostile input is a close, never a guess); encoding goes
+// through mqtt-packet at level 4. Decoded packets use mqtt-packet's field names.
+import { EventEmitter } from "node:events"
 import * as MqttPacket from "mqtt-packet"
-import type { ClientPacket, ServerPacket } from "../../core/mqtt/index.js"
-
-const EMPTY = new Uint8Array(0)
-
-const bytesOf = (p: string | Buffer | undefined): Uint8Array =>
-  p === undefined ? EMPTY : typeof p === "string" ? Buffer.from(p) : p
-
-/** A decoded packet as the session takes it; undefined for packets 3.1.1 does not have (AUTH). */
-export const toClientPacket = (p: MqttPacket.Packet): ClientPacket | undefined => {
-  switch (p.cmd) {
-    case "connect":
-      return {
-        cmd: "connect",
-        protocolId: p.protocolId ?? "",
-        protocolVersion: p.protocolVersion ?? 0,
-        clean: p.clean ?? false,
-        clientId: p.clientId ?? "",
-        keepalive: p.keepalive ?? 0,
-        username: p.username,
-        password: p.password,
-        will: p.will === undefined || p.will === null
-          ? undefined
-          : { topic: p.will.topic, payload: bytesOf(p.will.payload), qos: p.will.qos ?? 0, retain: p.will.retain ?? false }
-      }
-    case "publish":
-      return {
-        cmd: "publish",
-        topic: p.topic,
-        payload: bytesOf(p.payload),
-        qos: p.qos,
-        retain: p.retain,
-        dup: p.dup,
-        messageId: p.messageId
-      }
-    case "puback":
-    case "pubrec":
-    case "pubrel":
-    case "pubcomp":
-      return { cmd: p.cmd, messageId: p.messageId ?? 0 }
-    case "subscribe":
-      return {
-        cmd: "subscribe",
-        messageId: p.messageId ?? 0,
-        subscriptions: p.subscriptions.map((s) => ({ topic: s.topic, qos: s.qos }))
-      }
-    case "unsubscribe":
-      return { cmd: "unsubscribe", messageId: p.messageId ?? 0, unsubscriptions: p.unsubscriptions }
-    case "pingreq":
-    case "disconnect":
-    case "connack":
-    case "suback":
-    case "unsuback":
-    case "pingresp":
-      return { cmd: p.cmd }
-    default:
-      return undefined
-  }
-}
+import type { ClientPacket, ConnectFlags, ServerPacket } from "../../core/mqtt/index.js"
 
 const GENERATE_OPTS = { protocolVersion: 4 }
 
@@ -82,5 +27,331 @@ export const encode = (p: ServerPacket): Buffer => {
       return MqttPacket.generate({ cmd: "suback", messageId: p.messageId, granted: [...p.granted] }, GENERATE_OPTS)
     default:
       return MqttPacket.generate(p as MqttPacket.Packet, GENERATE_OPTS)
+  }
+}
+
+// ---- decoding ----
+
+/** Packet types of MQTT 3.1.1 (the high nibble of the fixed header). */
+export const PacketType = {
+  Connect: 1,
+  Connack: 2,
+  Publish: 3,
+  Puback: 4,
+  Pubrec: 5,
+  Pubrel: 6,
+  Pubcomp: 7,
+  Subscribe: 8,
+  Suback: 9,
+  Unsubscribe: 10,
+  Unsuback: 11,
+  Pingreq: 12,
+  Pingresp: 13,
+  Disconnect: 14
+} as const
+
+const ParseState = { Header: 0, Length: 1, Body: 2, Failed: 3 } as const
+type ParseState = (typeof ParseState)[keyof typeof ParseState]
+
+/** A remaining length takes at most four bytes [MQTT-2.2.3]: 268,435,455. */
+export const MAX_REMAINING_LENGTH = 268_435_455
+
+/** Why bytes are refused: the text becomes the close reason. */
+export class MalformedPacket extends Error {
+  constructor(readonly reason: string) {
+    super(reason)
+  }
+}
+
+const SERVER_ONLY: Record<number, string> = {
+  [PacketType.Connack]: "CONNACK",
+  [PacketType.Suback]: "SUBACK",
+  [PacketType.Unsuback]: "UNSUBACK",
+  [PacketType.Pingresp]: "PINGRESP"
+}
+
+/**
+ * The fixed-header check of the first byte: reserved types and flag bits
+ * [MQTT-2.2.2-1, -2], QoS 3 [MQTT-3.3.1-4], DUP on QoS 0 [MQTT-3.3.1-2], and packets
+ * only a server sends. Returns the reason, or undefined when the byte is acceptable.
+ */
+export const headerViolation = (first: number): string | undefined => {
+  const type = first >> 4
+  const flags = first & 0x0f
+  if (type === 0 || type === 15) return `reserved packet type ${type}`
+  if (SERVER_ONLY[type] !== undefined) return `client sent ${SERVER_ONLY[type]}`
+  if (type === PacketType.Publish) {
+    const qos = (flags >> 1) & 3
+    if (qos === 3) return "PUBLISH QoS 3"
+    if (qos === 0 && (flags & 0x08) !== 0) return "PUBLISH DUP set on QoS 0"
+    return undefined
+  }
+  const required = type === PacketType.Pubrel || type === PacketType.Subscribe || type === PacketType.Unsubscribe ? 2 : 0
+  return flags === required ? undefined : `reserved header flags 0x${flags.toString(16)} on packet type ${type}`
+}
+
+/** Remaining lengths fixed by the packet type, checked before any body byte is kept. */
+const lengthViolation = (type: number, length: number): string | undefined => {
+  switch (type) {
+    case PacketType.Puback:
+    case PacketType.Pubrec:
+    case PacketType.Pubrel:
+    case PacketType.Pubcomp:
+      return length === 2 ? undefined : `remaining length ${length} of an acknowledgement (must be 2)`
+    case PacketType.Pingreq:
+    case PacketType.Disconnect:
+      return length === 0 ? undefined : `remaining length ${length} of a packet without body (must be 0)`
+    case PacketType.Publish:
+      return length < 2 ? "PUBLISH shorter than its topic length" : undefined
+    case PacketType.Subscribe:
+    case PacketType.Unsubscribe:
+      return length < 2 ? "packet shorter than its packet identifier" : undefined
+    default:
+      return undefined
+  }
+}
+
+const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true })
+
+/** A cursor over one packet body; every read checks the bounds ("lengths that lie"). */
+class BodyReader {
+  pos = 0
+  constructor(readonly buf: Buffer) {}
+
+  get remaining(): number {
+    return this.buf.length - this.pos
+  }
+
+  byte(what: string): number {
+    if (this.remaining < 1) throw new MalformedPacket(`${what} past the end of the packet`)
+    return this.buf[this.pos++]
+  }
+
+  u16(what: string): number {
+    if (this.remaining < 2) throw new MalformedPacket(`${what} past the end of the packet`)
+    const v = this.buf.readUInt16BE(this.pos)
+    this.pos += 2
+    return v
+  }
+
+  binary(what: string): Buffer {
+    const n = this.u16(`${what} length`)
+    if (this.remaining < n) throw new MalformedPacket(`${what} of ${n} bytes past the end of the packet`)
+    const b = this.buf.subarray(this.pos, this.pos + n)
+    this.pos += n
+    return b
+  }
+
+  /** A UTF-8 encoded string: well-formed [MQTT-1.5.3-1] and without U+0000 [MQTT-1.5.3-2]. */
+  string(what: string): string {
+    const b = this.binary(what)
+    let ascii = true
+    for (let i = 0; i < b.length; i++) {
+      if (b[i] === 0) throw new MalformedPacket(`${what} contains U+0000`)
+      if (b[i] >= 0x80) ascii = false
+    }
+    // Most topics and ids are ASCII: no decoder needed for them.
+    if (ascii) return b.toString("latin1")
+    try {
+      return utf8.decode(b)
+    } catch {
+      throw new MalformedPacket(`${what} is not well-formed UTF-8`)
+    }
+  }
+
+  rest(): Buffer {
+    const b = this.buf.subarray(this.pos)
+    this.pos = this.buf.length
+    return b
+  }
+
+  end(what: string): void {
+    if (this.remaining !== 0) throw new MalformedPacket(`${this.remaining} bytes after the end of the ${what}`)
+  }
+}
+
+const decodeConnect = (r: BodyReader): ClientPacket => {
+  const protocolId = r.string("protocol name")
+  const protocolVersion = r.byte("protocol level")
+  // Only level 4 is parsed further: any other level is answered with CONNACK 1 [MQTT-3.1.2-2],
+  // a wrong name is closed [MQTT-3.1.2-1], whatever their remaining bytes say.
+  if (protocolId !== "MQTT" || protocolVersion !== 4) {
+    return { cmd: "connect", protocolId, protocolVersion, clean: false, clientId: "", keepalive: 0 }
+  }
+  const f = r.byte("connect flags")
+  const flags: ConnectFlags = {
+    reserved: (f & 0x01) !== 0,
+    will: (f & 0x04) !== 0,
+    willQos: (f >> 3) & 3,
+    willRetain: (f & 0x20) !== 0,
+    password: (f & 0x40) !== 0,
+    username: (f & 0x80) !== 0
+  }
+  const keepalive = r.u16("keepalive")
+  const clientId = r.string("client identifier") // [MQTT-3.1.3-4]
+  const will = flags.will
+    ? { topic: r.string("will topic"), payload: r.binary("will message"), qos: flags.willQos, retain: flags.willRetain }
+    : undefined
+  const username = flags.username ? r.string("user name") : undefined // [MQTT-3.1.3-11]
+  const password = flags.password ? r.binary("password") : undefined
+  r.end("CONNECT payload")
+  return { cmd: "connect", protocolId, protocolVersion, clean: (f & 0x02) !== 0, clientId, keepalive, username, password, will, flags }
+}
+
+const decodePublish = (first: number, r: BodyReader): ClientPacket => {
+  const qos = (first >> 1) & 3
+  const topic = r.string("topic name") // [MQTT-3.3.2-1]
+  const messageId = qos > 0 ? r.u16("packet identifier") : undefined
+  return { cmd: "publish", topic, payload: r.rest(), qos, retain: (first & 1) !== 0, dup: (first & 8) !== 0, messageId }
+}
+
+const decodeSubscribe = (r: BodyReader): ClientPacket => {
+  const messageId = r.u16("packet identifier")
+  const subscriptions: Array<{ topic: string; qos: number }> = []
+  while (r.remaining > 0) {
+    const topic = r.string("topic filter")
+    const options = r.byte("requested QoS")
+    // Reserved bits of the requested QoS byte [MQTT-3-8.3-4]; QoS 3 is the session's to refuse.
+    if ((options & 0xfc) !== 0) throw new MalformedPacket(`reserved bits set in requested QoS 0x${options.toString(16)}`)
+    subscriptions.push({ topic, qos: options })
+  }
+  return { cmd: "subscribe", messageId, subscriptions }
+}
+
+const decodeUnsubscribe = (r: BodyReader): ClientPacket => {
+  const messageId = r.u16("packet identifier")
+  const unsubscriptions: Array<string> = []
+  while (r.remaining > 0) unsubscriptions.push(r.string("topic filter"))
+  return { cmd: "unsubscribe", messageId, unsubscriptions }
+}
+
+/** The packet of a complete fixed header and body; throws `MalformedPacket`. */
+export const decodePacket = (first: number, body: Buffer): ClientPacket => {
+  const r = new BodyReader(body)
+  switch (first >> 4) {
+    case PacketType.Connect:
+      return decodeConnect(r)
+    case PacketType.Publish:
+      return decodePublish(first, r)
+    case PacketType.Puback:
+      return { cmd: "puback", messageId: r.u16("packet identifier") }
+    case PacketType.Pubrec:
+      return { cmd: "pubrec", messageId: r.u16("packet identifier") }
+    case PacketType.Pubrel:
+      return { cmd: "pubrel", messageId: r.u16("packet identifier") }
+    case PacketType.Pubcomp:
+      return { cmd: "pubcomp", messageId: r.u16("packet identifier") }
+    case PacketType.Subscribe:
+      return decodeSubscribe(r)
+    case PacketType.Unsubscribe:
+      return decodeUnsubscribe(r)
+    case PacketType.Pingreq:
+      return { cmd: "pingreq" }
+    case PacketType.Disconnect:
+      return { cmd: "disconnect" }
+    default:
+      throw new MalformedPacket(headerViolation(first) ?? `packet type ${first >> 4}`)
+  }
+}
+
+/**
+ * The byte-level framing machine: fixed header, remaining length, body. It emits
+ * `packet` (a `ClientPacket`) and, once, `error` (a `MalformedPacket`); after an error
+ * every later byte is ignored. A body is collected chunk by chunk as it arrives, so an
+ * announced length costs nothing until its bytes come; `packet.length` shows the
+ * announced length so the shell can cut a client off before it sends that much.
+ */
+export class MqttParser extends EventEmitter {
+  private state: ParseState = ParseState.Header
+  private first = 0
+  private length = 0
+  private lengthBytes = 0
+  private multiplier = 1
+  private chunks: Array<Buffer> = []
+  private have = 0
+
+  /** The packet being read: its announced remaining length (0 between packets). */
+  get packet(): { readonly length: number } {
+    return { length: this.state === ParseState.Body ? this.length : 0 }
+  }
+
+  /** Feeds a chunk; returns the bytes held for an incomplete packet. */
+  parse(chunk: Buffer): number {
+    let i = 0
+    while (i < chunk.length && this.state !== ParseState.Failed) {
+      switch (this.state) {
+        case ParseState.Header: {
+          const bad = headerViolation(chunk[i])
+          if (bad !== undefined) return this.fail(bad)
+          this.first = chunk[i++]
+          this.length = 0
+          this.lengthBytes = 0
+          this.multiplier = 1
+          this.state = ParseState.Length
+          break
+        }
+        case ParseState.Length: {
+          const b = chunk[i++]
+          this.length += (b & 0x7f) * this.multiplier
+          this.multiplier *= 128
+          this.lengthBytes++
+          if ((b & 0x80) !== 0) {
+            if (this.lengthBytes === 4) return this.fail("remaining length longer than 4 bytes")
+            break
+          }
+          const bad = lengthViolation(this.first >> 4, this.length)
+          if (bad !== undefined) return this.fail(bad)
+          this.state = ParseState.Body
+          if (this.length === 0) this.complete(Buffer.alloc(0))
+          break
+        }
+        case ParseState.Body: {
+          const take = Math.min(this.length - this.have, chunk.length - i)
+          this.chunks.push(chunk.subarray(i, i + take))
+          this.have += take
+          i += take
+          if (this.have === this.length) {
+            const body = this.chunks.length === 1 ? this.chunks[0] : Buffer.concat(this.chunks, this.length)
+            this.complete(body)
+          }
+          break
+        }
+      }
+    }
+    return this.buffered()
+  }
+
+  private buffered(): number {
+    switch (this.state) {
+      case ParseState.Length:
+        return 1 + this.lengthBytes
+      case ParseState.Body:
+        return 1 + this.lengthBytes + this.have
+      default:
+        return 0
+    }
+  }
+
+  private complete(body: Buffer): void {
+    this.chunks = []
+    this.have = 0
+    this.state = ParseState.Header
+    let packet: ClientPacket
+    try {
+      packet = decodePacket(this.first, body)
+    } catch (e) {
+      if (!(e instanceof MalformedPacket)) throw e
+      this.fail(e.reason)
+      return
+    }
+    this.emit("packet", packet)
+  }
+
+  private fail(reason: string): number {
+    this.state = ParseState.Failed
+    this.chunks = []
+    this.have = 0
+    this.emit("error", new MalformedPacket(reason))
+    return 0
   }
 }

@@ -1,7 +1,6 @@
-// One MQTT connection as the bridge keeps it: its session, its mqtt-packet parser,
+// One MQTT connection as the bridge keeps it: its session, its parser,
 // the internal NATS client its subscriptions and credentials live on, and what
 // /connz shows of it while open and after it closed.
-import * as MqttPacket from "mqtt-packet"
 import {
   type AuthResult,
   CloseReason,
@@ -19,24 +18,23 @@ import type { Client } from "../client.js"
 import { ClientPermissions } from "../permissions.js"
 import type { Server } from "../server.js"
 import type { Subscription } from "../subscription.js"
+import { mqttAuthenticator } from "./auth.js"
+import { MqttParser } from "./codec.js"
 
 /**
  * Credentials and permissions of the NATS side: the user name and password of CONNECT
- * go through the server's authenticator (a password alone is tried as a token); the
- * account, user and permissions it grants are taken by the connection's internal client.
+ * go through the MQTT authenticator (the server's users, or the `mqtt {}` block's own
+ * override; a password is also tried as a token); the account, user and permissions it
+ * grants are taken by the connection's internal client.
  */
 const sessionDeps = (server: Server, client: Client): SessionDeps => ({
   random: server.env.random,
   authenticate: (connect: ConnectPacket): AuthResult => {
-    if (!server.authRequired) return ConnackCode.Accepted
-    const pass = connect.password === undefined ? undefined : Buffer.from(connect.password).toString("utf8")
-    const res = server.auth.authenticate(
-      { user: connect.username, pass, auth_token: connect.username === undefined ? pass : undefined },
-      undefined
-    )
-    if (res === undefined) {
-      return connect.username === undefined && pass === undefined ? ConnackCode.NotAuthorized : ConnackCode.BadUsernameOrPassword
-    }
+    const password = connect.password === undefined ? undefined : Buffer.from(connect.password).toString("utf8")
+    const verdict = mqttAuthenticator(server).check({ username: connect.username, password })
+    if (!verdict.ok) return verdict.code === 4 ? ConnackCode.BadUsernameOrPassword : ConnackCode.NotAuthorized
+    const res = verdict.result
+    if (res === undefined) return ConnackCode.Accepted
     client.account = server.account(res.account)
     client.user = res.user
     client.perms = res.permissions === undefined ? undefined : new ClientPermissions(res.permissions)
@@ -54,7 +52,7 @@ const sessionDeps = (server: Server, client: Client): SessionDeps => ({
 
 export class MqttConnection {
   readonly session: MqttSession
-  readonly parser = MqttPacket.parser({ protocolVersion: 4 })
+  readonly parser = new MqttParser()
   /** Sublist entries per MQTT filter. */
   readonly subs = new Map<string, Array<Subscription>>()
   out: Array<Buffer> = []

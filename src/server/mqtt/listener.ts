@@ -1,9 +1,11 @@
 // The Effect shell of the MQTT bridge: listens through the Transport for the life of
-// the scope, wakes session deadlines (keepalive, redelivery) from Effect's Clock, and
-// closes MQTT connections when the scope closes.
+// the scope (plain or TLS-first), wakes session deadlines (keepalive, redelivery)
+// from Effect's Clock, and closes MQTT connections when the scope closes.
 import { Effect, type Scope } from "effect"
 import type { MqttOptions } from "../../config/options.js"
-import { Transport, type TransportError } from "../../services/transport.js"
+import { type Peer, type TlsHandshakeError, Transport, type TransportError } from "../../services/transport.js"
+import { GLOBAL_ACCOUNT } from "../account.js"
+import { ClosedReason } from "../reasons.js"
 import type { Server } from "../server.js"
 import type { JetStream } from "../jetstream/jetstream.js"
 import { MqttBridge } from "./bridge.js"
@@ -11,6 +13,43 @@ import { MqttPersistence } from "./persist.js"
 
 /** Keepalive is counted in seconds: checking deadlines four times a second is fine enough. */
 export const MQTT_TICK_MS = 250
+
+/**
+ * A TLS handshake on an MQTT listener (TCP or WebSocket) failed before any MQTT was
+ * spoken: counted and logged as on the client port, and kept in /connz?state=closed.
+ */
+export const mqttTlsFailure = (server: Server, peer: Peer, error: TlsHandshakeError): void => {
+  server.tlsHandshakeFailures++
+  const cid = server.allocateCid()
+  server.log.error(`${peer.remoteAddress}:${peer.remotePort} - mid:${cid} - TLS handshake error: ${error.message}`)
+  const now = server.now()
+  server.closed.push({
+    cid,
+    kind: "Client",
+    type: "mqtt",
+    ip: peer.remoteAddress,
+    port: peer.remotePort,
+    start: now,
+    lastActivity: now,
+    rttNs: 0,
+    pendingBytes: 0,
+    inMsgs: 0,
+    outMsgs: 0,
+    inBytes: 0,
+    outBytes: 0,
+    subs: [],
+    name: "",
+    lang: "mqtt",
+    version: "3.1.1",
+    tlsVersion: undefined,
+    tlsCipher: undefined,
+    user: undefined,
+    account: GLOBAL_ACCOUNT,
+    mqttClient: undefined,
+    stop: now,
+    reason: ClosedReason.TLSHandshakeError
+  })
+}
 
 export const startMqtt = (
   server: Server,
@@ -24,7 +63,11 @@ export const startMqtt = (
     const bridge = new MqttBridge(server, options, persistence)
     // Sessions stored before a restart are subscribed again before the first client connects.
     if (persistence !== undefined) yield* Effect.promise(() => bridge.openStoredAccounts())
-    const listener = yield* transport.listen(options.host, options.port, (conn) => bridge.accept(conn))
+    // MQTT clients expect TLS from the first byte (mqtts://), unlike NATS's INFO-then-upgrade.
+    const tls = options.tls === undefined ? undefined : { ...options.tls, handshakeFirst: true }
+    const listener = yield* transport.listen(options.host, options.port, (conn) => bridge.accept(conn), tls, {
+      onTlsFailure: (peer, error) => mqttTlsFailure(server, peer, error)
+    })
     bridge.host = listener.host
     bridge.port = listener.port
     yield* Effect.addFinalizer(() => Effect.promise(() => bridge.shutdown()))

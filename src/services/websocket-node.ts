@@ -1,0 +1,176 @@
+// WebSocket connections over Node's http/https and the `ws` package, as the server
+// core's `Conn`: one binary message in is one chunk, one write out is one message.
+// The path and subprotocol are checked before the upgrade (HTTP 404 / 400 with a
+// reason), and a failed TLS handshake never reaches the server.
+import * as http from "node:http"
+import * as https from "node:https"
+import type * as net from "node:net"
+import type { Duplex } from "node:stream"
+import * as tls from "node:tls"
+import { Effect, type Scope } from "effect"
+import { type RawData, WebSocket, WebSocketServer } from "ws"
+import { END_GRACE_MS, normalizeAddress, tlsDetails, tlsServerOptions } from "./socket-node.js"
+import {
+  type Conn,
+  type ConnHandlers,
+  type Listener,
+  type ListenEvents,
+  TlsHandshakeError,
+  TransportError,
+  type WebSocketListen
+} from "./transport.js"
+
+/** Close code for a text frame where only binary is spoken (RFC 6455 "unsupported data"). */
+const CLOSE_UNSUPPORTED_DATA = 1003
+
+interface Refusal {
+  readonly status: 400 | 404
+  readonly text: string
+}
+
+const pathOf = (url: string | undefined): string => {
+  const u = url ?? "/"
+  const q = u.indexOf("?")
+  return q < 0 ? u : u.slice(0, q)
+}
+
+/** Why a request may not become a WebSocket of this listener, checked before the upgrade. */
+const refusal = (req: http.IncomingMessage, o: WebSocketListen, upgrade: boolean): Refusal | undefined => {
+  if (pathOf(req.url) !== o.path) return { status: 404, text: `Not Found: WebSocket clients connect to ${o.path}` }
+  if (!upgrade) return { status: 400, text: `Bad Request: ${o.path} expects a WebSocket upgrade` }
+  const offered = String(req.headers["sec-websocket-protocol"] ?? "").split(",").map((p) => p.trim())
+  if (!offered.includes(o.protocol)) {
+    return { status: 400, text: `Bad Request: the Sec-WebSocket-Protocol header must offer "${o.protocol}"` }
+  }
+  return undefined
+}
+
+const refuseSocket = (socket: Duplex, r: Refusal): void => {
+  const body = `${r.text}\n`
+  const phrase = r.status === 404 ? "Not Found" : "Bad Request"
+  socket.end(
+    `HTTP/1.1 ${r.status} ${phrase}\r\nConnection: close\r\nContent-Type: text/plain; charset=utf-8\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`
+  )
+  setTimeout(() => socket.destroy(), END_GRACE_MS).unref()
+}
+
+const asBuffer = (data: RawData): Buffer =>
+  Buffer.isBuffer(data) ? data : Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data)
+
+/** The server core's view of one WebSocket: every write is one binary message (one frame). */
+const wrapWebSocket = (ws: WebSocket, req: http.IncomingMessage, socket: Duplex): Conn => {
+  const open = () => ws.readyState === WebSocket.OPEN
+  return {
+    remoteAddress: normalizeAddress(req.socket.remoteAddress),
+    remotePort: req.socket.remotePort ?? 0,
+    tls: socket instanceof tls.TLSSocket ? tlsDetails(socket) : undefined,
+    write: (buf) => {
+      if (open()) ws.send(buf, { binary: true })
+    },
+    writev: (bufs) => {
+      if (open()) ws.send(bufs.length === 1 ? bufs[0] : Buffer.concat(bufs), { binary: true })
+    },
+    // Bytes in the socket's buffer plus those ws still holds (compressing or corked).
+    writableLength: () => ws.bufferedAmount,
+    end: () => {
+      if (ws.readyState === WebSocket.CLOSED) return
+      // The close frame follows everything queued; a peer that never answers it is cut off.
+      ws.close(1000)
+      setTimeout(() => ws.terminate(), END_GRACE_MS).unref()
+    },
+    destroy: () => ws.terminate()
+  }
+}
+
+const attachWebSocket = (ws: WebSocket, socket: Duplex, handlers: ConnHandlers): void => {
+  let lastError: Error | undefined
+  let refused = false
+  ws.on("message", (data, isBinary) => {
+    if (refused) return
+    // MQTT control packets travel in binary frames only; anything else closes [MQTT-6.0.0-1].
+    if (!isBinary) {
+      refused = true
+      lastError = new Error("text frame received where only binary frames are allowed")
+      ws.close(CLOSE_UNSUPPORTED_DATA, "binary frames only")
+      setTimeout(() => ws.terminate(), END_GRACE_MS).unref()
+      return
+    }
+    handlers.onData(asBuffer(data))
+  })
+  socket.on("drain", () => handlers.onDrain())
+  ws.on("error", (e) => {
+    lastError = e
+  })
+  ws.on("close", () => handlers.onClose(lastError))
+}
+
+export const listenWebSocketNode = (
+  host: string,
+  port: number,
+  o: WebSocketListen,
+  accept: (conn: Conn) => ConnHandlers,
+  events?: ListenEvents
+): Effect.Effect<Listener, TransportError, Scope.Scope> =>
+  Effect.acquireRelease(
+    Effect.flatMap(o.tls === undefined ? Effect.succeed(undefined) : tlsServerOptions(o.tls), (tlsOptions) =>
+      Effect.async<http.Server, TransportError>((resume) => {
+        let server: http.Server
+        try {
+          server = tlsOptions === undefined ? http.createServer() : https.createServer(tlsOptions)
+        } catch (e) {
+          resume(Effect.fail(new TransportError({ reason: "Listen", message: `tls: ${(e as Error).message}` })))
+          return
+        }
+        const wss = new WebSocketServer({
+          noServer: true,
+          clientTracking: false,
+          perMessageDeflate: o.compression,
+          maxPayload: o.maxMessageBytes,
+          handleProtocols: () => o.protocol
+        })
+        server.on("request", (req: http.IncomingMessage, res: http.ServerResponse) => {
+          const r = refusal(req, o, false)!
+          res.writeHead(r.status, { "Content-Type": "text/plain; charset=utf-8", Connection: "close" })
+          res.end(`${r.text}\n`)
+        })
+        // The upgrade must come within the handshake timeout (TLS has its own, before this one).
+        const deadlines = new WeakMap<Duplex, NodeJS.Timeout>()
+        server.on(tlsOptions === undefined ? "connection" : "secureConnection", (socket: Duplex) => {
+          deadlines.set(socket, setTimeout(() => socket.destroy(), o.handshakeTimeoutMs).unref())
+        })
+        server.on("upgrade", (req: http.IncomingMessage, socket: Duplex, head: Buffer) => {
+          clearTimeout(deadlines.get(socket))
+          socket.on("error", () => {})
+          const r = refusal(req, o, true)
+          if (r !== undefined) return refuseSocket(socket, r)
+          wss.handleUpgrade(req, socket, head, (ws) => {
+            try {
+              attachWebSocket(ws, socket, accept(wrapWebSocket(ws, req, socket)))
+            } catch {
+              ws.terminate()
+            }
+          })
+        })
+        server.on("clientError", (_e: Error, socket: Duplex) => {
+          socket.destroy()
+        })
+        server.on("tlsClientError", (e: Error, socket: tls.TLSSocket) => {
+          const peer = { remoteAddress: normalizeAddress(socket.remoteAddress), remotePort: socket.remotePort ?? 0 }
+          socket.destroy()
+          events?.onTlsFailure?.(peer, new TlsHandshakeError(e.message))
+        })
+        server.on("error", (e) => {
+          resume(Effect.fail(new TransportError({ reason: "Listen", message: `cannot listen on ${host}:${port}: ${e.message}` })))
+        })
+        server.listen({ host, port, backlog: 4096 }, () => resume(Effect.succeed(server)))
+      })),
+    (server) =>
+      Effect.async<void>((resume) => {
+        server.close(() => resume(Effect.void))
+        server.closeIdleConnections()
+      })
+  ).pipe(Effect.map((server) => {
+    const addr = (server as net.Server).address()
+    return { host, port: typeof addr === "object" && addr !== null ? addr.port : port }
+  }))

@@ -1,0 +1,300 @@
+// The strict MQTT 3.1.1 decoder of the codec: framing at every split point, the
+// fixed-header rules, remaining lengths, strings, and what it keeps in memory.
+import { describe, expect, it } from "vitest"
+import { type ClientPacket, MqttSession, type SessionAction } from "../../src/core/mqtt/index.js"
+import { seededRandom } from "../../src/core/mqtt/testing.js"
+import { decodePacket, headerViolation, MalformedPacket, MAX_REMAINING_LENGTH, MqttParser } from "../../src/server/mqtt/codec.js"
+
+const u16 = (n: number): Buffer => Buffer.from([n >> 8, n & 0xff])
+const str = (s: string | Buffer): Buffer => {
+  const b = typeof s === "string" ? Buffer.from(s, "utf8") : s
+  return Buffer.concat([u16(b.length), b])
+}
+const frame = (first: number, body: Buffer): Buffer => {
+  const len: number[] = []
+  let n = body.length
+  do {
+    let b = n % 128
+    n = Math.floor(n / 128)
+    if (n > 0) b |= 0x80
+    len.push(b)
+  } while (n > 0)
+  return Buffer.concat([Buffer.from([first, ...len]), body])
+}
+const connectBody = (flags: number, ...fields: Buffer[]): Buffer =>
+  Buffer.concat([str("MQTT"), Buffer.from([4, flags, 0, 30]), ...fields])
+
+/** Runs a parser over chunks; returns the packets and the error reasons it emitted. */
+const run = (chunks: ReadonlyArray<Buffer>) => {
+  const p = new MqttParser()
+  const packets: ClientPacket[] = []
+  const errors: string[] = []
+  p.on("packet", (x: ClientPacket) => packets.push(x))
+  p.on("error", (e: MalformedPacket) => errors.push(e.reason))
+  const buffered = chunks.map((c) => p.parse(c))
+  return { parser: p, packets, errors, buffered }
+}
+
+const session = Buffer.concat([
+  frame(0x10, connectBody(0xee, str("dev-1"), str("will/t"), str("bye"), str("user"), str("pw"))),
+  frame(0x33, Buffer.concat([str("a/b"), u16(7), Buffer.from("payload")])),
+  frame(0x30, Buffer.concat([str("q0"), Buffer.alloc(300, 0x61)])),
+  frame(0x40, u16(1)),
+  frame(0x50, u16(2)),
+  frame(0x62, u16(3)),
+  frame(0x70, u16(4)),
+  frame(0x82, Buffer.concat([u16(5), str("a/+"), Buffer.from([1]), str("#"), Buffer.from([2])])),
+  frame(0xa2, Buffer.concat([u16(6), str("a/+"), str("#")])),
+  Buffer.from([0xc0, 0x00, 0xe0, 0x00])
+])
+
+describe("MqttParser framing", () => {
+  const whole = run([session])
+
+  it("decodes a session of every client packet type", () => {
+    expect(whole.errors).toEqual([])
+    expect(whole.packets.map((p) => p.cmd)).toEqual([
+      "connect", "publish", "publish", "puback", "pubrec", "pubrel", "pubcomp", "subscribe", "unsubscribe", "pingreq", "disconnect"
+    ])
+    expect(whole.packets[0]).toMatchObject({
+      protocolId: "MQTT",
+      protocolVersion: 4,
+      clean: true,
+      clientId: "dev-1",
+      keepalive: 30,
+      username: "user",
+      will: { topic: "will/t", qos: 1, retain: true },
+      flags: { reserved: false, will: true, willQos: 1, willRetain: true, username: true, password: true }
+    })
+    expect(whole.packets[1]).toMatchObject({ topic: "a/b", qos: 1, retain: true, dup: false, messageId: 7 })
+    expect(Buffer.from((whole.packets[1] as { payload: Uint8Array }).payload).toString()).toBe("payload")
+    expect(whole.packets[7]).toEqual({ cmd: "subscribe", messageId: 5, subscriptions: [{ topic: "a/+", qos: 1 }, { topic: "#", qos: 2 }] })
+    expect(whole.packets[8]).toEqual({ cmd: "unsubscribe", messageId: 6, unsubscriptions: ["a/+", "#"] })
+    expect(whole.buffered).toEqual([0])
+  })
+
+  it("gives the same packets at every split point", () => {
+    for (let i = 1; i < session.length; i++) {
+      const split = run([session.subarray(0, i), session.subarray(i)])
+      expect(split.errors).toEqual([])
+      expect(split.packets).toEqual(whole.packets)
+    }
+  })
+
+  it("gives the same packets one byte at a time", () => {
+    const bytes = run([...session].map((b) => Buffer.from([b])))
+    expect(bytes.errors).toEqual([])
+    expect(bytes.packets).toEqual(whole.packets)
+  })
+
+  it("reports one error and ignores every later byte", () => {
+    const r = run([Buffer.from([0xc1, 0x00]), Buffer.from([0xc0, 0x00])])
+    expect(r.errors).toHaveLength(1)
+    expect(r.packets).toEqual([])
+  })
+})
+
+describe("MqttParser fixed header [MQTT-2.2.2-1, -2]", () => {
+  it("accepts exactly 19 of the 256 first bytes a client may send", () => {
+    const ok = [...Array(256).keys()].filter((b) => headerViolation(b) === undefined)
+    expect(ok.map((b) => b.toString(16))).toEqual([
+      "10", "30", "31", "32", "33", "34", "35", "3a", "3b", "3c", "3d", "40", "50", "62", "70", "82", "a2", "c0", "e0"
+    ])
+  })
+
+  it.each([
+    [0x00, "reserved packet type 0"],
+    [0xf0, "reserved packet type 15"],
+    [0x20, "client sent CONNACK"],
+    [0x90, "client sent SUBACK"],
+    [0xb0, "client sent UNSUBACK"],
+    [0xd0, "client sent PINGRESP"],
+    [0x36, "PUBLISH QoS 3"],
+    [0x38, "PUBLISH DUP set on QoS 0"],
+    [0x60, "reserved header flags 0x0 on packet type 6"],
+    [0x80, "reserved header flags 0x0 on packet type 8"],
+    [0xa0, "reserved header flags 0x0 on packet type 10"],
+    [0x11, "reserved header flags 0x1 on packet type 1"]
+  ].map(([b, reason]) => [b.toString(16), reason]))("first byte 0x%s is refused before any body byte: %s", (first, reason) => {
+    const r = run([Buffer.from([parseInt(first, 16)])])
+    expect(r.errors).toEqual([reason])
+  })
+})
+
+describe("MqttParser remaining length [MQTT-2.2.3]", () => {
+  it("reads the largest four-byte length and holds only what arrived", () => {
+    const r = run([Buffer.concat([Buffer.from([0x30, 0xff, 0xff, 0xff, 0x7f]), Buffer.alloc(1000)])])
+    expect(r.errors).toEqual([])
+    expect(r.parser.packet.length).toBe(MAX_REMAINING_LENGTH)
+    expect(r.buffered).toEqual([1005])
+  })
+
+  it("refuses a fifth length byte", () => {
+    expect(run([Buffer.from([0x30, 0x80, 0x80, 0x80, 0x80, 0x01])]).errors).toEqual(["remaining length longer than 4 bytes"])
+  })
+
+  it("decodes overlong (non-minimal) encodings, which 3.1.1 allows", () => {
+    expect(run([Buffer.from([0xc0, 0x80, 0x80, 0x80, 0x00])]).packets).toEqual([{ cmd: "pingreq" }])
+  })
+
+  it.each([
+    [0x40, 3],
+    [0x62, 1],
+    [0xc0, 1],
+    [0xe0, 2],
+    [0x30, 1],
+    [0x82, 0]
+  ].map(([b, len]) => [b.toString(16), len] as const))("type byte 0x%s with remaining length %i is refused at the length", (first, len) => {
+    expect(run([Buffer.from([parseInt(first, 16), len])]).errors).toHaveLength(1)
+  })
+})
+
+const expectMalformed = (first: number, body: Buffer, reason: RegExp) => {
+  expect(() => decodePacket(first, body)).toThrow(MalformedPacket)
+  expect(() => decodePacket(first, body)).toThrow(reason)
+}
+
+describe("decodePacket bodies", () => {
+  it("[MQTT-3.1.2-2] stops after the level when it is not 4, whatever follows", () => {
+    expect(decodePacket(0x10, Buffer.concat([str("MQTT"), Buffer.from([5, 0xff])]))).toMatchObject({ protocolId: "MQTT", protocolVersion: 5 })
+    expect(decodePacket(0x10, Buffer.concat([str("MQIsdp"), Buffer.from([3])]))).toMatchObject({ protocolId: "MQIsdp", protocolVersion: 3 })
+  })
+
+  it("a level byte missing is malformed", () => {
+    expectMalformed(0x10, str("MQTT"), /protocol level past the end/)
+  })
+
+  it("bytes after the CONNECT payload are malformed", () => {
+    expectMalformed(0x10, connectBody(0x02, str("id"), Buffer.from([0])), /1 bytes after the end of the CONNECT payload/)
+  })
+
+  it("a string length past the packet is malformed", () => {
+    expectMalformed(0x30, Buffer.concat([u16(9), Buffer.from("abc")]), /topic name of 9 bytes past the end/)
+  })
+
+  it.each([
+    ["U+0000", Buffer.from([0x61, 0x00]), /contains U\+0000/],
+    ["an overlong NUL", Buffer.from([0xc0, 0x80]), /not well-formed UTF-8/],
+    ["a surrogate", Buffer.from([0xed, 0xa0, 0x80]), /not well-formed UTF-8/],
+    ["a truncated sequence", Buffer.from([0xe2, 0x82]), /not well-formed UTF-8/],
+    ["a code point above U+10FFFF", Buffer.from([0xf4, 0x90, 0x80, 0x80]), /not well-formed UTF-8/]
+  ])("[MQTT-1.5.3-1/2] a client id with %s is malformed", (_, bad, reason) => {
+    expectMalformed(0x10, connectBody(0x02, str(bad)), reason)
+  })
+
+  it("[MQTT-1.5.3-3] keeps a BOM in a string", () => {
+    expect(decodePacket(0x10, connectBody(0x02, str("\ufeffid")))).toMatchObject({ clientId: "\ufeffid" })
+  })
+
+  it("passes password bytes through without UTF-8 checks", () => {
+    const p = decodePacket(0x10, connectBody(0xc2, str("id"), str("u"), str(Buffer.from([0xff, 0x00]))))
+    expect([...(p as { password: Uint8Array }).password]).toEqual([0xff, 0x00])
+  })
+
+  it("[MQTT-3-8.3-4] reserved bits of a requested QoS are malformed; QoS 3 is left to the session", () => {
+    expectMalformed(0x82, Buffer.concat([u16(1), str("a"), Buffer.from([0x04])]), /reserved bits/)
+    expect(decodePacket(0x82, Buffer.concat([u16(1), str("a"), Buffer.from([3])]))).toMatchObject({ subscriptions: [{ topic: "a", qos: 3 }] })
+  })
+
+  it("a SUBSCRIBE filter without its QoS byte is malformed", () => {
+    expectMalformed(0x82, Buffer.concat([u16(1), str("a")]), /requested QoS past the end/)
+  })
+})
+
+describe("MqttParser memory", () => {
+  it("holds what arrived of an announced 256 MB packet, not the announced size", () => {
+    const p = new MqttParser()
+    p.on("error", () => {})
+    const before = process.memoryUsage().arrayBuffers
+    let buffered = p.parse(Buffer.from([0x30, 0xff, 0xff, 0xff, 0x7f]))
+    for (let i = 0; i < 16; i++) buffered = p.parse(Buffer.alloc(1024, 0x61))
+    expect(buffered).toBe(5 + 16 * 1024)
+    expect(process.memoryUsage().arrayBuffers - before).toBeLessThan(64 * 1024 * 1024)
+  })
+})
+
+/** Bytes through the codec into a session that is made ready at once: what it sends and whether it closes. */
+const serve = (bytes: Buffer) => {
+  const parser = new MqttParser()
+  const session = new MqttSession(0, { random: seededRandom(3) })
+  const sent: unknown[] = []
+  let closed: string | undefined
+  const feed = (actions: SessionAction[]): void => {
+    for (const a of actions) {
+      if (a.type === "send") sent.push(a.packet)
+      if (a.type === "close") closed = a.reason
+      if (a.type === "accept") feed(session.step({ type: "sessionReady" }, 0))
+    }
+  }
+  parser.on("packet", (p: ClientPacket) => closed === undefined && feed(session.step({ type: "packet", packet: p }, 0)))
+  parser.on("error", (e: MalformedPacket) => closed === undefined && feed(session.step({ type: "protocolError", reason: e.reason }, 0)))
+  parser.parse(bytes)
+  return { sent, closed }
+}
+
+const CONNECT_OK = frame(0x10, connectBody(0x02, str("reg")))
+const connack = (returnCode: number) => ({ cmd: "connack", returnCode, sessionPresent: false })
+
+// Each was accepted (or answered wrongly) when mqtt-packet decoded for the server.
+describe("regressions: codec and session together", () => {
+  it.each([0, 1, 2, 6, 0x84, 255])("[MQTT-3.1.2-2] protocol level %i got no CONNACK 1 (or 0x84 was taken for 4)", (level) => {
+    const r = serve(frame(0x10, Buffer.concat([str("MQTT"), Buffer.from([level, 0x02, 0, 0]), str("lvl")])))
+    expect(r.sent).toEqual([connack(1)])
+    expect(r.closed).toBeDefined()
+  })
+
+  it("[MQTT-3.1.2-1] MQIsdp at level 4 was accepted as MQTT 3.1.1", () => {
+    const r = serve(frame(0x10, Buffer.concat([str("MQIsdp"), Buffer.from([4, 0x02, 0, 0]), str("old")])))
+    expect(r.sent).toEqual([])
+    expect(r.closed).toMatch(/protocol name MQIsdp/)
+  })
+
+  it("[MQTT-3.1.2-22] a password without a user name was accepted", () => {
+    const r = serve(frame(0x10, connectBody(0x42, str("pw-only"), str("secret"))))
+    expect(r.sent).toEqual([])
+    expect(r.closed).toMatch(/password without user name/)
+  })
+
+  it("[MQTT-1.5.3-1] ill-formed UTF-8 in a client id was read as U+FFFD and accepted", () => {
+    const r = serve(frame(0x10, connectBody(0x02, str(Buffer.from([0x61, 0xff])))))
+    expect(r.sent).toEqual([])
+    expect(r.closed).toMatch(/client identifier is not well-formed UTF-8/)
+  })
+
+  it("[MQTT-1.5.3-2] U+0000 in a SUBSCRIBE filter was granted", () => {
+    const r = serve(Buffer.concat([CONNECT_OK, frame(0x82, Buffer.concat([u16(1), str("a\u0000b"), Buffer.from([0])]))]))
+    expect(r.sent).toEqual([connack(0)])
+    expect(r.closed).toMatch(/topic filter contains U\+0000/)
+  })
+
+  it("[MQTT-3.4.1] a PUBACK with extra bytes was taken as a PUBACK", () => {
+    const r = serve(Buffer.concat([CONNECT_OK, frame(0x40, Buffer.from([0, 1, 9]))]))
+    expect(r.closed).toMatch(/remaining length 3/)
+  })
+
+  it("[MQTT-3.12.1] a PINGREQ with a body was answered", () => {
+    const r = serve(Buffer.concat([CONNECT_OK, frame(0xc0, Buffer.from([0]))]))
+    expect(r.sent).toEqual([connack(0)])
+    expect(r.closed).toBeDefined()
+  })
+
+  it("bytes after a CONNECT payload were ignored", () => {
+    const r = serve(frame(0x10, Buffer.concat([connectBody(0x02, str("tail")), Buffer.from([1, 2])])))
+    expect(r.sent).toEqual([])
+    expect(r.closed).toMatch(/bytes after the end of the CONNECT payload/)
+  })
+
+  it("[MQTT-3.3.1-2] a QoS 0 PUBLISH with DUP set was accepted", () => {
+    const r = serve(Buffer.concat([CONNECT_OK, frame(0x38, Buffer.concat([str("a"), Buffer.from("x")]))]))
+    expect(r.closed).toMatch(/DUP set on QoS 0/)
+  })
+
+  it.each([
+    ["SUBSCRIBE", frame(0x82, Buffer.concat([u16(0), str("a"), Buffer.from([0])]))],
+    ["UNSUBSCRIBE", frame(0xa2, Buffer.concat([u16(0), str("a")]))]
+  ])("[MQTT-2.3.1-1] %s with packet id 0 was answered", (what, packet) => {
+    const r = serve(Buffer.concat([CONNECT_OK, packet]))
+    expect(r.sent).toEqual([connack(0)])
+    expect(r.closed).toMatch(new RegExp(`${what} with packet id 0`))
+  })
+})
