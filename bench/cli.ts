@@ -1,18 +1,18 @@
 // `npm run bench -- [--scenario a,b] [--size 16,1k] [--count N] [--systems x,y]
-//                   [--iterations N] [--out DIR] [--no-build] [--list]`
+//                   [--iterations N] [--out DIR] [--name NAME] [--no-build] [--list]`
 //
 // Runs each scenario against Switchyard and every installed peer, each started fresh
 // on free loopback ports and stopped by its own pid, alternating systems run by run
 // (A, B, A, B, ...) so ratios come from the same conditions; prints a table of
-// medians, writes <out>/latest.json and <out>/latest.svg.
+// medians, writes <out>/<name>.json and <out>/<name>.svg (name: latest).
 import { spawnSync } from "node:child_process"
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { processStatusBytes } from "./loadgen/procfs.js"
 import { freePort, installCleanup, runJob, startServer } from "./proc.js"
-import { type Cell, ratios, renderSvg, renderTable, sizeLabel, summarize } from "./report.js"
+import { type Cell, type CellSummary, ratios, renderSvg, renderTable, sizeLabel, summarize } from "./report.js"
 import { findScenario, type Scenario, SCENARIOS, SIZES } from "./scenarios.js"
 import { type Availability, SYSTEMS, type SystemDef } from "./systems.js"
 
@@ -26,8 +26,12 @@ interface Options {
   systems: Array<string>
   iterations: number
   out: string
+  /** Base name of the result files. */
+  name: string
   build: boolean
   list: boolean
+  /** Redraw the chart of an earlier result file instead of running. */
+  render: string | undefined
   pin: "auto" | "all" | "none"
 }
 
@@ -38,9 +42,11 @@ const usage = `usage: npm run bench -- [options]
                     scenario as id=N,id=N (default: per scenario; k/m suffixes ok)
   --systems LIST    ${SYSTEMS.map((s) => s.name).join(", ")} (default: all installed)
   --iterations N    runs per system and cell, alternating systems (default: 3)
-  --out DIR         where latest.json / latest.svg go (default: bench/results)
+  --out DIR         where the result files go (default: bench/results)
+  --name NAME       result files NAME.json / NAME.svg (default: latest)
   --pin MODE        auto: pin server and generator to different CPUs where the scenario
                     asks (request-reply latency); all: in every scenario; none (default: auto)
+  --render FILE     redraw FILE.svg from an earlier FILE.json (no runs) and exit
   --no-build        do not run tsc -p tsconfig.build.json first
   --list            print scenarios and systems and exit`
 
@@ -68,8 +74,10 @@ const parseArgs = (argv: ReadonlyArray<string>): Options => {
     systems: SYSTEMS.map((s) => s.name),
     iterations: 3,
     out: path.join(ROOT, "bench/results"),
+    name: "latest",
     build: true,
     list: false,
+    render: undefined,
     pin: "auto"
   }
   for (let i = 0; i < argv.length; i++) {
@@ -123,6 +131,12 @@ const parseArgs = (argv: ReadonlyArray<string>): Options => {
       case "--out":
         o.out = path.resolve(value())
         break
+      case "--name": {
+        const v = value()
+        if (!/^[\w.-]+$/.test(v)) throw new Error("--name takes a plain file name (letters, digits, . _ -)")
+        o.name = v
+        break
+      }
       case "--pin": {
         const v = value()
         if (v !== "auto" && v !== "all" && v !== "none") throw new Error("--pin takes auto, all or none")
@@ -131,6 +145,9 @@ const parseArgs = (argv: ReadonlyArray<string>): Options => {
       }
       case "--no-build":
         o.build = false
+        break
+      case "--render":
+        o.render = path.resolve(value())
         break
       case "--list":
         o.list = true
@@ -166,6 +183,7 @@ const machine = () => ({
 const main = async (): Promise<void> => {
   installCleanup()
   const opts = parseArgs(process.argv.slice(2))
+  if (opts.render !== undefined) return rerender(opts.render)
   const chosen = SYSTEMS.filter((s) => opts.systems.includes(s.name))
 
   if (opts.build && !opts.list && chosen.some((s) => s.subject)) {
@@ -180,12 +198,12 @@ const main = async (): Promise<void> => {
   if (opts.list) {
     console.log("scenarios:")
     for (const s of SCENARIOS) {
-      console.log(`  ${s.id.padEnd(8)} ${s.title} [${s.protocol}] (default count ${s.defaultCount(16)} ${s.countUnit})`)
+      console.log(`  ${s.id.padEnd(13)} ${s.title} [${s.protocol}] (default count ${s.defaultCount(16)} ${s.countUnit})`)
     }
     console.log("systems:")
     for (const s of SYSTEMS) {
       const a = s.available(ROOT)
-      console.log(`  ${s.name.padEnd(12)} ${s.protocols.join("+").padEnd(6)} ${a.ok ? a.detail : `unavailable: ${a.detail}`}`)
+      console.log(`  ${s.name.padEnd(12)} ${s.protocols.join("+").padEnd(38)} ${a.ok ? a.detail : `unavailable: ${a.detail}`}`)
     }
     return
   }
@@ -207,9 +225,16 @@ const main = async (): Promise<void> => {
   const plan: Array<Step> = []
   const skipped: Array<string> = []
   for (const sc of opts.scenarios) {
-    const systems = chosen.filter((s) => s.protocols.includes(sc.protocol) && avail.get(s.name)!.ok)
+    const lacks = (s: SystemDef): string | undefined => s.lacks?.(sc.protocol, avail.get(s.name)!.detail.split(" ")[0]!)
+    const systems = chosen.filter(
+      (s) => s.protocols.includes(sc.protocol) && avail.get(s.name)!.ok && lacks(s) === undefined
+    )
     const missing = chosen.filter((s) => s.protocols.includes(sc.protocol) && !avail.get(s.name)!.ok)
     if (missing.length > 0) skipped.push(`${sc.id}: ${missing.map((s) => s.name).join(", ")} unavailable`)
+    for (const s of chosen) {
+      const why = s.protocols.includes(sc.protocol) && avail.get(s.name)!.ok ? lacks(s) : undefined
+      if (why !== undefined) skipped.push(`${sc.id}: ${s.name} skipped: ${why}`)
+    }
     if (systems.length === 0) {
       skipped.push(`${sc.id}: no available system speaks ${sc.protocol}`)
       continue
@@ -289,15 +314,39 @@ const main = async (): Promise<void> => {
     ratios: rs,
     cells
   }
-  writeFileSync(path.join(opts.out, "latest.json"), JSON.stringify(json, null, 2) + "\n")
-  const caption = `${when.slice(0, 16).replace("T", " ")} UTC · ${m.cpus} × ${m.cpuModel} · Node ${m.node} · ${Object.entries(
-    versions
-  )
+  writeFileSync(path.join(opts.out, `${opts.name}.json`), JSON.stringify(json, null, 2) + "\n")
+  const caption = chartCaption(when, m, versions, summaries, opts.iterations)
+  writeFileSync(path.join(opts.out, `${opts.name}.svg`), renderSvg(opts.scenarios, summaries, SYSTEMS, subject, caption) + "\n")
+  console.log(`\nwrote ${path.relative(ROOT, path.join(opts.out, `${opts.name}.json`))} and ${opts.name}.svg`)
+}
+
+const chartCaption = (
+  when: string,
+  m: { readonly cpus: number; readonly cpuModel: string; readonly node: string },
+  versions: Record<string, string>,
+  summaries: ReadonlyArray<CellSummary>,
+  iterations: number
+): string =>
+  `${when.slice(0, 16).replace("T", " ")} UTC · ${m.cpus} × ${m.cpuModel} · Node ${m.node} · ${Object.entries(versions)
     .filter(([k]) => summaries.some((x) => x.system === k))
     .map(([k, v]) => `${k} ${v.split(" ")[0]}`)
-    .join(" · ")} · medians of ${opts.iterations}, whiskers min–max`
-  writeFileSync(path.join(opts.out, "latest.svg"), renderSvg(opts.scenarios, summaries, SYSTEMS, subject, caption) + "\n")
-  console.log(`\nwrote ${path.relative(ROOT, path.join(opts.out, "latest.json"))} and latest.svg`)
+    .join(" · ")} · medians of ${iterations}, whiskers min–max`
+
+/** `--render results.json`: the chart again from the stored summaries, e.g. after a renderer change. */
+const rerender = (file: string): void => {
+  const j = JSON.parse(readFileSync(file, "utf8")) as {
+    when: string
+    machine: { cpus: number; cpuModel: string; node: string }
+    versions: Record<string, string>
+    options: { scenarios: Array<string>; iterations: number }
+    summaries: Array<CellSummary>
+  }
+  const scs = j.options.scenarios.map(findScenario).filter((s): s is Scenario => s !== undefined)
+  const subject = SYSTEMS.find((s) => s.subject)!.name
+  const caption = chartCaption(j.when, j.machine, j.versions, j.summaries, j.options.iterations)
+  const out = file.replace(/\.json$/, "") + ".svg"
+  writeFileSync(out, renderSvg(scs, j.summaries, SYSTEMS, subject, caption) + "\n")
+  console.log(`wrote ${path.relative(ROOT, out)}`)
 }
 
 const formatHead = (format: Scenario["metrics"][number]["format"], v: number): string =>
@@ -323,7 +372,7 @@ const runOne = async (
 ): Promise<Cell["runs"][number]> => {
   const ports = { nats: await freePort(), mqtt: await freePort() }
   const workDir = mkdtempSync(path.join(os.tmpdir(), `bench-${sys.name}-`))
-  const base = sys.command(ROOT, ports, workDir)
+  const base = sys.command(ROOT, ports, workDir, step.sc.protocol)
   // taskset execs the server, so the pid we stop is the server's own
   const { cmd, args } =
     pin === undefined ? base : { cmd: "taskset", args: ["-c", String(pin.server), base.cmd, ...base.args] }
@@ -337,7 +386,7 @@ const runOne = async (
     return { ok: false, error: msg, metrics: {}, loss: 0, excess: 0, errors: [] }
   }
   try {
-    const r = await runJob(step.sc.job(ports.nats, server.pid, step.size, step.count), 180_000, pin?.gen)
+    const r = await runJob(step.sc.job(ports, server.pid, step.size, step.count), 180_000, pin?.gen)
     const peak = processStatusBytes(server.pid, "VmHWM")
     if (server.exited()) {
       const tail = server.logTail().trim().split("\n").slice(-3).join(" | ")

@@ -226,7 +226,7 @@ export const renderSvg = (
   const PW = 480
   const PH = 290
   const COLS = 2
-  const TOP = 64
+  const TOP = 78
   const W = PW * COLS
   const H = TOP + Math.ceil(panels.length / COLS) * PH + 10
   const out: Array<string> = []
@@ -246,8 +246,9 @@ export const renderSvg = (
     lx += 30 + sys.name.length * 7
   }
   out.push(`<rect x="${lx}" y="47" width="12" height="10" fill="url(#lossy)"/>`)
+  out.push(`<text x="${lx + 16}" y="56">lost messages / failed (not comparable)</text>`)
   out.push(
-    `<text x="${lx + 16}" y="56">lost messages / failed (not comparable) · bars scaled to the largest in each group, labels absolute, ratio = ${esc(
+    `<text x="12" y="71" fill="#555">bars scaled to the largest in each group, labels absolute; under each group: ratio = ${esc(
       subject
     )}/peer</text>`
   )
@@ -272,11 +273,10 @@ export const renderSvg = (
       const top = groupTop.get(size) ?? 0
       return top > 0 ? B - ((B - T) * v) / top : B
     }
-    out.push(
-      `<text x="${ox + 12}" y="${oy + 18}" font-size="12" font-weight="bold">${esc(sc.title)} — ${esc(m.label)} (${
-        m.better ?? "higher"
-      } is better)</text>`
-    )
+    // shrink long titles to the panel's width (about 0.6 em per character)
+    const title = `${sc.title} — ${m.label} (${m.better ?? "higher"} is better)`
+    const fs = Math.min(12, Math.floor(((PW - 24) / (title.length * 0.6)) * 10) / 10)
+    out.push(`<text x="${ox + 12}" y="${oy + 18}" font-size="${fs}" font-weight="bold">${esc(title)}</text>`)
     for (let k = 0; k <= 4; k++) {
       const yy = B - ((B - T) * k) / 4
       out.push(`<line x1="${L}" y1="${yy}" x2="${R}" y2="${yy}" stroke="#e4e4e4"/>`)
@@ -296,15 +296,18 @@ export const renderSvg = (
       const me = rows.find((x) => x.size === size && x.system === subject)
       const peers = rows.filter((x) => x.size === size && x.system !== subject)
       if (me !== undefined && peers.length > 0) {
-        const txt = peers
-          .map((p) => {
-            const a = me.stats[m.key]?.median
-            const b = p.stats[m.key]?.median
-            if (me.failed || me.lossy || p.failed || a === undefined || b === undefined || b === 0) return `${p.system}: n/a`
-            return `${(a / b).toFixed(2)}× ${p.system}${p.lossy ? " (lossy)" : ""}`
-          })
-          .join(", ")
-        out.push(`<text x="${L + g * gw + gw / 2}" y="${B + 28}" text-anchor="middle" font-size="9" fill="#555">${esc(txt)}</text>`)
+        // one line per peer, so several peers fit under a narrow group
+        peers.forEach((p, k) => {
+          const a = me.stats[m.key]?.median
+          const b = p.stats[m.key]?.median
+          const txt =
+            me.failed || me.lossy || p.failed || a === undefined || b === undefined || b === 0
+              ? `${p.system}: n/a`
+              : `${(a / b).toFixed(2)}× ${p.system}${p.lossy ? " (lossy)" : ""}`
+          out.push(
+            `<text x="${L + g * gw + gw / 2}" y="${B + 26 + k * 10}" text-anchor="middle" font-size="9" fill="#555">${esc(txt)}</text>`
+          )
+        })
       }
       used.forEach((sys, j) => {
         const r = rows.find((x) => x.size === size && x.system === sys.name)

@@ -1,10 +1,15 @@
 // The scenario table: what each scenario runs, which metrics it reports, and which
 // of them are compared between systems. A system runs a scenario when it speaks the
-// scenario's protocol (see systems.ts). MQTT and JetStream scenarios go here as
-// those features land: add a Job kind in loadgen/jobs.ts, its runner, and a row.
+// scenario's protocol (see systems.ts). A new scenario: a Job kind in
+// loadgen/jobs.ts, its runner in the load generator, and a row here.
 import type { Job } from "./loadgen/jobs.js"
+import type { Ports } from "./systems.js"
 
-export type Protocol = "nats" | "mqtt" | "jetstream"
+/**
+ * What a scenario needs of a system: core NATS, MQTT (QoS 0/1), MQTT QoS 2, the MQTT
+ * → NATS bridge (one subject space for both), or JetStream.
+ */
+export type Protocol = "nats" | "mqtt" | "mqtt-qos2" | "bridge" | "jetstream"
 
 export interface Metric {
   readonly key: string
@@ -29,7 +34,7 @@ export interface Scenario {
   readonly defaultCount: (size: number) => number
   /** Unit of `count` for the docs and the progress line. */
   readonly countUnit: string
-  readonly job: (port: number, serverPid: number, size: number, count: number) => Job
+  readonly job: (ports: Ports, serverPid: number, size: number, count: number) => Job
   /**
    * Pin the server and the load generator to different CPUs by default (`--pin auto`).
    * For round-trip latency: on these VMs a wake-up across cores costs ~70 µs more than
@@ -60,13 +65,32 @@ const flowCount = (size: number): number =>
 
 const flow =
   (pubs: number, subs: number, queue: boolean) =>
-  (port: number, serverPid: number, size: number, count: number): Job => ({
+  (ports: Ports, serverPid: number, size: number, count: number): Job => ({
     kind: "nats-flow",
-    port,
+    port: ports.nats,
     serverPid,
     pubs,
     subs,
     queue,
+    size,
+    count
+  })
+
+const mqttCount = (qos: 0 | 1 | 2, size: number): number =>
+  qos === 0 ? (size <= 128 ? 100_000 : size <= 1024 ? 50_000 : 10_000) : size <= 1024 ? 10_000 : 5_000
+
+const jsCount = (size: number): number => (size <= 1024 ? 20_000 : 5_000)
+
+const mqttFlow =
+  (qos: 0 | 1 | 2, subs: number, natsSubs: boolean) =>
+  (ports: Ports, serverPid: number, size: number, count: number): Job => ({
+    kind: "mqtt-flow",
+    port: ports.mqtt,
+    natsPort: ports.nats,
+    serverPid,
+    qos,
+    subs,
+    natsSubs,
     size,
     count
   })
@@ -138,7 +162,7 @@ export const SCENARIOS: ReadonlyArray<Scenario> = [
     defaultCount: () => 20_000,
     countUnit: "requests",
     pin: true,
-    job: (port, serverPid, size, count) => ({ kind: "nats-reqrep", port, serverPid, size, count })
+    job: (ports, serverPid, size, count) => ({ kind: "nats-reqrep", port: ports.nats, serverPid, size, count })
   },
   {
     id: "idle",
@@ -156,7 +180,70 @@ export const SCENARIOS: ReadonlyArray<Scenario> = [
     defaultCount: () => 10_000,
     countUnit: "connections",
     lossUnit: "connections",
-    job: (port, serverPid, _size, count) => ({ kind: "nats-idle", port, serverPid, count })
+    job: (ports, serverPid, _size, count) => ({ kind: "nats-idle", port: ports.nats, serverPid, count })
+  },
+  ...([0, 1, 2] as const).flatMap((qos): Array<Scenario> =>
+    ([1, 4] as const).map((subs) => ({
+      id: subs === 1 ? `mqtt${qos}` : `mqtt${qos}-fanout`,
+      title: `MQTT QoS ${qos} ${subs === 1 ? "1→1" : "1→4 fan-out (msgs/s delivered)"}`,
+      protocol: qos === 2 ? "mqtt-qos2" : "mqtt",
+      sized: true,
+      metrics: flowMetrics,
+      defaultCount: (size: number) => mqttCount(qos, size),
+      countUnit: subs === 1 ? "messages" : "messages published",
+      job: mqttFlow(qos, subs, false)
+    }))
+  ),
+  {
+    id: "bridge",
+    title: "MQTT QoS 0 publisher → NATS subscriber (bridge)",
+    protocol: "bridge",
+    sized: true,
+    metrics: flowMetrics,
+    defaultCount: (size) => mqttCount(0, size),
+    countUnit: "messages",
+    job: mqttFlow(0, 1, true)
+  },
+  {
+    id: "mqtt-connect",
+    title: "MQTT connect rate (CONNECT/CONNACK, held)",
+    protocol: "mqtt",
+    sized: false,
+    metrics: [
+      { key: "connRate", label: "conn/s (64 at a time)", format: "rate", better: "higher", compare: true, chart: true },
+      { key: "seqConnRate", label: "conn/s (one at a time)", format: "rate", better: "higher", compare: true, chart: true },
+      { key: "kbPerConn", label: "KiB/conn", format: "kb", better: "lower", compare: true },
+      { key: "held", label: "held", format: "num" },
+      { key: "srvCpuPct", label: "srv CPU", format: "pct" },
+      { key: "genCpuPct", label: "gen CPU", format: "pct" }
+    ],
+    defaultCount: () => 2000,
+    countUnit: "connections",
+    lossUnit: "connections",
+    job: (ports, serverPid, _size, count) => ({ kind: "mqtt-connect", port: ports.mqtt, serverPid, count })
+  },
+  {
+    id: "js-pub",
+    title: "JetStream acknowledged publish (file store, window 1000)",
+    protocol: "jetstream",
+    sized: true,
+    metrics: flowMetrics,
+    defaultCount: jsCount,
+    countUnit: "messages",
+    job: (ports, serverPid, size, count) => ({ kind: "js-pub", port: ports.nats, serverPid, size, count })
+  },
+  {
+    id: "js-replay",
+    title: "JetStream pull-consumer replay (file store, batches of 1000)",
+    protocol: "jetstream",
+    sized: true,
+    metrics: [
+      ...flowMetrics,
+      { key: "fillRate", label: "fill msgs/s", format: "rate" }
+    ],
+    defaultCount: jsCount,
+    countUnit: "messages stored, then replayed",
+    job: (ports, serverPid, size, count) => ({ kind: "js-replay", port: ports.nats, serverPid, size, count })
   }
 ]
 
@@ -173,7 +260,16 @@ export const findScenario = (name: string): Scenario | undefined => {
     request: "reqrep",
     requestreply: "reqrep",
     latency: "reqrep",
-    connections: "idle"
+    connections: "idle",
+    qos0: "mqtt0",
+    qos1: "mqtt1",
+    qos2: "mqtt2",
+    mqtt: "mqtt0",
+    connect: "mqttconnect",
+    mqttbridge: "bridge",
+    jetstream: "jspub",
+    replay: "jsreplay",
+    pull: "jsreplay"
   }
   const id = alias[n] ?? n
   return SCENARIOS.find((s) => s.id.replace(/[^a-z0-9]/g, "") === id)

@@ -2,7 +2,7 @@
 // it speaks, and how to tell whether it is installed. Switchyard is the subject;
 // the others are peers it is compared with.
 import { execFileSync } from "node:child_process"
-import { existsSync, readFileSync } from "node:fs"
+import { existsSync, readFileSync, writeFileSync } from "node:fs"
 import { createRequire } from "node:module"
 import * as path from "node:path"
 import type { Readiness } from "./proc.js"
@@ -23,17 +23,24 @@ export interface SystemDef {
   readonly name: string
   readonly subject: boolean
   readonly protocols: ReadonlyArray<Protocol>
+  /**
+   * Why this system, though it lists `protocol`, cannot run it in the installed
+   * version (printed as a skip note); undefined when it can.
+   */
+  readonly lacks?: (protocol: Protocol, version: string) => string | undefined
   /** Bar colour in the chart. */
   readonly color: string
   readonly available: (root: string) => Availability
   /**
    * Command and arguments for a fresh instance on the given loopback ports; `workDir`
-   * is an empty directory of its own (stream store, config files), removed afterwards.
+   * is an empty directory of its own (stream store, config files), removed afterwards;
+   * `protocol` is the scenario's (a peer enables its MQTT or JetStream only when asked).
    */
   readonly command: (
     root: string,
     ports: Ports,
-    workDir: string
+    workDir: string,
+    protocol: Protocol
   ) => { readonly cmd: string; readonly args: ReadonlyArray<string> }
   /** What to probe before the instance counts as started. */
   readonly ready: (ports: Ports, protocols: ReadonlyArray<Protocol>) => ReadonlyArray<Readiness>
@@ -68,11 +75,42 @@ const gitRev = (root: string): string => {
   }
 }
 
+/** Whether a scenario of this protocol talks to the NATS port, the MQTT port, or both. */
+export const usesNats = (p: Protocol): boolean => p === "nats" || p === "jetstream" || p === "bridge"
+export const usesMqtt = (p: Protocol): boolean => p === "mqtt" || p === "mqtt-qos2" || p === "bridge"
+
 const natsReady = (ports: Ports, protocols: ReadonlyArray<Protocol>): ReadonlyArray<Readiness> => {
   const r: Array<Readiness> = []
-  if (protocols.includes("nats") || protocols.includes("jetstream")) r.push({ port: ports.nats, kind: "nats-info" })
-  if (protocols.includes("mqtt")) r.push({ port: ports.mqtt, kind: "tcp" })
+  if (protocols.some(usesNats)) r.push({ port: ports.nats, kind: "nats-info" })
+  if (protocols.some(usesMqtt)) r.push({ port: ports.mqtt, kind: "tcp" })
   return r
+}
+
+const mqttReady = (ports: Ports): ReadonlyArray<Readiness> => [{ port: ports.mqtt, kind: "tcp" }]
+
+const versionAtLeast = (v: string, major: number, minor: number): boolean => {
+  const m = /^(\d+)\.(\d+)/.exec(v)
+  if (m === null) return true
+  return Number(m[1]) > major || (Number(m[1]) === major && Number(m[2]) >= minor)
+}
+
+/** The installed package.json of an npm package (works when its "exports" hide it). */
+const packageJson = (root: string, name: string): { version: string } | undefined => {
+  try {
+    const req = createRequire(path.join(root, "package.json"))
+    let dir = path.dirname(req.resolve(name))
+    for (let i = 0; i < 6; i++) {
+      const p = path.join(dir, "package.json")
+      if (existsSync(p)) {
+        const pkg = JSON.parse(readFileSync(p, "utf8")) as { name?: string; version: string }
+        if (pkg.name === name) return pkg
+      }
+      dir = path.dirname(dir)
+    }
+  } catch {
+    // not installed
+  }
+  return undefined
 }
 
 /**
@@ -85,17 +123,24 @@ export const SYSTEMS: ReadonlyArray<SystemDef> = [
   {
     name: "switchyard",
     subject: true,
-    protocols: ["nats"], // add "mqtt", "jetstream" as they land
+    protocols: ["nats", "mqtt", "mqtt-qos2", "bridge", "jetstream"],
     color: "#2b7bb9",
     available: (root) => {
       const entry = switchyardEntry(root)
       if (!existsSync(entry)) return { ok: false, detail: `${path.relative(root, entry)} not built` }
+      if (process.env.SWITCHYARD_ENTRY !== undefined) {
+        // another build: its own package.json (dist/src/main.js -> ../../package.json), not this checkout's rev
+        const other = path.resolve(path.dirname(entry), "../../package.json")
+        const v = existsSync(other) ? (JSON.parse(readFileSync(other, "utf8")) as { version: string }).version : "?"
+        return { ok: true, detail: `${v} on Node ${process.version} via ${entry}` }
+      }
       const pkg = JSON.parse(readFileSync(path.join(root, "package.json"), "utf8")) as { version: string }
-      const custom = process.env.SWITCHYARD_ENTRY !== undefined ? ` via ${entry}` : ""
-      return { ok: true, detail: `${pkg.version} (${gitRev(root)}) on Node ${process.version}${custom}` }
+      return { ok: true, detail: `${pkg.version} (${gitRev(root)}) on Node ${process.version}` }
     },
     // MQTT on a port of its own and the stream store in the run's directory, so that
-    // neither 1883 nor ./data of the checkout is touched
+    // neither 1883 nor ./data of the checkout is touched; JetStream is on by default
+    // (MQTT QoS 1/2 keeps its state in streams), with the default sync_interval
+    // "always": a PubAck / PUBACK only after the fsync
     command: (root, ports, workDir) => ({
       cmd: process.execPath,
       args: [
@@ -117,52 +162,83 @@ export const SYSTEMS: ReadonlyArray<SystemDef> = [
   {
     name: "nats-server",
     subject: false,
-    protocols: ["nats"], // its MQTT and JetStream need a config file: add with those scenarios
+    protocols: ["nats", "mqtt", "mqtt-qos2", "bridge", "jetstream"],
+    lacks: (p, version) =>
+      p === "mqtt-qos2" && !versionAtLeast(version, 2, 11)
+        ? `nats-server ${version} has no MQTT QoS 2 (added in 2.11; before, a QoS 2 PUBLISH closes the connection)`
+        : undefined,
     color: "#8c8c8c",
     available: () => {
       const bin = which("nats-server")
       if (bin === undefined) return { ok: false, detail: "not installed (apt-get install -y nats-server)" }
       return { ok: true, detail: versionOf(bin, ["--version"], /v(\d+\.\d+\.\d+\S*)/) }
     },
-    command: (_root, ports) => ({
-      cmd: which("nats-server") ?? "nats-server",
-      args: ["-a", "127.0.0.1", "-p", String(ports.nats)]
-    }),
+    // core NATS scenarios: flags only, JetStream off; MQTT and JetStream scenarios: a
+    // config file (its MQTT needs server_name and JetStream), file store in workDir
+    command: (_root, ports, workDir, protocol) => {
+      const cmd = which("nats-server") ?? "nats-server"
+      if (protocol === "nats") return { cmd, args: ["-a", "127.0.0.1", "-p", String(ports.nats)] }
+      const conf = path.join(workDir, "nats-server.conf")
+      writeFileSync(
+        conf,
+        [
+          `host: "127.0.0.1"`,
+          `port: ${ports.nats}`,
+          `server_name: bench`,
+          `jetstream { store_dir: ${JSON.stringify(path.join(workDir, "js"))} }`,
+          ...(usesMqtt(protocol) ? [`mqtt { host: "127.0.0.1", port: ${ports.mqtt} }`] : [])
+        ].join("\n") + "\n"
+      )
+      return { cmd, args: ["-c", conf] }
+    },
     ready: natsReady
   },
   {
     name: "mosquitto",
     subject: false,
-    protocols: ["mqtt"],
+    protocols: ["mqtt", "mqtt-qos2"],
     color: "#d98c1f",
     available: () => {
       const bin = which("mosquitto")
       if (bin === undefined) return { ok: false, detail: "not installed (apt-get install -y mosquitto)" }
       return { ok: true, detail: versionOf(bin, ["-h"], /mosquitto version (\S+)/) }
     },
-    // mosquitto 2 without a config file listens on the loopback interface only
-    command: (_root, ports) => ({ cmd: which("mosquitto") ?? "mosquitto", args: ["-p", String(ports.mqtt)] }),
-    ready: natsReady
+    // in memory (persistence false), one loopback listener. max_inflight_messages is
+    // raised from its default 20 to the load generator's window: mosquitto 2 applies it
+    // to incoming QoS 2 too and silently drops (PUBREC with reason 151, invisible in
+    // 3.1.1) whatever a publisher sends beyond it. Switchyard and nats-server allow
+    // 1024 unacknowledged messages per client by default (max_ack_pending).
+    command: (_root, ports, workDir) => {
+      const conf = path.join(workDir, "mosquitto.conf")
+      writeFileSync(
+        conf,
+        [
+          `listener ${ports.mqtt} 127.0.0.1`,
+          "allow_anonymous true",
+          "persistence false",
+          "max_inflight_messages 1000",
+          "max_queued_messages 10000"
+        ].join("\n") + "\n"
+      )
+      return { cmd: which("mosquitto") ?? "mosquitto", args: ["-c", conf] }
+    },
+    ready: mqttReady
   },
   {
     name: "aedes",
     subject: false,
-    protocols: ["mqtt"],
+    protocols: ["mqtt", "mqtt-qos2"],
     color: "#4a9c5d",
     available: (root) => {
-      try {
-        const req = createRequire(path.join(root, "package.json"))
-        const pkgPath = req.resolve("aedes/package.json")
-        const pkg = JSON.parse(readFileSync(pkgPath, "utf8")) as { version: string }
-        return { ok: true, detail: `${pkg.version} on Node ${process.version}` }
-      } catch {
-        return { ok: false, detail: "npm package aedes not installed" }
-      }
+      // aedes 1.x "exports" hide package.json from require.resolve
+      const pkg = packageJson(root, "aedes")
+      if (pkg === undefined) return { ok: false, detail: "npm package aedes not installed (npm i -D aedes)" }
+      return { ok: true, detail: `${pkg.version} on Node ${process.version}` }
     },
     command: (root, ports) => ({
       cmd: process.execPath,
       args: [path.join(root, "dist/bench/servers/aedes.js"), String(ports.mqtt)]
     }),
-    ready: natsReady
+    ready: mqttReady
   }
 ]

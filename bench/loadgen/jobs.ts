@@ -33,7 +33,49 @@ export interface NatsIdleJob {
   readonly count: number
 }
 
-export type Job = NatsFlowJob | NatsReqRepJob | NatsIdleJob
+export interface MqttFlowJob {
+  readonly kind: "mqtt-flow"
+  /** The MQTT port (publisher, and MQTT subscribers). */
+  readonly port: number
+  /** The NATS port, used when `natsSubs` (the MQTT → NATS bridge). */
+  readonly natsPort: number
+  readonly serverPid: number
+  /** QoS of the publishes and of the subscriptions. */
+  readonly qos: 0 | 1 | 2
+  readonly subs: number
+  /** Subscribers are NATS connections on the mapped subject instead of MQTT clients. */
+  readonly natsSubs: boolean
+  readonly size: number
+  /** Messages published. */
+  readonly count: number
+}
+
+export interface MqttConnectJob {
+  readonly kind: "mqtt-connect"
+  readonly port: number
+  readonly serverPid: number
+  /** Connections in all: the first quarter (at most 500) one at a time, the rest 64 at a time. */
+  readonly count: number
+}
+
+export interface JsPubJob {
+  readonly kind: "js-pub"
+  readonly port: number
+  readonly serverPid: number
+  readonly size: number
+  readonly count: number
+}
+
+export interface JsReplayJob {
+  readonly kind: "js-replay"
+  readonly port: number
+  readonly serverPid: number
+  readonly size: number
+  /** Messages stored first (not timed), then pulled back (timed). */
+  readonly count: number
+}
+
+export type Job = NatsFlowJob | NatsReqRepJob | NatsIdleJob | MqttFlowJob | MqttConnectJob | JsPubJob | JsReplayJob
 
 export interface JobResult {
   /** False when the run could not be carried out at all (see `error`). */

@@ -16,7 +16,7 @@ const WINDOW_BYTES = Number(process.env.BENCH_WINDOW ?? 32 * 1024 * 1024)
 /** No receive progress for this long after publishing ends = the rest is lost. */
 const STALL_MS = 3000
 
-class Conn {
+export class Conn {
   readonly reader = new NatsReader()
   private readonly pongWaiters: Array<() => void> = []
   closed = false
@@ -48,7 +48,7 @@ class Conn {
 }
 
 /** Connect, wait for INFO, send CONNECT + PING, wait for PONG. */
-const connect = (port: number, name: string, onData?: (c: Conn) => void): Promise<Conn> =>
+export const connect = (port: number, name: string, onData?: (c: Conn) => void): Promise<Conn> =>
   new Promise((resolve, reject) => {
     const sock = net.connect({ host: HOST, port })
     sock.setNoDelay(true)
@@ -81,7 +81,7 @@ const connect = (port: number, name: string, onData?: (c: Conn) => void): Promis
   })
 
 const watches = new Map<number, ProcWatch>()
-const watch = (pid: number): ProcWatch => {
+export const watch = (pid: number): ProcWatch => {
   let w = watches.get(pid)
   if (w === undefined) {
     w = new ProcWatch(pid)
@@ -90,13 +90,13 @@ const watch = (pid: number): ProcWatch => {
   return w
 }
 
-const cpuNow = (serverPid: number) => ({
+export const cpuNow = (serverPid: number) => ({
   t: performance.now(),
   gen: process.cpuUsage(),
   srv: watch(serverPid).cpuMicros()
 })
 
-const cpuMetrics = (
+export const cpuMetrics = (
   start: ReturnType<typeof cpuNow>,
   end: ReturnType<typeof cpuNow>,
   msgs: number

@@ -98,6 +98,8 @@ export interface Captured {
 export class NatsReader {
   /** MSG + HMSG frames seen. */
   msgs = 0
+  /** Of those, HMSG frames (JetStream status messages arrive as HMSG). */
+  hmsgs = 0
   /** Payload bytes (declared sizes) seen. */
   bytes = 0
   pongs = 0
@@ -181,6 +183,7 @@ export class NatsReader {
           i--
         }
         this.msgs++
+        if (c0 === 72) this.hmsgs++
         this.bytes += size
         if (this.onMsg !== undefined) this.onMsg()
         pos = nl + 1 + size + 2
@@ -217,6 +220,7 @@ export class NatsReader {
         i--
       }
       this.msgs++
+      if (c0 === 72) this.hmsgs++
       this.bytes += size
       if (this.capture !== undefined) {
         this.capLine = b.toString("latin1", s, e)

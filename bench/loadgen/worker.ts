@@ -2,6 +2,8 @@
 // IPC, and gets one JobResult back. Running here, away from the harness, gives the
 // generator its own event loop (and, the OS willing, its own core).
 import type { Job, JobResult } from "./jobs.js"
+import { runJsPub, runJsReplay } from "./js-load.js"
+import { runMqttConnect, runMqttFlow } from "./mqtt-load.js"
 import { runFlow, runIdle, runReqRep } from "./nats-load.js"
 
 const run = (job: Job): Promise<JobResult> => {
@@ -12,6 +14,14 @@ const run = (job: Job): Promise<JobResult> => {
       return runReqRep(job)
     case "nats-idle":
       return runIdle(job)
+    case "mqtt-flow":
+      return runMqttFlow(job)
+    case "mqtt-connect":
+      return runMqttConnect(job)
+    case "js-pub":
+      return runJsPub(job)
+    case "js-replay":
+      return runJsReplay(job)
   }
 }
 
