@@ -298,3 +298,32 @@ describe("regressions: codec and session together", () => {
     expect(r.closed).toMatch(new RegExp(`${what} with packet id 0`))
   })
 })
+
+describe("encodePublish", () => {
+  it("writes the same bytes as mqtt-packet for any topic, payload size, QoS and flags", async () => {
+    const fc = (await import("fast-check")).default
+    const MqttPacket = await import("mqtt-packet")
+    const { encodePublish, PUBLISH_BY_REFERENCE } = await import("../../src/server/mqtt/codec.js")
+    fc.assert(
+      fc.property(
+        fc.string({ minLength: 1, maxLength: 40, unit: "grapheme" }),
+        fc.oneof(fc.integer({ min: 0, max: 200 }), fc.integer({ min: PUBLISH_BY_REFERENCE - 2, max: 20_000 })),
+        fc.integer({ min: 0, max: 2 }),
+        fc.boolean(),
+        fc.boolean(),
+        fc.integer({ min: 1, max: 65535 }),
+        (topic, size, qos, retain, dup, messageId) => {
+          const payload = Buffer.alloc(size, 0xab)
+          const out: Buffer[] = []
+          const n = encodePublish(out, topic, payload, qos, retain, dup, qos > 0 ? messageId : undefined)
+          const want = MqttPacket.generate({ cmd: "publish", topic, payload, qos: qos as 0 | 1 | 2, retain, dup, messageId: qos > 0 ? messageId : undefined })
+          const got = Buffer.concat(out)
+          expect(n).toBe(got.length)
+          expect(got.equals(want)).toBe(true)
+          expect(out.length).toBe(size >= PUBLISH_BY_REFERENCE ? 2 : 1)
+        }
+      ),
+      { numRuns: 500 }
+    )
+  })
+})

@@ -74,6 +74,20 @@ describe("MQTT topic -> NATS subject", () => {
     )
   })
 
+  it("the one-pass path for plain topics agrees with the rule, for any string", () => {
+    // The rule spelled out: each level, '.' escaped as '//', an empty level as '/'.
+    const byRule = (t: string) => t.split("/").map((l) => (l === "" ? "/" : l.replaceAll(".", "//"))).join(".")
+    const anyTopic = fc.oneof(fc.string({ maxLength: 12 }), fc.stringMatching(/^[a-z/.+#*> \t$]{0,10}$/))
+    fc.assert(
+      fc.property(anyTopic, (t) => {
+        const r = topicToSubject(t)
+        expect(r.ok).toBe(validateTopicName(t).ok)
+        if (r.ok) expect(r.value).toBe(byRule(t))
+      }),
+      { numRuns: 5000 }
+    )
+  })
+
   it("distinct topics map to distinct subjects", () => {
     fc.assert(
       fc.property(topic, topic, (a, b) => {

@@ -57,7 +57,8 @@ export interface SessionDeps {
   readonly random: () => number
   readonly authenticate?: (connect: ConnectPacket) => AuthResult
   readonly canSubscribe?: (filter: string) => boolean
-  readonly canPublish?: (topic: string) => boolean
+  /** Whether the client may publish to `topic` (translated to `subject`). */
+  readonly canPublish?: (topic: string, subject: string) => boolean
 }
 
 /** The highest QoS the server grants. */
@@ -107,6 +108,11 @@ export class MqttSession {
   private lastDeadline: number | undefined
   private closeReasonValue: string | undefined
   private actions: SessionAction[] = []
+  // The last topic <-> subject translations (pure functions of their input).
+  private lastPubTopic: string | undefined
+  private lastPubSubject: ReturnType<typeof topicToSubject> | undefined
+  private lastDeliverSubject: string | undefined
+  private lastDeliverTopic = ""
 
   constructor(
     now: number,
@@ -391,12 +397,17 @@ export class MqttSession {
     if (p.qos > 0 && (p.messageId === undefined || p.messageId < 1 || p.messageId > 65535)) {
       return this.violation("PUBLISH without a packet id") // [MQTT-2.3.1-1]
     }
-    const subject = topicToSubject(p.topic)
+    // Devices publish to a few topics over and over: the last translation is kept.
+    if (p.topic !== this.lastPubTopic) {
+      this.lastPubTopic = p.topic
+      this.lastPubSubject = topicToSubject(p.topic)
+    }
+    const subject = this.lastPubSubject!
     if (!subject.ok) return this.violation(`PUBLISH topic: ${subject.reason}`)
     const qos = p.qos as QoS
     const id = p.messageId ?? 0
     // Not permitted: acknowledged as usual (3.1.1 has no negative ack) but not routed.
-    const allowed = this.deps.canPublish?.(p.topic) ?? true
+    const allowed = this.deps.canPublish?.(p.topic, subject.value) ?? true
     if (qos === 2 && this.inQos2.has(id)) {
       // A duplicate before PUBREL is not routed again [MQTT-4.3.3-2].
       if (this.inQos2.ids.get(id)!.confirmed) this.send({ cmd: "pubrec", messageId: id })
@@ -528,7 +539,11 @@ export class MqttSession {
     }
     if (best < 0) return
     // Forwarded to an established subscription: retain is 0 [MQTT-3.3.1-9].
-    this.deliverOut(subjectToTopic(subject), payload, minQos(msgQos, best), false, ref, now)
+    if (subject !== this.lastDeliverSubject) {
+      this.lastDeliverSubject = subject
+      this.lastDeliverTopic = subjectToTopic(subject)
+    }
+    this.deliverOut(this.lastDeliverTopic, payload, minQos(msgQos, best), false, ref, now)
   }
 
   private onRetained(

@@ -114,8 +114,33 @@ const levelToToken = (level: string): string => (level.length === 0 ? "/" : leve
 const filterLevelToToken = (level: string): string =>
   level === "+" ? "*" : level === "#" ? ">" : levelToToken(level)
 
+const DOT = 0x2e
+const STAR = 0x2a
+const GT = 0x3e
+
+/**
+ * The common case of `topicToSubject` in one pass: printable ASCII, no `.`, no empty
+ * level, nothing to refuse. Undefined sends the topic down the full path.
+ */
+const plainTopicSubject = (topic: string): string | undefined => {
+  const n = topic.length
+  if (n === 0 || n > MAX_TOPIC_BYTES) return undefined
+  let prev = SLASH // a leading '/' opens an empty level
+  for (let i = 0; i < n; i++) {
+    const c = topic.charCodeAt(i)
+    if (c <= 0x20 || c >= 0x7f || c === DOT || c === PLUS || c === HASH) return undefined
+    if (c === SLASH && prev === SLASH) return undefined
+    // A whole level '*' or '>' would be a NATS wildcard.
+    if ((c === STAR || c === GT) && prev === SLASH && (i + 1 === n || topic.charCodeAt(i + 1) === SLASH)) return undefined
+    prev = c
+  }
+  return prev === SLASH ? undefined : topic.replaceAll("/", ".")
+}
+
 /** The NATS subject for a valid topic name. */
 export const topicToSubject = (topic: string): TopicResult<string> => {
+  const plain = plainTopicSubject(topic)
+  if (plain !== undefined) return { ok: true, value: plain }
   const valid = validateTopicName(topic)
   if (!valid.ok) return valid
   return okv(topic.split("/").map(levelToToken).join("."))
@@ -153,7 +178,9 @@ export const subscriptionSubjects = (filter: string): TopicResult<ReadonlyArray<
 const tokenToLevel = (token: string): string => (token === "/" ? "" : token.replaceAll("//", "."))
 
 /** The MQTT topic for a literal NATS subject (the reverse of `topicToSubject`). */
-export const subjectToTopic = (subject: string): string => subject.split(".").map(tokenToLevel).join("/")
+export const subjectToTopic = (subject: string): string =>
+  // Without a '/' no token is an escaped '.' or an empty level: a plain replace does it.
+  subject.indexOf("/") < 0 ? subject.replaceAll(".", "/") : subject.split(".").map(tokenToLevel).join("/")
 
 /** True when the filter's first level is a wildcard (`+` or `#`). */
 export const filterStartsWithWildcard = (filter: string): boolean => {

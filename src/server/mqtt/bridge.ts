@@ -27,7 +27,7 @@ import type { Client } from "../client.js"
 import type { Server } from "../server.js"
 import { ClosedReason } from "../reasons.js"
 import type { Subscription } from "../subscription.js"
-import { encode } from "./codec.js"
+import { encode, encodePublish } from "./codec.js"
 import { closedRecord, MqttConnection } from "./connection.js"
 import type { MqttAccountStore, MqttPersistence, RetainedMsg } from "./persist.js"
 
@@ -270,9 +270,13 @@ export class MqttBridge {
         c.held = true
       } else if (packet.qos === 1 && c.recordDirty === undefined && this.persisted(c) !== undefined) c.recordDirty = "lazy"
     }
-    const buf = encode(packet)
-    c.outBytes += buf.length
-    c.out.push(buf)
+    if (packet.cmd === "publish") {
+      c.outBytes += encodePublish(c.out, packet.topic, packet.payload, packet.qos, packet.retain, packet.dup, packet.messageId)
+    } else {
+      const buf = encode(packet)
+      c.outBytes += buf.length
+      c.out.push(buf)
+    }
     this.markDirty(c)
   }
 

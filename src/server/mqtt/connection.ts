@@ -9,8 +9,7 @@ import {
   MqttSession,
   type SessionConfig,
   type SessionDeps,
-  subscriptionSubjects,
-  topicToSubject
+  subscriptionSubjects
 } from "../../core/mqtt/index.js"
 import type { ClosedConnSnapshot, ConnSnapshot } from "../../core/monitor/source.js"
 import type { Conn } from "../../services/transport.js"
@@ -40,10 +39,7 @@ const sessionDeps = (server: Server, client: Client): SessionDeps => ({
     client.perms = res.permissions === undefined ? undefined : new ClientPermissions(res.permissions)
     return ConnackCode.Accepted
   },
-  canPublish: (topic) => {
-    const subject = topicToSubject(topic)
-    return client.perms === undefined || (subject.ok && client.perms.canPublish(subject.value, server))
-  },
+  canPublish: (_topic, subject) => client.perms === undefined || client.perms.canPublish(subject, server),
   canSubscribe: (filter) => {
     const subjects = subscriptionSubjects(filter)
     return client.perms === undefined || (subjects.ok && subjects.value.every((s) => client.perms!.canSubscribe(s)))
