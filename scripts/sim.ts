@@ -1,39 +1,43 @@
-// `npm run sim -- [--seed N] [--steps M] [--runs K] [--plant BUG]`: run the deterministic
-// simulation. With a seed it replays that run exactly; without one it picks seeds and
-// prints them. A failure prints the seed, the step, a command that reproduces it and the
-// last trace events.
-import { type PlantedBug, reproduceCommand, runSim, type SimResult } from "../src/sim/runner.js"
+// `npm run sim -- [--seed N] [--steps M] [--runs K] [--faults net|disk] [--plant BUG] [--strict] [--tail L]`:
+// run the deterministic simulation. With a seed it replays that run exactly; without one
+// it picks seeds and prints them. `--faults disk` adds JetStream on a simulated disk with
+// crashes and power cuts; `--strict` also fails on known open bugs. A failure prints the
+// seed, the step, a command that reproduces it and the last trace events.
+import { type FaultSet, type PlantedBug, reproduceCommand, runSim, type SimResult } from "../src/sim/runner.js"
 
 const arg = (name: string): string | undefined => {
   const i = process.argv.indexOf(`--${name}`)
   return i >= 0 ? process.argv[i + 1] : undefined
 }
 
-export const report = (r: SimResult, plant?: PlantedBug): string => {
+export const report = (r: SimResult, plant?: PlantedBug, faults: FaultSet = "net", strict = false): string => {
   if (r.ok) return `seed ${r.seed}: ok (${r.steps} steps, trace ${r.traceHash}/${r.traceLines}) ${JSON.stringify(r.stats)}`
   return [
     `seed ${r.seed}: FAILED at step ${r.failedStep}`,
     ...r.violations.slice(0, 10).map((v) => `  violation: ${v}`),
-    `  reproduce: ${reproduceCommand(r.seed, r.steps, plant)}`,
+    `  reproduce: ${reproduceCommand(r.seed, r.steps, plant, faults, strict)}`,
     `  last trace events:`,
     ...r.trace.map((l) => `    ${l}`)
   ].join("\n")
 }
 
-const main = (): void => {
+const main = async (): Promise<void> => {
   const steps = Number(arg("steps") ?? 2000)
   const plant = arg("plant") as PlantedBug | undefined
+  const faults = (arg("faults") ?? (plant === "ack-before-sync" || plant === "lying-fsync" ? "disk" : "net")) as FaultSet
+  if (faults !== "net" && faults !== "disk") throw new Error(`--faults takes net or disk, not ${String(faults)}`)
+  const strict = process.argv.includes("--strict")
   const given = arg("seed")
   const runs = given === undefined ? Number(arg("runs") ?? 1) : 1
   let failed = false
   for (let i = 0; i < runs; i++) {
     const seed = given === undefined ? (Math.random() * 0x7fffffff) | 0 : Number(given)
     if (given === undefined) console.log(`seed ${seed}`)
-    const r = runSim({ seed, steps, plant, traceTail: Number(arg("tail") ?? 30) })
-    console.log(report(r, plant))
+    const r = await runSim({ seed, steps, faults, plant, strict, traceTail: Number(arg("tail") ?? 30) })
+    console.log(report(r, plant, faults, strict))
     if (!r.ok) failed = true
   }
   process.exitCode = failed ? 1 : 0
 }
 
-main()
+void main()

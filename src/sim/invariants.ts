@@ -110,6 +110,9 @@ export class Model {
   /** Write-deadline closes of peers that had read bytes within the deadline (see checkClosed). */
   writeDeadlineWhileReading = 0
 
+  /** `serverSubjects`: filters the server itself serves (JetStream's API and streams), so a request there always has a responder. */
+  constructor(private readonly serverSubjects: ReadonlyArray<string> = []) {}
+
   /** Called with each chunk the server handled (see SimNetwork.observers). */
   readonly observe = (link: SimLink, chunk: Buffer, wasOpen: boolean, closedDuring: boolean): void => {
     if (!wasOpen) return
@@ -153,6 +156,7 @@ export class Model {
       if (members.some((m) => !m.link.goneForServer || m.link === from.link)) surely = true
       this.groupMsgs.set(`${g} ${key}`, { members, optional: from.optional || members.some((m) => m.link.goneForServer), receivedBy: undefined })
     }
+    if (this.serverSubjects.some((f) => subjectMatches(f, subject))) surely = true
     if (reply !== "" && from.noResponders && !surely) this.expectNoResponders(from, reply, maybe)
   }
 

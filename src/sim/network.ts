@@ -37,6 +37,20 @@ export class EventQueue {
     return this.heap.length
   }
 
+  /** When the next event is due; undefined when none is queued. */
+  nextAt(): number | undefined {
+    return this.heap[0]?.at
+  }
+
+  /** Run the next event if one is due by `until`; false when none is. */
+  runNext(until: number): boolean {
+    if (this.heap.length === 0 || this.heap[0].at > until) return false
+    const e = this.pop()
+    this.now = e.at
+    e.run()
+    return true
+  }
+
   /** Run every event due up to `until`, then set the clock to `until`. */
   runUntil(until: number): void {
     const h = this.heap
@@ -199,6 +213,16 @@ export class SimLink implements Conn {
     this.close("client drop")
   }
 
+  /** The server process died: the client sees a reset, and no dead server hears of it. */
+  kill(): void {
+    if (this.closed) return
+    this.closed = true
+    this.serverClosed = true
+    this.dropQueue()
+    this.net.trace(`link ${this.id} reset (server died)`)
+    this.client.onClose()
+  }
+
   /** The network heals: this link drains fast from now on. */
   heal(): void {
     this.profile = { ...this.profile, drainBytes: Math.max(this.profile.drainBytes, 1 << 20), drainEveryMs: 1 }
@@ -328,6 +352,12 @@ export class SimNetwork {
       })
     })
     return link
+  }
+
+  /** The server process dies: every open connection is reset and nothing is accepted until `listen` again. */
+  serverDied(): void {
+    this.accept = undefined
+    for (const l of this.links) l.kill()
   }
 
   toServer(link: SimLink, chunk: Buffer): void {
