@@ -49,28 +49,15 @@ describe("simulation: JetStream across crashes and power cuts", () => {
     expect(b.stats).toEqual(a.stats)
   })
 
-  // An open bug the simulator found (strict mode only, so the budget stays green meanwhile):
-  // a durable consumer saves its state with its own fsync, independent of the stream's, and
-  // delivers messages before the stream's fsync covers them. A power cut can take back stream
-  // messages (not yet acknowledged, or under sync_interval not yet fsynced) while the
-  // consumer's saved delivered/ack floor/cursor past them survives; recovery does not rewind
-  // it, so the new messages that reuse those sequences, acknowledged to their publishers,
-  // never reach it. (E.g. seed 57433 at the time of writing: the power cut at step 596 left
-  // the stream at last_seq 1060 and the consumer restored at delivered 1078.)
-  // Fix (restoreConsumers / ConsumerMachine.restore): clamp cursor, delivered and ack floor to
-  // the stream's last_seq and drop pending entries past it. Then this test fails: make
-  // `strict` the default and drop the excuse in the runner.
-  it("strict mode still finds the open consumer-rewind bug, with a seed that replays it", async () => {
-    let found: SimResult | undefined
-    for (const seed of [57_433, 81_190, 89_109, 112_866, 97_028, ...SEEDS]) {
+  // A bug the simulator found: a durable consumer saves its state with its own fsync and
+  // delivers messages before the stream's fsync covers them, so a power cut could leave
+  // it restored past the end of its stream, skipping the sequences new messages then took
+  // (seed 57433: stream last_seq 1060, consumer at 1078). Restores now clamp to the stream.
+  it("regression: after a power cut no consumer is restored ahead of its stream (seeds that hit it)", async () => {
+    for (const seed of [57_433, 81_190, 89_109, 112_866, 97_028]) {
       const r = await runSim({ seed, steps: STEPS, faults: "disk", strict: true })
-      if (r.violations.some((v) => v.includes("never delivered to the durable pull consumer"))) {
-        found = r
-        break
-      }
+      expect(r.violations, reproduceCommand(seed, STEPS, undefined, "disk", true)).toEqual([])
     }
-    expect(found, "no seed hit the consumer-rewind bug: fixed? then make strict the default").toBeDefined()
-    console.log(`open bug (consumer restored ahead of its stream): seed ${found!.seed}: ${found!.violations[0]}\n  reproduce: ${reproduceCommand(found!.seed, STEPS, undefined, "disk", true)}`)
   })
 
   const plants: ReadonlyArray<readonly [PlantedBug, string]> = [

@@ -33,6 +33,22 @@ describe("snapshot and restore", () => {
     ])
   })
 
+  it("a state saved past the end of its stream resumes at the stream's end (power cut), and delivers the messages that reuse those sequences", () => {
+    const saved = stream(6)
+    const cfg = { durable_name: "c", ack_policy: "explicit" as const, ack_wait: 10 * SEC * NS }
+    const m = machine(cfg, saved)
+    expect(seqs(pull(m, 0, { batch: 6, no_wait: true }))).toEqual([1, 2, 3, 4, 5, 6])
+    ack(m, 1, 1)
+    const snap = m.snapshot()
+    // The power cut took back messages 5 and 6 (never fsynced, never acknowledged).
+    const after = stream(4)
+    const r = ConsumerMachine.restore({ stream: "S", name: "c", config: cfg, view: after }, snap, 2)
+    expect(r.info().delivered.stream_seq).toBe(4)
+    after.add("a")
+    after.add("b")
+    expect(seqs(pull(r, 20_000, { batch: 10, no_wait: true }))).toEqual([2, 3, 4, 5, 6])
+  })
+
   it("keeps the rest of a last_per_subject start set", () => {
     const st = stream(4)
     const cfg = { durable_name: "c", deliver_policy: "last_per_subject" as const }

@@ -11,7 +11,7 @@ import {
 } from "../../core/consumer/index.js"
 import { type ApiError, errorResponse, JsErr, responseType } from "../../core/jetstream/errors.js"
 import { rfc3339 } from "../../core/jetstream/stream-config.js"
-import type { SequenceInfo } from "../../core/consumer/index.js"
+import { clampToStream, type SequenceInfo } from "../../core/consumer/index.js"
 import type { ConsumerSnapshot } from "../../core/monitor/source.js"
 import { subjectsCollide } from "../../core/subject/subject.js"
 import { CONSUMER_META_PREFIX, JsConsumer, type StoredConsumer } from "./consumer.js"
@@ -169,6 +169,13 @@ export const restoreConsumers = (js: JetStream, s: JsStream): Effect.Effect<void
       }
       const c = JsConsumer.make(s, stored, js.server.now(), terminate)
       register(s, c)
+      // Saved ahead of its stream (a power cut took back unsynced messages): restored at
+      // the stream's end, and that is saved before anything new can take those sequences.
+      const last = s.store.state().last_seq
+      if (stored.state !== undefined && clampToStream(stored.state, last) !== stored.state) {
+        js.log.warn(`Consumer '${stored.name}' of stream '${s.name}' was saved past the stream's last sequence ${last} (messages lost in a power cut were never acknowledged); it resumes from there`)
+        yield* Effect.promise(() => c.save())
+      }
       c.start()
     }
     if (complete) releaseUnwanted(s)
