@@ -75,6 +75,23 @@ export class OutWindow {
     this.inflight.set(entry.packetId, { ...entry, seq })
   }
 
+  /** A queued message goes out now under `packetId` (one object, no copies: the delivery path). */
+  addSent(q: Queued, packetId: number, deadline: number): OutFlight {
+    const e: OutFlight = {
+      packetId,
+      qos: q.qos,
+      topic: q.topic,
+      payload: q.payload,
+      retain: q.retain,
+      phase: "publish",
+      ref: q.ref,
+      deadline,
+      seq: ++this.seq
+    }
+    this.inflight.set(packetId, e)
+    return e
+  }
+
   /** Sets a new (latest) deadline on an entry and moves it to the end. */
   touch(entry: OutFlight, deadline: number): void {
     entry.deadline = deadline

@@ -586,8 +586,7 @@ export class MqttSession {
     if (!this.out.hasRoom()) return false
     const packetId = this.out.nextPacketId()
     if (packetId === undefined) return false
-    const e = { ...q, packetId, phase: "publish" as const, deadline: now + this.config.ackWaitMs }
-    this.out.add(e)
+    const e = this.out.addSent(q, packetId, now + this.config.ackWaitMs)
     this.send({ cmd: "publish", topic: e.topic, payload: e.payload, qos: e.qos, retain: e.retain, dup: false, messageId: packetId })
     return true
   }
