@@ -35,7 +35,9 @@ const wrap = (path: string, h: fs.promises.FileHandle): DiskFile => ({
     }),
   size: () => io(path, async () => (await h.stat()).size),
   truncate: (length) => io(path, () => h.truncate(length)),
-  sync: () => io(path, () => h.sync()),
+  // fdatasync: the data and what is needed to read it back (the size), without the
+  // timestamps fsync would also wait for; names are made durable by syncDir.
+  sync: () => io(path, () => h.datasync()),
   close: () => io(path, () => h.close())
 })
 
