@@ -53,13 +53,13 @@ describe("switchyard command", () => {
     fs.rmSync(dir, { recursive: true, force: true })
   })
 
-  it("refuses to start with security settings it cannot honour yet", () => {
+  it("an MQTT TLS certificate that cannot be loaded is a clear start-up error", () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sy-cli-"))
     const conf = path.join(dir, "tls.conf")
-    fs.writeFileSync(conf, 'port: -1\nhttp_port: 0\nmqtt { port: -1, tls { cert_file: "a.pem", key_file: "b.pem" } }\n')
+    fs.writeFileSync(conf, `port: -1\nhttp_port: 0\njetstream { store_dir: "${dir}/store" }\nmqtt { port: -1, tls { cert_file: "a.pem", key_file: "b.pem" } }\n`)
     const r = run("-c", conf)
     expect(r.status).toBe(1)
-    expect(r.stderr + r.stdout).toMatch(/TLS .*not supported/)
+    expect(r.stderr + r.stdout).toMatch(/tls: cannot load the certificate or key/)
     fs.rmSync(dir, { recursive: true, force: true })
   })
 
