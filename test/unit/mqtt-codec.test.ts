@@ -327,3 +327,15 @@ describe("encodePublish", () => {
     )
   })
 })
+
+describe("encode of the acknowledgements", () => {
+  it("writes PUBACK, PUBREC, PUBREL and PUBCOMP as mqtt-packet does, for every packet id edge", async () => {
+    const MqttPacket = await import("mqtt-packet")
+    const { encode } = await import("../../src/server/mqtt/codec.js")
+    for (const cmd of ["puback", "pubrec", "pubrel", "pubcomp"] as const) {
+      for (const messageId of [1, 2, 255, 256, 4660, 65535]) {
+        expect(encode({ cmd, messageId }).equals(MqttPacket.generate({ cmd, messageId }))).toBe(true)
+      }
+    }
+  })
+})

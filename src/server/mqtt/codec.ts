@@ -66,9 +66,23 @@ export const encodePublish = (
   return headLen + (byRef ? payload.length : 0)
 }
 
+/** First bytes of the four-byte acknowledgements (PUBREL carries the required 0b0010 flags). */
+const ACK_HEADER = { puback: 0x40, pubrec: 0x50, pubrel: 0x62, pubcomp: 0x70 } as const
+
 /** The wire bytes of a server packet (MQTT 3.1.1). */
 export const encode = (p: ServerPacket): Buffer => {
   switch (p.cmd) {
+    case "puback":
+    case "pubrec":
+    case "pubrel":
+    case "pubcomp": {
+      const b = Buffer.allocUnsafe(4)
+      b[0] = ACK_HEADER[p.cmd]
+      b[1] = 2
+      b[2] = p.messageId >> 8
+      b[3] = p.messageId & 0xff
+      return b
+    }
     case "publish": {
       const out: Array<Buffer> = []
       encodePublish(out, p.topic, p.payload, p.qos, p.retain, p.dup, p.messageId)
