@@ -6,7 +6,7 @@
 //   <dir>/<stream>/config         store config (JSON, checksummed)
 //   <dir>/<stream>/msgs/<n>.blk   blocks, rolled at `blockSize`
 //   <dir>/<stream>/meta/<key>     meta values (checksummed)
-import { Deferred, Effect, Layer, Option } from "effect"
+import { Deferred, Effect, Exit, Layer, Option } from "effect"
 import { makeStoreConfig, msgSize, type StoreConfig } from "../core/stream/config.js"
 import {
   decodeMeta,
@@ -35,10 +35,10 @@ import {
   encodeName,
   makeStreamStore,
   Store,
+  StoreError,
   storeError,
   type StoreHealth,
   type StoreProblem,
-  type StoreError,
   type StoreService,
   type StoredMsg,
   type StreamStore
@@ -80,6 +80,11 @@ interface Block {
   epoch: number
   /** Recovery found unreadable bytes in it: compaction leaves it alone, keeping the evidence. */
   damaged: boolean
+  /**
+   * Offset of the last record read alone while `buf` was not held, -1 for none. A
+   * read further on means a scan, which then reads the whole block once.
+   */
+  readAt: number
 }
 
 interface Loc {
@@ -160,7 +165,8 @@ const newBlock = (ctx: StreamCtx, id: number): Block => ({
   maxSeq: 0,
   gen: 0,
   epoch: 0,
-  damaged: false
+  damaged: false,
+  readAt: -1
 })
 
 interface Recovered {
@@ -318,6 +324,7 @@ const openFileStream = (ctx: StreamCtx, cfg: StoreConfig, rec: Recovered, extraP
       const i = cached.findIndex((b) => b.flushed === b.size && b !== active())
       if (i < 0) return
       cached[i].buf = undefined
+      cached[i].readAt = -1
       cached.splice(i, 1)
     }
   }
@@ -330,9 +337,12 @@ const openFileStream = (ctx: StreamCtx, cfg: StoreConfig, rec: Recovered, extraP
         cached.push(blk)
         evict()
       }
+      // A stream that filled a block will likely fill this one: size its buffer once
+      // rather than grow it by copies.
+      const full = blk !== undefined
       blk = newBlock(ctx, blk === undefined ? 1 : blk.id + 1)
       blocks.push(blk)
-      reserve(blk, STATE_LEN + len)
+      reserve(blk, full ? Math.max(ctx.blockSize, STATE_LEN + len) : STATE_LEN + len)
       blk.size += encodeState(blk.buf!, 0, index.first, index.last, index.lastTs)
       appended++
     }
@@ -381,34 +391,88 @@ const openFileStream = (ctx: StreamCtx, cfg: StoreConfig, rec: Recovered, extraP
   const skipped = () => writeTombstone(STATE_LEN, (b, o) => encodeState(b, o, index.first, index.last, index.lastTs))
 
   /** A sealed block's bytes from disk, as laid out now (retried if compaction rewrote it meanwhile). */
-  const loadBlock = (blk: Block): Effect.Effect<Buffer, StoreError> =>
+  const readBlock = (blk: Block): Effect.Effect<Buffer, StoreError> =>
     Effect.gen(function*() {
       const gen = blk.gen
       const data = asBuffer(yield* io(disk.readFile(blk.path)))
-      if (blk.gen !== gen) return yield* loadBlock(blk)
+      if (blk.gen !== gen) return yield* readBlock(blk)
       if (blk.buf !== undefined) return blk.buf
+      // Checked once here, so the reads of a replay (often several per message) need not.
+      const scan = scanRecords(data, data.length, () => {})
       blk.buf = data
-      blk.trusted = false
+      blk.trusted = scan.bad.length === 0 && scan.tornAt === undefined
       cached.push(blk)
       evict()
       return data
     })
 
-  const decode = (e: IndexEntry<Loc>, buf: Buffer, trusted: boolean): Effect.Effect<StoredMsg, StoreError> => {
-    const { blk, off, len } = e.loc
+  // Readers of a block that is being read wait for that read rather than start another.
+  const loading = new Map<Block, Deferred.Deferred<Buffer, StoreError>>()
+  const loadBlock = (blk: Block): Effect.Effect<Buffer, StoreError> =>
+    Effect.suspend(() => {
+      if (blk.buf !== undefined) return Effect.succeed(blk.buf)
+      const inFlight = loading.get(blk)
+      if (inFlight !== undefined) return Deferred.await(inFlight)
+      return Effect.flatMap(Deferred.make<Buffer, StoreError>(), (d) => {
+        loading.set(blk, d)
+        return readBlock(blk).pipe(
+          Effect.exit,
+          Effect.flatMap((exit) => {
+            loading.delete(blk)
+            return Effect.zipRight(Deferred.done(d, exit), exit)
+          }),
+          Effect.uninterruptible
+        )
+      })
+    })
+
+  /** The message in `e` from `buf`, where its record starts at `off`. */
+  const decode = (e: IndexEntry<Loc>, buf: Buffer, off: number, trusted: boolean): StoredMsg | StoreError => {
+    const len = e.loc.len
     if ((!trusted && recordAt(buf, off, off + len) !== len) || recordSeq(buf, off) !== e.seq) {
-      return Effect.fail(storeError("Corrupt", `${blk.path}: message ${e.seq} is damaged`))
+      return storeError("Corrupt", `${e.loc.blk.path}: message ${e.seq} is damaged`)
     }
     const m = msgBody(buf, off, len)
-    return Effect.succeed({ seq: e.seq, subject: e.subject, ts: m.ts, headers: m.headers, payload: m.payload })
+    return { seq: e.seq, subject: e.subject, ts: m.ts, headers: m.headers, payload: m.payload }
   }
+
+  const decodeEffect = (e: IndexEntry<Loc>, buf: Buffer, off: number, trusted: boolean): Effect.Effect<StoredMsg, StoreError> => {
+    const m = decode(e, buf, off, trusted)
+    return m instanceof StoreError ? Effect.fail(m) : Effect.succeed(m)
+  }
+
+  /** Just the record of `e`, by a positioned read (retried if compaction moved it meanwhile). */
+  const readRecord = (e: IndexEntry<Loc>): Effect.Effect<StoredMsg, StoreError> =>
+    Effect.suspend(() => {
+      const blk = e.loc.blk
+      const { gen, file } = blk
+      const { off, len } = e.loc
+      const got = file !== undefined
+        ? file.read(off, len)
+        : Effect.acquireUseRelease(disk.open(blk.path, false), (f) => f.read(off, len), (f) => Effect.ignore(f.close()))
+      return Effect.flatMap(Effect.exit(io(got)), (exit) => {
+        if (blk.gen !== gen) return read(e)
+        return Exit.isSuccess(exit) ? decodeEffect(e, asBuffer(exit.value), 0, false) : Effect.failCause(exit.cause)
+      })
+    })
 
   const read = (e: IndexEntry<Loc>): Effect.Effect<StoredMsg, StoreError> =>
     Effect.suspend(() => {
       const blk = e.loc.blk
-      if (blk.buf !== undefined) return decode(e, blk.buf, blk.trusted)
-      return Effect.flatMap(loadBlock(blk), (buf) => decode(e, buf, false))
+      if (blk.buf !== undefined) return decodeEffect(e, blk.buf, e.loc.off, blk.trusted)
+      if (loading.has(blk) || (blk.readAt >= 0 && e.loc.off > blk.readAt)) {
+        return Effect.flatMap(loadBlock(blk), (buf) => decodeEffect(e, buf, e.loc.off, false))
+      }
+      blk.readAt = e.loc.off
+      return readRecord(e)
     })
+
+  const readCached = (e: IndexEntry<Loc>): StoredMsg | undefined => {
+    const buf = e.loc.blk.buf
+    if (buf === undefined) return undefined
+    const m = decode(e, buf, e.loc.off, e.loc.blk.trusted)
+    return m instanceof StoreError ? undefined : m
+  }
 
   const failWrite = (blk: Block, e: StoreError) =>
     Effect.gen(function*() {
@@ -604,6 +668,7 @@ const openFileStream = (ctx: StreamCtx, cfg: StoreConfig, rec: Recovered, extraP
       skipped,
       removed,
       read,
+      readCached,
       persistConfig: (next) => io(writeAtomic(disk, ctx.dir, "config", encodeConfig(next), ctx.tmpId())),
       sync,
       flush,

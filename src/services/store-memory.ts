@@ -3,8 +3,8 @@
 // also uses it for streams configured with `storage: "memory"`.
 import { Effect, Layer } from "effect"
 import type { StoreConfig } from "../core/stream/config.js"
-import { StreamIndex } from "../core/stream/stream-index.js"
-import { makeStreamStore, Store, storeError, type StoreService, type StreamStore } from "./store.js"
+import { type IndexEntry, StreamIndex } from "../core/stream/stream-index.js"
+import { makeStreamStore, Store, storeError, type StoredMsg, type StoreService, type StreamStore } from "./store.js"
 
 interface MemMsg {
   readonly headers: Uint8Array | undefined
@@ -20,6 +20,14 @@ interface MemStream {
 
 const healthy = { ok: true, problems: [] } as const
 
+const readCached = (e: IndexEntry<MemMsg>): StoredMsg => ({
+  seq: e.seq,
+  subject: e.subject,
+  ts: e.ts,
+  headers: e.loc.headers,
+  payload: e.loc.payload
+})
+
 const openHandle = (name: string, s: MemStream): StreamStore => {
   const handle = makeStreamStore(
     name,
@@ -32,8 +40,8 @@ const openHandle = (name: string, s: MemStream): StreamStore => {
       }),
       skipped: () => {},
       removed: () => {},
-      read: (e) =>
-        Effect.succeed({ seq: e.seq, subject: e.subject, ts: e.ts, headers: e.loc.headers, payload: e.loc.payload }),
+      read: (e) => Effect.succeed(readCached(e)),
+      readCached,
       persistConfig: (config) =>
         Effect.sync(() => {
           s.config = config

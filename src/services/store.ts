@@ -40,6 +40,15 @@ export interface StoredMsg {
   readonly payload: Uint8Array
 }
 
+/** What the index knows of a stored message without reading it. */
+export interface MsgEntry {
+  readonly seq: number
+  readonly subject: string
+  readonly ts: number
+  /** Stored size, as counted against `max_bytes` (see `msgSize`). */
+  readonly size: number
+}
+
 /** Stream state in JetStream's field names; times in ms, 0 for "none". */
 export interface StreamState {
   readonly messages: number
@@ -110,6 +119,11 @@ export interface StreamStore {
   /** Hand pending writes to the OS (survives a process crash, not a power loss). */
   readonly flush: () => Effect.Effect<void, StoreError>
   readonly load: (seq: number) => Effect.Effect<StoredMsg, StoreError>
+  /**
+   * `load` for synchronous callers that must not wait: the message when it is in
+   * memory; undefined when it is absent or only a disk read (`load`) can tell.
+   */
+  readonly loadCached: (seq: number) => StoredMsg | undefined
   /** The newest message whose subject matches `filter`; NotFound when none. */
   readonly loadLastForSubject: (filter: string) => Effect.Effect<StoredMsg, StoreError>
   /** The first message at or after `fromSeq` matching any filter (none = all); undefined when none. */
@@ -117,6 +131,8 @@ export interface StreamStore {
     filters: string | ReadonlyArray<string>,
     fromSeq: number
   ) => Effect.Effect<StoredMsg | undefined, StoreError>
+  /** `loadNextMatching` from the in-memory index alone: no bytes, never the disk. */
+  readonly nextMatchingEntry: (filters: string | ReadonlyArray<string>, fromSeq: number) => MsgEntry | undefined
   /** False when there was no such message. */
   readonly remove: (seq: number) => Effect.Effect<boolean, StoreError>
   /** Number of messages removed. */
@@ -186,6 +202,8 @@ export interface StreamBackend<L> {
   /** Called after every removal (possibly of nothing, when only the floor moved). */
   readonly removed: (entries: ReadonlyArray<IndexEntry<L>>) => void
   readonly read: (entry: IndexEntry<L>) => Effect.Effect<StoredMsg, StoreError>
+  /** `read` when it needs no I/O; undefined otherwise (then `read` tells). */
+  readonly readCached: (entry: IndexEntry<L>) => StoredMsg | undefined
   readonly persistConfig: (config: StoreConfig) => Effect.Effect<void, StoreError>
   readonly sync: () => Effect.Effect<void, StoreError>
   readonly flush: () => Effect.Effect<void, StoreError>
@@ -254,6 +272,8 @@ export const makeStreamStore = <L>(
       return e === undefined ? Effect.fail(storeError("NotFound", `no message found`)) : backend.read(e)
     })
 
+  const filterList = (filters: string | ReadonlyArray<string>) => (typeof filters === "string" ? [filters] : filters)
+
   return {
     name,
     config: () => cfg,
@@ -269,6 +289,10 @@ export const makeStreamStore = <L>(
     sync: () => open(backend.sync),
     flush: () => open(backend.flush),
     load,
+    loadCached: (seq) => {
+      const e = closed ? undefined : index.get(seq)
+      return e === undefined ? undefined : backend.readCached(e)
+    },
     loadLastForSubject: (filter) =>
       open(() => {
         const seq = index.lastSeqFor(filter)
@@ -276,9 +300,10 @@ export const makeStreamStore = <L>(
       }),
     loadNextMatching: (filters, fromSeq) =>
       open(() => {
-        const e = index.nextMatching(typeof filters === "string" ? [filters] : filters, fromSeq)
+        const e = index.nextMatching(filterList(filters), fromSeq)
         return e === undefined ? Effect.succeed(undefined) : backend.read(e)
       }),
+    nextMatchingEntry: (filters, fromSeq) => (closed ? undefined : index.nextMatching(filterList(filters), fromSeq)),
     remove: (seq) =>
       open(() => {
         const e = index.remove(seq)
@@ -316,7 +341,7 @@ export const makeStreamStore = <L>(
       }
     },
     subjectsState: (filter) => index.subjectsState(filter),
-    numPending: (filters, fromSeq) => index.numPending(typeof filters === "string" ? [filters] : filters, fromSeq),
+    numPending: (filters, fromSeq) => index.numPending(filterList(filters), fromSeq),
     deleted: (limit) => index.deleted(limit),
     compact: () => open(backend.compact),
     health: backend.health,

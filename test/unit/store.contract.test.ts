@@ -254,6 +254,29 @@ export const storeContract = (label: string, make: MakeLayer, storage: StoreConf
       expect(out).toEqual([1, 5, undefined, 6, undefined, 3, 5, undefined])
     })
 
+    it("answers the next match from the index alone, and loads from memory without waiting", async () => {
+      const out = await withStream({}, (s) =>
+        Effect.gen(function*() {
+          for (const subj of ["a.1", "b.1", "a.2"]) put(s, subj, `d-${subj}`, 2000)
+          yield* s.remove(1)
+          const cached = s.loadCached(3)
+          return {
+            entry: s.nextMatchingEntry("a.*", 1),
+            none: s.nextMatchingEntry(["b.*"], 3),
+            removed: s.loadCached(1),
+            cached: cached === undefined ? "on disk" : { seq: cached.seq, subject: cached.subject, payload: str(cached.payload) },
+            loaded: yield* s.load(3)
+          }
+        })
+      )
+      expect(out.entry).toMatchObject({ seq: 3, subject: "a.2", ts: 2000, size: size("a.2", "d-a.2") })
+      expect(out.none).toBeUndefined()
+      expect(out.removed).toBeUndefined()
+      // The newest message is in memory in every backend.
+      expect(out.cached).toEqual({ seq: 3, subject: "a.2", payload: "d-a.2" })
+      expect(str(out.loaded.payload)).toBe("d-a.2")
+    })
+
     it("counts pending messages and per-subject state", async () => {
       const out = await withStream({}, (s) =>
         Effect.gen(function*() {

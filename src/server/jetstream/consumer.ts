@@ -3,7 +3,7 @@
 // machine's actions (deliveries, status messages, retention removals), wakes it at
 // `nextDeadline()`, and saves its snapshot in the stream's meta (coalesced).
 import { randomBytes } from "node:crypto"
-import { Cause, Effect, Exit, Runtime } from "effect"
+import { Effect } from "effect"
 import {
   ackReplySubject,
   type ConsumerAction,
@@ -34,34 +34,6 @@ export interface StoredConsumer {
   readonly state?: ConsumerSnapshot
 }
 
-/** A store read that needs the disk (a block not in memory) cannot answer synchronously. */
-const ON_DISK = Symbol("on-disk")
-
-/** Runs a store read synchronously: its value, undefined when it failed, ON_DISK when it needs the disk. */
-const readNow = <A>(eff: Effect.Effect<A, unknown>): A | undefined | typeof ON_DISK => {
-  const exit = Effect.runSyncExit(eff)
-  if (Exit.isSuccess(exit)) return exit.value
-  const defect = Cause.dieOption(exit.cause)
-  return defect._tag === "Some" && Runtime.isAsyncFiberException(defect.value) ? ON_DISK : undefined
-}
-
-/**
- * The first sequence at or after `from` matching the filters, from the in-memory
- * counts alone: the largest `s` whose pending count still equals the count at `from`.
- */
-const nextMatchingSeq = (store: StreamStore, filters: ReadonlyArray<string>, from: number): number | undefined => {
-  const total = store.numPending(filters, from)
-  if (total === 0) return undefined
-  let lo = Math.max(from, store.state().first_seq)
-  let hi = store.state().last_seq
-  while (lo < hi) {
-    const mid = Math.ceil((lo + hi) / 2)
-    if (store.numPending(filters, mid) === total) lo = mid
-    else hi = mid - 1
-  }
-  return lo
-}
-
 const metaOf = (m: StoredMsg): StoredMsgMeta => ({
   seq: m.seq,
   subject: m.subject,
@@ -70,9 +42,9 @@ const metaOf = (m: StoredMsg): StoredMsgMeta => ({
 })
 
 /**
- * The machine's synchronous view of a stream store. When a message is only on disk
- * its sequence still comes from the index counts (subject, time and size unknown
- * until delivery loads it), so the machine never waits and never skips it.
+ * The machine's synchronous view of a stream store, answered from the store's index
+ * and the blocks in memory: it never waits for (or starts) a disk read. A message
+ * only on disk is sized by the index (its stored size) until delivery loads it.
  */
 export const storeView = (store: StreamStore): StreamView => ({
   get firstSeq() {
@@ -82,10 +54,10 @@ export const storeView = (store: StreamStore): StreamView => ({
     return store.state().last_seq
   },
   loadNextMatching(filters, fromSeq) {
-    const m = readNow(store.loadNextMatching(filters, fromSeq))
-    if (m !== ON_DISK) return m === undefined ? undefined : metaOf(m)
-    const seq = nextMatchingSeq(store, filters, fromSeq)
-    return seq === undefined ? undefined : { seq, subject: "", timestampMs: 0, size: 0 }
+    const e = store.nextMatchingEntry(filters, fromSeq)
+    if (e === undefined) return undefined
+    const m = store.loadCached(e.seq)
+    return m !== undefined ? metaOf(m) : { seq: e.seq, subject: e.subject, timestampMs: e.ts, size: e.size }
   },
   numPending: (filters, fromSeq) => store.numPending(filters, fromSeq),
   lastPerSubject(filters) {
@@ -94,15 +66,12 @@ export const storeView = (store: StreamStore): StreamView => ({
     return [...seqs].sort((a, b) => a - b)
   },
   seqAtOrAfterTime(ms) {
-    const st = store.state()
-    let seq = st.first_seq
+    let seq = store.state().first_seq
     for (;;) {
-      const m = readNow(store.loadNextMatching([], seq))
-      // Unknown times (on disk) start early rather than skip messages.
-      if (m === ON_DISK) return seq
-      if (m === undefined) return st.last_seq + 1
-      if (m.ts >= ms) return m.seq
-      seq = m.seq + 1
+      const e = store.nextMatchingEntry([], seq)
+      if (e === undefined) return store.state().last_seq + 1
+      if (e.ts >= ms) return e.seq
+      seq = e.seq + 1
     }
   }
 })
@@ -362,10 +331,10 @@ export class JsConsumer {
       else this.deliverAs(to, m.subject, reply, m.headers !== undefined && m.headers.length > 0 ? toBuffer(m.headers) : undefined, toBuffer(m.payload))
     }
     const interest = this.stream.config.retention === "interest"
-    const load = this.stream.store.load(a.seq)
+    const store = this.stream.store
     if (this.outChain === undefined) {
-      const m = readNow(load)
-      if (m !== ON_DISK) {
+      const m = store.loadCached(a.seq)
+      if (m !== undefined) {
         send(m)
         // Ack policy none: delivered is acknowledged.
         if (interest && this.machine.config.ack_policy === "none") this.release([a.seq])
@@ -373,10 +342,11 @@ export class JsConsumer {
       }
     }
     // Held while it loads; once sent, look again (an ack may have come meanwhile).
+    // Loads run one after another, so a replay reads each block once (see the file store).
     this.loading.set(a.seq, (this.loading.get(a.seq) ?? 0) + 1)
     const chain: Promise<void> = (this.outChain ?? Promise.resolve())
-      .then(() => Effect.runPromise(Effect.option(load)))
-      .then((m) => send(m._tag === "Some" ? m.value : undefined))
+      .then(() => store.loadCached(a.seq) ?? Effect.runPromise(Effect.option(store.load(a.seq))).then((m) => (m._tag === "Some" ? m.value : undefined)))
+      .then(send)
       .finally(() => {
         const n = this.loading.get(a.seq) ?? 1
         if (n > 1) this.loading.set(a.seq, n - 1)

@@ -26,7 +26,8 @@ export interface StreamHost {
 
 interface PendingAck {
   readonly reply: string
-  readonly body: Buffer
+  /** The PubAck's JSON. */
+  readonly body: string
 }
 
 export class JsStream {
@@ -51,6 +52,12 @@ export class JsStream {
   get name(): string {
     return this.config.name
   }
+
+  /** A PubAck's JSON up to its sequence (the stream's name never changes). */
+  private get ackPrefix(): string {
+    return (this.ackPrefixJson ??= `{"stream":${JSON.stringify(this.name)},"seq":`)
+  }
+  private ackPrefixJson: string | undefined
 
   /** (Re)install the capture and direct-get subscriptions for the current config. */
   subscribe(): void {
@@ -183,7 +190,9 @@ export class JsStream {
 
   private ack(reply: string, body: PubAck): void {
     if (reply === "") return
-    this.acks.push({ reply, body: Buffer.from(JSON.stringify(body)) })
+    // The usual PubAck, `{"stream":…,"seq":n}`, without a JSON.stringify per message.
+    const json = body.duplicate === undefined && body.error === undefined ? `${this.ackPrefix}${body.seq}}` : JSON.stringify(body)
+    this.acks.push({ reply, body: json })
     if (!this.syncing) this.syncAndAck()
   }
 
@@ -194,7 +203,7 @@ export class JsStream {
     this.acks = []
     const done = this.host.syncAlways ? this.store.sync() : this.store.flush()
     Effect.runPromise(Effect.either(done)).then((r) => {
-      if (r._tag === "Right") for (const a of batch) this.send(a.reply, a.body)
+      if (r._tag === "Right") for (const a of batch) this.send(a.reply, Buffer.from(a.body))
       else {
         const err = Buffer.from(JSON.stringify({ error: JsErr.streamStoreFailed(r.left.message), stream: this.name, seq: 0 }))
         for (const a of batch) this.send(a.reply, err)
