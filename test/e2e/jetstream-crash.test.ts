@@ -1,41 +1,25 @@
 // The crash test: a real server process under continuous acknowledged publishing is
 // killed with SIGKILL at varying points, many times; after each restart every message
 // it acknowledged is still there, byte-identical, at the sequence its PubAck named.
-import { type ChildProcess, spawn } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
-import { join, resolve } from "node:path"
+import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
 import { connect, type NatsConnection } from "@nats-io/transport-node"
 import { jetstream, jetstreamManager } from "@nats-io/jetstream"
-import { eventually } from "../helpers/server.js"
-
-const bin = resolve("bin/switchyard.js")
+import { killProcess, loggedPort, type ServerProcess, startServerProcess } from "../helpers/process.js"
 
 interface Running {
-  readonly child: ChildProcess
+  readonly proc: ServerProcess
   readonly port: number
 }
 
 const startServer = async (storeDir: string): Promise<Running> => {
-  const child = spawn(process.execPath, [bin, "-a", "127.0.0.1", "-p", "-1", "-m", "0", "--mqtt_port", "0", "-sd", storeDir], {
-    stdio: ["ignore", "pipe", "pipe"]
-  })
-  let log = ""
-  child.stdout!.on("data", (d) => (log += d))
-  child.stderr!.on("data", (d) => (log += d))
-  await eventually(() => log.includes("Server is ready") || child.exitCode !== null, "the server to start", 30_000)
-  const port = Number(/Listening for client connections on 127\.0\.0\.1:(\d+)/.exec(log)?.[1])
-  if (!(port > 0)) throw new Error(`server did not start:\n${log}`)
-  return { child, port }
+  const proc = await startServerProcess(["-a", "127.0.0.1", "-p", "-1", "-m", "0", "--mqtt_port", "0", "-sd", storeDir])
+  return { proc, port: loggedPort(proc, /Listening for client connections on 127\.0\.0\.1:(\d+)/) }
 }
 
-const kill = async (r: Running): Promise<void> => {
-  if (r.child.exitCode !== null || r.child.signalCode !== null) return
-  const exited = new Promise<void>((res) => r.child.once("exit", () => res()))
-  r.child.kill("SIGKILL")
-  await exited
-}
+const kill = (r: Running): Promise<void> => killProcess(r.proc)
 
 /** Deterministic "random" kill points: after this many acknowledgements. */
 const killPoints = (n: number, seed: number): Array<number> => {

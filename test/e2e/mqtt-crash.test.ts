@@ -2,40 +2,25 @@
 // QoS 1 publishes for a persistent subscriber that is away, and is killed at varying
 // points; after each restart the subscriber resumes its session and receives every
 // message that got a PUBACK (at least once, as QoS 1 promises).
-import { type ChildProcess, spawn } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
-import { join, resolve } from "node:path"
+import { join } from "node:path"
 import mqtt from "mqtt"
 import { afterAll, describe, expect, it } from "vitest"
+import { killProcess, loggedPort, type ServerProcess, startServerProcess } from "../helpers/process.js"
 import { eventually } from "../helpers/server.js"
 
-const bin = resolve("bin/switchyard.js")
-
 interface Running {
-  readonly child: ChildProcess
+  readonly proc: ServerProcess
   readonly mqttPort: number
 }
 
 const startServer = async (storeDir: string): Promise<Running> => {
-  const child = spawn(process.execPath, [bin, "-a", "127.0.0.1", "-p", "-1", "-m", "0", "--mqtt_port", "-1", "-js", "-sd", storeDir], {
-    stdio: ["ignore", "pipe", "pipe"]
-  })
-  let log = ""
-  child.stdout!.on("data", (d) => (log += d))
-  child.stderr!.on("data", (d) => (log += d))
-  await eventually(() => log.includes("Server is ready") || child.exitCode !== null, "the server to start", 30_000)
-  const mqttPort = Number(/Listening for MQTT clients on [^\s]*:(\d+)/.exec(log)?.[1])
-  if (!(mqttPort > 0)) throw new Error(`server did not start:\n${log}`)
-  return { child, mqttPort }
+  const proc = await startServerProcess(["-a", "127.0.0.1", "-p", "-1", "-m", "0", "--mqtt_port", "-1", "-js", "-sd", storeDir])
+  return { proc, mqttPort: loggedPort(proc, /Listening for MQTT clients on [^\s]*:(\d+)/) }
 }
 
-const kill = async (r: Running): Promise<void> => {
-  if (r.child.exitCode !== null || r.child.signalCode !== null) return
-  const exited = new Promise<void>((res) => r.child.once("exit", () => res()))
-  r.child.kill("SIGKILL")
-  await exited
-}
+const kill = (r: Running): Promise<void> => killProcess(r.proc)
 
 const connectClient = async (port: number, clientId: string, clean: boolean, onMessage?: (payload: string) => void): Promise<mqtt.MqttClient> => {
   const c = mqtt.connect(`mqtt://127.0.0.1:${port}`, { clientId, clean, reconnectPeriod: 0, connectTimeout: 20_000 })

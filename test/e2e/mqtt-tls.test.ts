@@ -10,7 +10,7 @@ import * as MqttPacket from "mqtt-packet"
 import { connect } from "nats"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type { TlsOptions } from "../../src/config/options.js"
-import { makeTestCerts, type TestCerts } from "../helpers/certs.js"
+import { makeTestCerts, serverTls, type TestCerts } from "../helpers/certs.js"
 import { getJson } from "../helpers/monitor.js"
 import { connectMqtt, eventually, mqttOptions, type MqttServer, startMqttServer, websocketOptions, websocketPort } from "../helpers/mqtt.js"
 
@@ -20,14 +20,7 @@ beforeAll(() => {
 })
 afterAll(() => certs.remove())
 
-const tlsBlock = (over: Partial<TlsOptions> = {}): TlsOptions => ({
-  certFile: certs.serverCert,
-  keyFile: certs.serverKey,
-  caFile: certs.caFile,
-  verify: false,
-  timeoutMs: 2_000,
-  ...over
-})
+const tlsBlock = (over: Partial<TlsOptions> = {}): TlsOptions => serverTls(certs, over)
 
 const mqttsUrl = (srv: MqttServer) => `mqtts://127.0.0.1:${srv.mqttPort}`
 const ca = () => readFileSync(certs.caFile)

@@ -6,7 +6,7 @@ import * as tls from "node:tls"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { connect, type NatsConnection, StringCodec } from "nats"
 import type { TlsOptions } from "../../src/config/options.js"
-import { makeTestCerts, type TestCerts } from "../helpers/certs.js"
+import { makeTestCerts, serverTls, type TestCerts } from "../helpers/certs.js"
 import { getJson, startMonitoredServer } from "../helpers/monitor.js"
 import { eventually, RawClient, startTestServer } from "../helpers/server.js"
 
@@ -17,14 +17,7 @@ beforeAll(() => {
 })
 afterAll(() => certs.remove())
 
-const tlsBlock = (over: Partial<TlsOptions> = {}): TlsOptions => ({
-  certFile: certs.serverCert,
-  keyFile: certs.serverKey,
-  caFile: certs.caFile,
-  verify: false,
-  timeoutMs: 2_000,
-  ...over
-})
+const tlsBlock = (over: Partial<TlsOptions> = {}): TlsOptions => serverTls(certs, over)
 
 const roundTrip = async (nc: NatsConnection, subject: string): Promise<string> => {
   const sub = nc.subscribe(subject, { max: 1 })

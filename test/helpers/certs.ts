@@ -5,6 +5,7 @@ import { execFileSync } from "node:child_process"
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import type { TlsOptions } from "../../src/config/options.js"
 
 export interface TestCerts {
   readonly dir: string
@@ -55,3 +56,13 @@ export const makeTestCerts = (): TestCerts => {
     remove: () => rmSync(dir, { recursive: true, force: true })
   }
 }
+
+/** A listener's `tls` block with the test server certificate (CA for client certificates), as the config would decode it. */
+export const serverTls = (certs: TestCerts, over: Partial<TlsOptions> = {}): TlsOptions => ({
+  certFile: certs.serverCert,
+  keyFile: certs.serverKey,
+  caFile: certs.caFile,
+  verify: false,
+  timeoutMs: 2_000,
+  ...over
+})
