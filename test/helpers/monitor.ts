@@ -9,6 +9,7 @@ import { join } from "node:path"
 import { Ajv, type ValidateFunction } from "ajv"
 import addFormats from "ajv-formats"
 import { Effect, Exit, Layer, Scope } from "effect"
+import { expect } from "vitest"
 import type { ServerOptions } from "../../src/config/options.js"
 import { MonitorEndpoints } from "../../src/core/monitor/endpoints.js"
 import { layerMemoryLog } from "../../src/services/log.js"
@@ -326,3 +327,14 @@ export const BadRequests: ReadonlyArray<readonly [path: string, status: number, 
   ["/connz/extra", 404, undefined],
   ["/favicon.ico", 404, undefined]
 ]
+
+/** GET and HEAD every path: no sentinel (as `leaks` finds them) in any body or header. */
+export const expectNoLeaks = async (base: string, paths: ReadonlyArray<string>, leaks: (text: string) => ReadonlyArray<string>): Promise<void> => {
+  for (const path of paths) {
+    for (const method of ["GET", "HEAD"]) {
+      const r = await request(base + path, { method })
+      expect(leaks(r.body), `${method} ${path} body`).toEqual([])
+      expect(leaks(JSON.stringify(r.headers)), `${method} ${path} headers`).toEqual([])
+    }
+  }
+}
