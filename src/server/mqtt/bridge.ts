@@ -72,6 +72,8 @@ export class MqttBridge {
   private routingQos = 0
   // The `$MQTT_msgs` sequence of the message being routed, when it is stored.
   private routingRef: number | undefined = undefined
+  /** The time read once for the MQTT chunk being parsed (undefined outside one). */
+  private chunkNow: number | undefined = undefined
   /** The largest packet accepted: max_payload plus room for a full-length topic and the header fields. */
   readonly maxPacketBytes: number
   host: string
@@ -159,9 +161,18 @@ export class MqttBridge {
     return {
       onData: (chunk) => {
         if (c.closed) return
-        c.lastActivity = this.server.now()
+        const now = this.server.now()
+        c.lastActivity = now
         c.inBytes += chunk.length
-        const buffered = c.parser.parse(chunk)
+        // One clock reading serves every packet of the chunk (and what they route).
+        const outer = this.chunkNow
+        this.chunkNow = now
+        let buffered: number
+        try {
+          buffered = c.parser.parse(chunk)
+        } finally {
+          this.chunkNow = outer
+        }
         // A packet announced (or buffered) past the limit is cut off before its bytes pile up.
         const announced = c.parser.packet.length
         if (!c.closed && (announced > this.maxPacketBytes || buffered > this.maxPacketBytes)) {
@@ -182,7 +193,7 @@ export class MqttBridge {
 
   /** Feed one input to a connection's session and carry out what it asks for. */
   input(c: MqttConnection, input: SessionInput): void {
-    const actions = c.session.step(input, this.server.now())
+    const actions = c.session.step(input, this.chunkNow ?? this.server.now())
     for (let i = 0; i < actions.length; i++) this.run(c, actions[i])
   }
 
@@ -408,7 +419,7 @@ export class MqttBridge {
 
   private publish(c: MqttConnection, subject: string, payload: Uint8Array, qos: QoS, confirm: number | undefined): void {
     c.inMsgs++
-    const buf = Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength)
+    const buf = Buffer.isBuffer(payload) ? payload : Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength)
     const store = qos > 0 ? this.storeOf(c.client.account.name) : undefined
     let ref: number | undefined
     if (store !== undefined) {
