@@ -59,7 +59,7 @@ describe("switchyard command", () => {
     fs.writeFileSync(conf, `port: -1\nhttp_port: 0\njetstream { store_dir: "${dir}/store" }\nmqtt { port: -1, tls { cert_file: "a.pem", key_file: "b.pem" } }\n`)
     const r = run("-c", conf)
     expect(r.status).toBe(1)
-    expect(r.stderr + r.stdout).toMatch(/tls: cannot load the certificate or key/)
+    expect(r.stderr + r.stdout).toMatch(/mqtt tls: cannot load the certificate or key/)
     fs.rmSync(dir, { recursive: true, force: true })
   })
 

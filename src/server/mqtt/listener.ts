@@ -3,7 +3,7 @@
 // from Effect's Clock, and closes MQTT connections when the scope closes.
 import { Effect, type Scope } from "effect"
 import type { MqttOptions } from "../../config/options.js"
-import { type Peer, type TlsHandshakeError, Transport, type TransportError } from "../../services/transport.js"
+import { type Peer, type TlsHandshakeError, Transport, TransportError } from "../../services/transport.js"
 import { GLOBAL_ACCOUNT } from "../account.js"
 import { ClosedReason } from "../reasons.js"
 import type { Server } from "../server.js"
@@ -13,6 +13,10 @@ import { MqttPersistence } from "./persist.js"
 
 /** Keepalive is counted in seconds: checking deadlines four times a second is fine enough. */
 export const MQTT_TICK_MS = 250
+
+/** A listener's start-up error names the listener ("mqtt tls: cannot load …"). */
+export const listenerError = (what: string) => (e: TransportError): TransportError =>
+  new TransportError({ reason: e.reason, message: `${what} ${e.message}` })
 
 /**
  * A TLS handshake on an MQTT listener (TCP or WebSocket) failed before any MQTT was
@@ -67,7 +71,7 @@ export const startMqtt = (
     const tls = options.tls === undefined ? undefined : { ...options.tls, handshakeFirst: true }
     const listener = yield* transport.listen(options.host, options.port, (conn) => bridge.accept(conn), tls, {
       onTlsFailure: (peer, error) => mqttTlsFailure(server, peer, error)
-    })
+    }).pipe(Effect.mapError(listenerError("mqtt")))
     bridge.host = listener.host
     bridge.port = listener.port
     yield* Effect.addFinalizer(() => Effect.promise(() => bridge.shutdown()))

@@ -6,7 +6,7 @@ import { Effect, type Scope } from "effect"
 import type { WebsocketOptions } from "../../config/options.js"
 import { type Listener, Transport, TransportError } from "../../services/transport.js"
 import type { MqttBridge } from "./bridge.js"
-import { mqttTlsFailure } from "./listener.js"
+import { listenerError, mqttTlsFailure } from "./listener.js"
 
 /** Where MQTT is served and the subprotocol clients must offer (MQTT 3.1.1 section 6). */
 export const MQTT_WS_PATH = "/mqtt"
@@ -38,7 +38,7 @@ export const startMqttWebSocket = (
       },
       (conn) => bridge.accept(conn),
       { onTlsFailure: (peer, error) => mqttTlsFailure(server, peer, error) }
-    )
+    ).pipe(Effect.mapError(listenerError("websocket")))
     // Runs before the listener closes (finalizers run in reverse): open WebSocket clients
     // are ended first, so closing the listener does not wait on them. Harmless when the
     // bridge's own shutdown runs again later.
