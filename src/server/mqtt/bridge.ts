@@ -244,8 +244,11 @@ export class MqttBridge {
   private persist(c: MqttConnection, stream: string, key: string, record: unknown): void {
     const store = this.persisted(c)
     if (store === undefined) return
-    if (stream === "$MQTT_sess") c.recordDirty = "now"
-    else {
+    // The session record is rewritten in the same commit: a stale one would still list a
+    // QoS 2 message whose PUBCOMP removed its $MQTT_out record, and a restart would resend
+    // it as new (found by the simulator, seed 16).
+    c.recordDirty = "now"
+    if (stream !== "$MQTT_sess") {
       const packetId = Number(key.slice(key.lastIndexOf("/") + 1))
       store.qos2State(stream as "$MQTT_qos2in" | "$MQTT_out", c.session.clientId, packetId, record !== undefined)
     }
