@@ -4,7 +4,7 @@ import { defaultOptions, type ServerOptions } from "../config/options.js"
 import type { Rng } from "./rng.js"
 
 /** A deliberately broken server (or disk), to prove the simulator catches it. */
-export type PlantedBug = "drop-every-100th-delivery" | "reorder-deliveries" | "ack-before-sync" | "lying-fsync"
+export type PlantedBug = "drop-every-100th-delivery" | "reorder-deliveries" | "ack-before-sync" | "lying-fsync" | "mqtt-commit-before-sync"
 
 /** `net`: NATS core under network faults; `disk`: also JetStream on a simulated disk, with crashes and power cuts. */
 export type FaultSet = "net" | "disk"
@@ -14,6 +14,8 @@ export interface SimConfig {
   readonly steps: number
   readonly faults?: FaultSet
   readonly plant?: PlantedBug | undefined
+  /** Also run the MQTT bridge with simulated MQTT devices. */
+  readonly mqtt?: boolean
   /**
    * Also fail on known open bugs (see test/sim/jetstream-disk.test.ts). Without it, a durable
    * consumer restored past its recovered stream is traced and counted, and the sequences it
@@ -49,8 +51,8 @@ export interface FaultMix {
   readonly syncIntervalMs: number
 }
 
-export const reproduceCommand = (seed: number, steps: number, plant?: PlantedBug, faults: FaultSet = "net", strict = false): string =>
-  `npm run sim -- --seed ${seed} --steps ${steps}${faults === "net" ? "" : ` --faults ${faults}`}${plant === undefined ? "" : ` --plant ${plant}`}${strict ? " --strict" : ""}`
+export const reproduceCommand = (seed: number, steps: number, plant?: PlantedBug, faults: FaultSet = "net", strict = false, mqtt = false): string =>
+  `npm run sim -- --seed ${seed} --steps ${steps}${faults === "net" ? "" : ` --faults ${faults}`}${mqtt ? " --mqtt" : ""}${plant === undefined ? "" : ` --plant ${plant}`}${strict ? " --strict" : ""}`
 
 export const optionsFor = (rng: Rng): ServerOptions => ({
   ...defaultOptions,

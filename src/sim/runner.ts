@@ -19,6 +19,7 @@ import { JsClient, SIM_STREAM, SIM_STREAM_SUBJECTS } from "./js-client.js"
 import { JsConsumer } from "./js-consumer.js"
 import { JsModel } from "./js-invariants.js"
 import { settle, simClock, type SimJetStream, simStreamStore, startSimJetStream, stopSimJetStream, withMicrotaskScheduler } from "./jetstream.js"
+import { MqttSim } from "./mqtt.js"
 import { type LinkProfile, SimNetwork } from "./network.js"
 import { Rng } from "./rng.js"
 
@@ -71,6 +72,8 @@ class Sim {
   private jsClients: Array<JsClient> = []
   private consumers: Array<JsConsumer> = []
   private readonly jsModel = new JsModel()
+  /** MQTT devices and the bridge (with `mqtt` on). */
+  private readonly mqtt: MqttSim | undefined
   private readonly disk: SimDisk | undefined
   private readonly jsRng: Rng
   private jetstream: SimJetStream | undefined
@@ -102,6 +105,10 @@ class Sim {
     const diskRng = root.fork()
     this.jsRng = root.fork()
     const mix = disk ? diskFaultsFor(diskRng.fork(), faults) : faults
+    // Forked last, from a generator of its own: runs without MQTT keep their traces.
+    this.mqtt = config.mqtt === true
+      ? new MqttSim(new Rng(config.seed ^ 0x5a5a5a5a).fork(), this.net, (l) => this.trace(l), config.plant === "mqtt-commit-before-sync" ? "commit-before-sync" : undefined)
+      : undefined
     // That plant breaks the default mode's promise; under a sync_interval acks never waited for the fsync.
     this.faults = config.plant === "ack-before-sync" ? { ...mix, syncIntervalMs: 0 } : mix
     this.model = this.newModel()
@@ -117,12 +124,14 @@ class Sim {
       for (const k of ["restarts", "restart:crash", "restart:power", "restart:power-torn", "restart:clean", "jsConnects", "jsPubs", "consumerConnects", "consumerAheadOfStream", "tornTails", "corruptOnRecovery", "streamsNotRecovered"]) this.stats[k] = 0
     }
     const o = this.options
+    if (this.mqtt !== undefined) this.trace(`mqtt devices: ${this.mqtt.describe()}`)
     this.trace(`options max_pending=${o.maxPending} ping=${o.pingIntervalMs}ms/${o.pingMax} write_deadline=${o.writeDeadlineMs}ms faults=${JSON.stringify(this.faults)}`)
   }
 
   private newModel(): Model {
     const m = new Model(this.faultSet === "disk" ? SERVER_SUBJECTS : [])
-    this.net.observers = [m.observe]
+    const mqtt = this.mqtt
+    this.net.observers = [mqtt === undefined ? m.observe : (link, ...rest) => mqtt.isMqttLink(link) || m.observe(link, ...rest)]
     return m
   }
 
@@ -139,7 +148,10 @@ class Sim {
     const life = this.life
     const q = this.net.q
     const random = () => this.serverRng.next()
-    const log = makeLog(this.options.log, (l) => this.trace(`server: ${l.replace(/^\[\d+\] /, "").trimEnd()}`), () => q.now)
+    const log = makeLog(this.options.log, (l) => {
+      this.trace(`server: ${l.replace(/^\[\d+\] /, "").trimEnd()}`)
+      this.mqtt?.noteServerLog(l)
+    }, () => q.now)
     this.server = new Server(this.options, {
       now: () => q.now,
       nanos: () => q.now * 1_000_000,
@@ -159,7 +171,9 @@ class Sim {
     }
     q.schedule(q.now + every, tick)
     if (this.disk !== undefined) await this.startJetStream(log)
-    this.net.listen((conn) => this.server.accept(conn))
+    const mqtt = this.mqtt
+    if (mqtt !== undefined) await mqtt.boot(this.server, this.jetstream?.js, log, () => life === this.life, (what, eff) => this.drive(what, eff))
+    this.net.listen((conn) => (mqtt?.isMqttLink(conn) ? mqtt.accept(conn) : this.server.accept(conn)))
   }
 
   private async startJetStream(log: LogService): Promise<void> {
@@ -286,17 +300,37 @@ class Sim {
     }
     await this.checkStream("at the end of the run")
     if (this.consumers.some((c) => c.state === "ready")) this.jsModel.checkAllDelivered()
+    if (this.mqtt !== undefined) await this.quiesceMqtt(this.mqtt)
     return this.check(true) ? -1 : this.step
   }
 
+  /** Every device back, a last acknowledged retained publish each, then a fresh subscriber looks at what is retained. */
+  private async quiesceMqtt(mqtt: MqttSim): Promise<void> {
+    this.crashAt = undefined
+    const settle = async (what: string): Promise<void> => {
+      for (let i = 0, ok = 0; ok < 20; i++) {
+        if (i >= 2_000) return void this.violations.push(`MQTT did not settle (${what})`)
+        await this.advance(25)
+        ok = mqtt.settled() ? ok + 1 : 0
+      }
+    }
+    await settle("devices reconnecting")
+    mqtt.finalRetained()
+    await settle("last retained publishes")
+    const seen = mqtt.freshSubscriber()
+    for (let i = 0; i < 40; i++) await this.advance(25)
+    mqtt.checkEnd(seen)
+  }
+
   private allViolations(): Array<string> {
-    return [...this.violations, ...this.model.violations, ...this.jsModel.violations, ...this.net.serverThrew.map((e) => `server threw: ${e}`)]
+    return [...this.violations, ...this.model.violations, ...this.jsModel.violations, ...(this.mqtt?.model.violations ?? []), ...this.net.serverThrew.map((e) => `server threw: ${e}`)]
   }
 
   private collectStats(): Record<string, number> {
     const all = [...this.retired, ...this.clients]
     const out: Record<string, number> = {
       ...this.stats,
+      ...(this.mqtt === undefined ? {} : { ...this.mqtt.stats, mqttDelivered: this.mqtt.model.delivered, mqttDuplicates: this.mqtt.model.duplicates, mqttPromised: this.mqtt.model.promised, mqttExcusedLosses: this.mqtt.model.excusedLosses, mqttWills: this.mqtt.model.wills.size }),
       liveAtEnd: this.clients.filter((c) => !c.link.closed && !c.link.serverClosed).length,
       writeDeadlineWhileReading: this.model.writeDeadlineWhileReading,
       noRespondersStatuses: all.reduce((n, c) => n + c.received.filter((m) => m.noResponders).length, 0),
@@ -384,6 +418,7 @@ class Sim {
       }
       if (r.chance(0.3)) return this.jsAct()
     }
+    if (this.mqtt !== undefined && r.chance(0.4)) return this.mqtt.act()
     if (live.length === 0) return
     const c = r.pick(live)
     const roll = r.next()
@@ -439,7 +474,9 @@ class Sim {
     const d = this.disk!
     this.trace(`server ${kind === "clean" ? "shuts down" : kind === "crash" ? "crashes" : `loses power${kind === "power-torn" ? " mid-write" : ""}`} (${[...d.files().values()].reduce((n, f) => n + f.unsyncedWrites, 0)} unsynced writes)`)
     this.model.checkReceived(this.clients)
+    this.mqtt?.serverDying(kind === "clean")
     if (kind === "clean") {
+      if (this.mqtt !== undefined) await this.drive("graceful MQTT stop", Effect.promise(() => this.mqtt!.shutdown()))
       this.server.shutdown()
       if (this.jetstream !== undefined) await this.drive("graceful JetStream stop", stopSimJetStream(this.jetstream))
     }
@@ -457,6 +494,7 @@ class Sim {
     // With a sync_interval, a power cut may take back acknowledged publishes: only a process crash may not.
     const promised = this.faults.syncIntervalMs === 0 || kind === "crash" || kind === "clean"
     this.jsModel.restarted(promised, kind === "power" || kind === "power-torn")
+    this.mqtt?.restarted(promised)
     this.model = this.newModel()
     await this.boot()
     await this.checkStream(`after ${kind} restart`)
@@ -508,7 +546,7 @@ class Sim {
   private subscribe(c: SimClient): void {
     const r = this.rng
     // With JetStream on, `>` would also match the server's own replies, which the model does not route.
-    const subject = r.pick(this.disk === undefined ? FILTERS : FILTERS.slice(0, -1))
+    const subject = r.pick(this.disk === undefined && this.mqtt === undefined ? FILTERS : FILTERS.slice(0, -1))
     const roll = r.next()
     const queue = roll < 0.25 ? r.pick(["q1", "q2"]) : ""
     this.stats.subs++

@@ -1,0 +1,209 @@
+// Simulated MQTT clients. A device owns a client id and the client side of its session
+// (outbound QoS 1/2 in flight, inbound QoS 2 ids before PUBREL); each of its connections
+// is a small state machine over a SimLink that speaks MQTT 3.1.1 through mqtt-packet.
+// Payloads are `M<n>`: the model knows every message by its number.
+import * as MqttPacket from "mqtt-packet"
+import type { ClientEnd, SimLink } from "./network.js"
+
+export type QoS = 0 | 1 | 2
+
+export interface OutMsg {
+  readonly no: number
+  readonly topic: string
+  readonly payload: Buffer
+  readonly qos: QoS
+  readonly retain: boolean
+  readonly pid: number
+  phase: "publish" | "pubrel"
+}
+
+/** What a device tells the model. */
+export interface MqttEvents {
+  readonly connacked: (c: MqttConn, code: number, sessionPresent: boolean) => void
+  readonly subacked: (d: MqttDevice, subs: ReadonlyArray<{ readonly filter: string; readonly qos: number }>) => void
+  readonly accepted: (no: number) => void
+  readonly received: (c: MqttConn, topic: string, payload: string, qos: QoS, retain: boolean, dup: boolean) => void
+  readonly closed: (c: MqttConn) => void
+}
+
+export class MqttDevice {
+  conn: MqttConn | undefined
+  readonly outflight = new Map<number, OutMsg>()
+  readonly inQos2 = new Set<number>()
+  private lastPid = 0
+  /** Subscriptions confirmed (SUBACK) for the current server session. */
+  subscribed = false
+  lastTakeoverAt = -Infinity
+  /** Per-topic sequence of the current connection (ordering is per connection). */
+  seqs = new Map<string, number>()
+
+  constructor(
+    readonly clientId: string,
+    readonly clean: boolean,
+    readonly subs: ReadonlyArray<{ readonly filter: string; readonly qos: QoS }>,
+    /** A topic this device alone publishes retained messages to. */
+    readonly retainTopic: string | undefined,
+    readonly events: MqttEvents
+  ) {}
+
+  nextPid(): number {
+    for (let i = 0; i < 65535; i++) {
+      this.lastPid = (this.lastPid % 65535) + 1
+      if (!this.outflight.has(this.lastPid)) return this.lastPid
+    }
+    throw new Error(`${this.clientId}: no free packet id`)
+  }
+
+  /** A clean session starts from nothing, on both sides [MQTT-3.1.2-6]. */
+  reset(): void {
+    this.outflight.clear()
+    this.inQos2.clear()
+    this.subscribed = false
+  }
+}
+
+export class MqttConn implements ClientEnd {
+  state: "connecting" | "ready" | "closed" = "connecting"
+  link!: SimLink
+  private readonly parser = MqttPacket.parser({ protocolVersion: 4 })
+  gotConnack = false
+  sentDisconnect = false
+  /** The server process died while this connection was open. */
+  diedWithServer = false
+  /** The server was shut down (gracefully) while this connection was open: no will. */
+  shutDown = false
+  closedAtLife = -1
+  readonly errors: Array<string> = []
+
+  constructor(
+    readonly serial: number,
+    readonly device: MqttDevice,
+    readonly life: number,
+    readonly will: boolean,
+    private readonly trace: (line: string) => void
+  ) {
+    this.parser.on("packet", (p: MqttPacket.Packet) => this.onPacket(p))
+    this.parser.on("error", (e: Error) => this.errors.push(`parse error: ${e.message}`))
+  }
+
+  get name(): string {
+    return `${this.device.clientId}#${this.serial}`
+  }
+
+  /** CONNECT goes out first: an MQTT client speaks first. */
+  start(): void {
+    const d = this.device
+    if (d.clean) d.reset()
+    this.send({
+      cmd: "connect",
+      clientId: d.clientId,
+      protocolId: "MQTT",
+      protocolVersion: 4,
+      clean: d.clean,
+      keepalive: 0,
+      ...(this.will ? { will: { topic: `w/${d.clientId}`, payload: Buffer.from(`W${this.serial}`), qos: 1 as const, retain: false } } : {})
+    })
+  }
+
+  send(p: MqttPacket.Packet): void {
+    if (this.state === "closed") return
+    this.link.send(MqttPacket.generate(p, { protocolVersion: 4 }))
+  }
+
+  publish(no: number, topic: string, payload: Buffer, qos: QoS, retain: boolean): void {
+    const d = this.device
+    if (qos === 0) return this.send({ cmd: "publish", topic, payload, qos, retain, dup: false })
+    const pid = d.nextPid()
+    d.outflight.set(pid, { no, topic, payload, qos, retain, pid, phase: "publish" })
+    this.send({ cmd: "publish", topic, payload, qos, retain, dup: false, messageId: pid })
+  }
+
+  disconnect(): void {
+    this.send({ cmd: "disconnect" })
+    this.sentDisconnect = true
+  }
+
+  // ---- ClientEnd ----
+
+  onData(chunk: Buffer): void {
+    if (this.state !== "closed") this.parser.parse(chunk)
+  }
+
+  onClose(): void {
+    if (this.state === "closed") return
+    this.state = "closed"
+    this.device.events.closed(this)
+  }
+
+  private onPacket(p: MqttPacket.Packet): void {
+    if (this.state === "closed") return
+    const d = this.device
+    switch (p.cmd) {
+      case "connack": {
+        this.gotConnack = true
+        d.events.connacked(this, p.returnCode ?? -1, p.sessionPresent)
+        if (p.returnCode !== 0) return
+        this.state = "ready"
+        if (!p.sessionPresent) d.subscribed = false
+        // Unacknowledged publishes go out again with DUP, PUBRELs again [MQTT-4.4.0-1].
+        for (const m of d.outflight.values()) {
+          if (m.phase === "pubrel") this.send({ cmd: "pubrel", messageId: m.pid })
+          else this.send({ cmd: "publish", topic: m.topic, payload: m.payload, qos: m.qos, retain: m.retain, dup: true, messageId: m.pid })
+        }
+        if (!d.subscribed && d.subs.length > 0) this.send({ cmd: "subscribe", messageId: d.nextPid(), subscriptions: d.subs.map((s) => ({ topic: s.filter, qos: s.qos })) })
+        return
+      }
+      case "suback":
+        d.subscribed = true
+        d.events.subacked(d, d.subs.map((s, i) => ({ filter: s.filter, qos: p.granted[i] as number })))
+        return
+      case "puback": {
+        const m = d.outflight.get(p.messageId!)
+        if (m === undefined || m.qos !== 1) return
+        d.outflight.delete(m.pid)
+        d.events.accepted(m.no)
+        return
+      }
+      case "pubrec": {
+        const m = d.outflight.get(p.messageId!)
+        if (m === undefined || m.qos !== 2) return
+        if (m.phase === "publish") d.events.accepted(m.no)
+        m.phase = "pubrel"
+        this.send({ cmd: "pubrel", messageId: m.pid })
+        return
+      }
+      case "pubcomp": {
+        const m = d.outflight.get(p.messageId!)
+        if (m !== undefined && m.phase === "pubrel") d.outflight.delete(m.pid)
+        return
+      }
+      case "publish": {
+        const payload = Buffer.from(p.payload).toString("latin1")
+        const pid = p.messageId ?? 0
+        if (p.qos === 2) {
+          // Seen before its PUBREL: a resend, dropped here (the application gets it once).
+          if (!d.inQos2.has(pid)) {
+            this.trace(`${this.name} QoS 2 pid ${pid} ${payload}${p.dup ? " dup" : ""}`)
+            d.inQos2.add(pid)
+            d.events.received(this, p.topic, payload, 2, p.retain, p.dup)
+          } else this.trace(`${this.name} drops resent QoS 2 pid ${pid}`)
+          this.send({ cmd: "pubrec", messageId: pid })
+          return
+        }
+        d.events.received(this, p.topic, payload, p.qos, p.retain, p.dup)
+        if (p.qos === 1) this.send({ cmd: "puback", messageId: pid })
+        return
+      }
+      case "pubrel":
+        this.trace(`${this.name} PUBREL pid ${p.messageId} -> PUBCOMP`)
+        d.inQos2.delete(p.messageId!)
+        this.send({ cmd: "pubcomp", messageId: p.messageId! })
+        return
+      case "unsuback":
+      case "pingresp":
+        return
+      default:
+        this.errors.push(`unexpected ${p.cmd} from the server`)
+    }
+  }
+}

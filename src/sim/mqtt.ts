@@ -1,0 +1,256 @@
+// MQTT in the simulation: the real MqttBridge next to the NATS server (same clock,
+// random and network; with JetStream its `$MQTT_*` streams on the simulated disk), and
+// a few seeded devices that publish, subscribe, drop, reconnect and take each other over.
+import { Effect, type Exit } from "effect"
+import type { MqttOptions } from "../config/options.js"
+import { defaultOptions } from "../config/options.js"
+import type { LogService } from "../services/log.js"
+import type { Conn, ConnHandlers } from "../services/transport.js"
+import type { JetStream } from "../server/jetstream/jetstream.js"
+import { MqttBridge } from "../server/mqtt/bridge.js"
+import { MqttPersistence } from "../server/mqtt/persist.js"
+import type { Server } from "../server/server.js"
+import { MqttConn, MqttDevice, type QoS } from "./mqtt-client.js"
+import { MqttModel } from "./mqtt-invariants.js"
+import type { SimNetwork } from "./network.js"
+import type { Rng } from "./rng.js"
+
+const TOPICS = ["m/a", "m/b", "m/c/d"] as const
+const FILTERS = ["m/a", "m/+", "m/#", "m/c/+", "m/b"] as const
+const TICK_MS = 250
+const TAKEOVER_GAP_MS = 12_000
+
+export type MqttPlant = "commit-before-sync"
+
+type Drive = <A, E>(what: string, eff: Effect.Effect<A, E>) => Promise<Exit.Exit<A, E> | undefined>
+
+export class MqttSim {
+  readonly model = new MqttModel()
+  readonly devices: Array<MqttDevice> = []
+  readonly watcher: MqttDevice
+  bridge: MqttBridge | undefined
+  private readonly links = new WeakSet<object>()
+  private serial = 1
+  private life = 0
+  readonly stats: Record<string, number> = { mqttConnects: 0, mqttPubs: 0, mqttDrops: 0, mqttDisconnects: 0, mqttTakeovers: 0, mqttRetained: 0, mqttDegraded: 0 }
+
+  constructor(
+    private readonly rng: Rng,
+    private readonly net: SimNetwork,
+    private readonly trace: (line: string) => void,
+    private readonly plant: MqttPlant | undefined
+  ) {
+    const events = {
+      connacked: (c: MqttConn, code: number, present: boolean) => this.connacked(c, code, present),
+      subacked: this.model.subacked,
+      accepted: this.model.accepted,
+      received: this.model.received,
+      closed: (c: MqttConn) => {
+        c.closedAtLife = this.life
+        this.trace(`${c.name} closed${c.sentDisconnect ? " (after DISCONNECT)" : ""}`)
+      }
+    }
+    this.watcher = new MqttDevice("watch", false, [{ filter: "w/#", qos: 1 }], undefined, events)
+    const n = rng.int(3, 5)
+    for (let i = 1; i <= n; i++) {
+      const subs = [{ filter: rng.pick(FILTERS), qos: rng.int(0, 2) as QoS }]
+      if (rng.chance(0.4)) subs.push({ filter: rng.pick(FILTERS), qos: rng.int(0, 2) as QoS })
+      this.devices.push(new MqttDevice(`d${i}`, i > 2 && rng.chance(0.5), subs, rng.chance(0.6) ? `r/${i}` : undefined, events))
+    }
+  }
+
+  describe(): string {
+    return this.devices.map((d) => `${d.clientId}${d.clean ? " clean" : ""} subs ${d.subs.map((s) => `${s.filter}@${s.qos}`).join(",")}`).join("; ")
+  }
+
+  isMqttLink(l: object): boolean {
+    return this.links.has(l)
+  }
+
+  /** A server life starts: a bridge on it, its streams reopened from the disk first. */
+  async boot(server: Server, js: JetStream | undefined, log: LogService, alive: () => boolean, drive: Drive): Promise<void> {
+    const options: MqttOptions = { ...defaultOptions.mqtt!, host: "127.0.0.1", port: 1883 }
+    const persistence = js === undefined ? undefined : new MqttPersistence(js, log)
+    if (persistence !== undefined && this.plant === "commit-before-sync") plantCommitBeforeSync(persistence)
+    const bridge = new MqttBridge(server, options, persistence)
+    if (persistence !== undefined) await drive("MQTT recovery", Effect.promise(() => bridge.openStoredAccounts()))
+    this.bridge = bridge
+    const q = this.net.q
+    const tick = (): void => {
+      if (!alive()) return
+      this.net.callServer("mqtt tick", () => bridge.tick(q.now))
+      q.schedule(q.now + TICK_MS, tick)
+    }
+    q.schedule(q.now + TICK_MS, tick)
+  }
+
+  accept(conn: Conn): ConnHandlers {
+    return this.bridge!.accept(conn)
+  }
+
+  /** The server process goes away; `clean`: a graceful shutdown (no wills). */
+  serverDying(clean: boolean): void {
+    for (const c of this.model.conns) {
+      if (c.state === "closed") continue
+      if (clean) c.shutDown = true
+      else c.diedWithServer = true
+    }
+  }
+
+  /**
+   * A disk error made the bridge give up on its streams (state kept in memory, logged) or
+   * fail a commit: from then on a restart promises nothing about MQTT state.
+   */
+  degraded = false
+
+  noteServerLog(line: string): void {
+    if (this.degraded || !/MQTT: (could not create stream|streams of account|stream sync failed).*simulated/.test(line)) return
+    this.degraded = true
+    this.stats.mqttDegraded = 1
+    this.trace("MQTT state degraded by a disk error: later restarts excuse MQTT losses")
+  }
+
+  restarted(promised: boolean): void {
+    this.life++
+    const kept = promised && !this.degraded
+    this.model.restarted(kept)
+    if (!kept) this.excuseSessionLoss = true
+  }
+
+  shutdown(): Promise<void> {
+    return this.bridge?.shutdown() ?? Promise.resolve()
+  }
+
+  private connacked(c: MqttConn, code: number, present: boolean): void {
+    this.trace(`${c.name} CONNACK ${code}${present ? " session present" : ""}`)
+    if (code !== 0 || c.device.clean || !c.device.subscribed || present) return
+    // A persistent session the device had confirmed subscriptions in came back empty.
+    this.model.sessionLost(c.device, this.excuseSessionLoss)
+  }
+
+  /** Set by the runner: a restart may lose persistent sessions (power cut under a sync_interval). */
+  excuseSessionLoss = false
+
+  connect(d: MqttDevice): MqttConn {
+    const c = new MqttConn(this.serial++, d, this.life, d !== this.watcher, this.trace)
+    const old = d.conn
+    d.conn = c
+    c.link = this.net.connect(c, { latency: [this.rng.int(0, 2), this.rng.int(3, 10)], drainBytes: 256 * 1024, drainEveryMs: 1, splitChance: this.rng.pick([0, 0.5]) })
+    this.links.add(c.link as object)
+    this.model.conns.push(c)
+    this.stats.mqttConnects++
+    this.trace(`${c.name} connects on link ${c.link.id}${old !== undefined && old.state !== "closed" ? ` (takes over #${old.serial})` : ""}`)
+    c.start()
+    for (const m of d.outflight.values()) if (m.phase === "publish") this.model.resent(m.no)
+    return c
+  }
+
+  /** One MQTT step. */
+  act(): void {
+    const r = this.rng
+    if (this.watcher.conn === undefined || (this.watcher.conn.state === "closed" && r.chance(0.2))) {
+      this.connect(this.watcher)
+      return
+    }
+    const d = r.pick(this.devices)
+    const c = d.conn
+    if (c === undefined || c.state === "closed") {
+      if (r.chance(0.5)) this.connect(d)
+      return
+    }
+    if (c.state !== "ready" || c.sentDisconnect) return
+    const roll = r.next()
+    const now = this.net.q.now
+    if (roll < 0.03) {
+      this.stats.mqttDrops++
+      this.trace(`${c.name} drops its connection`)
+      c.link.drop()
+    } else if (roll < 0.05) {
+      this.stats.mqttDisconnects++
+      this.trace(`${c.name} sends DISCONNECT`)
+      c.disconnect()
+    } else if (roll < 0.06 && now - d.lastTakeoverAt > TAKEOVER_GAP_MS) {
+      d.lastTakeoverAt = now
+      this.stats.mqttTakeovers++
+      this.connect(d)
+    } else if (roll < 0.15 && d.retainTopic !== undefined) {
+      this.retain(c, r.int(0, 2) as QoS, r.chance(0.2))
+    } else {
+      const topic = r.pick(TOPICS)
+      const qos = r.int(0, 2) as QoS
+      const n = r.int(1, 5)
+      for (let i = 0; i < n; i++) {
+        const m = this.model.publish(c, topic, qos, false, false)
+        c.publish(m.no, topic, m.payload, qos, false)
+      }
+      this.stats.mqttPubs += n
+      this.trace(`${c.name} PUBLISH ${topic} QoS ${qos} x${n}`)
+    }
+  }
+
+  private retain(c: MqttConn, qos: QoS, empty: boolean): void {
+    const topic = c.device.retainTopic!
+    const m = this.model.publish(c, topic, qos, true, empty)
+    c.publish(m.no, topic, m.payload, qos, true)
+    this.stats.mqttRetained++
+    this.trace(`${c.name} PUBLISH ${topic} retained QoS ${qos}${empty ? " (empty)" : ` M${m.no}`}`)
+  }
+
+  /** Stop the faults: every device connected and subscribed, with nothing in flight. */
+  settled(): boolean {
+    for (const d of [this.watcher, ...this.devices]) {
+      const c = d.conn
+      if (c === undefined || c.state === "closed") {
+        this.connect(d)
+        return false
+      }
+      if (c.state !== "ready" || c.link.writableLength() > 0 || d.outflight.size > 0 || (!d.subscribed && d.subs.length > 0)) return false
+    }
+    return true
+  }
+
+  /** Every retain-owning device publishes a last retained message, acknowledged (QoS 1). */
+  finalRetained(): void {
+    for (const d of this.devices) if (d.retainTopic !== undefined && d.conn?.state === "ready") this.retain(d.conn, 1, this.rng.chance(0.3))
+  }
+
+  /** A fresh subscriber to `r/#`; what it got is checked once the network drained. */
+  freshSubscriber(): Map<string, string> {
+    const seen = new Map<string, string>()
+    const events = {
+      connacked: () => {},
+      subacked: () => {},
+      accepted: () => {},
+      received: (_c: MqttConn, topic: string, payload: string, _q: QoS, retain: boolean) => {
+        if (retain) seen.set(topic, payload)
+      },
+      closed: () => {}
+    }
+    const d = new MqttDevice("fresh", true, [{ filter: "r/#", qos: 1 }], undefined, events)
+    const c = new MqttConn(this.serial++, d, this.life, false, this.trace)
+    d.conn = c
+    c.link = this.net.connect(c, { latency: [1, 3], drainBytes: 1 << 20, drainEveryMs: 1, splitChance: 0 })
+    this.links.add(c.link as object)
+    c.start()
+    return seen
+  }
+
+  checkEnd(seen: ReadonlyMap<string, string>): void {
+    this.model.checkOwed()
+    this.model.checkRetained(seen)
+    this.model.checkWills(this.firstWatcherSerial())
+    for (const c of this.model.conns) for (const e of c.errors) this.model.violations.push(`${c.name}: ${e}`)
+  }
+
+  /** Wills are checked only for connections opened after the watcher's first SUBACK could exist. */
+  private firstWatcherSerial(): number {
+    return (this.model.conns.find((c) => c.device === this.watcher)?.serial ?? 0) + 1
+  }
+}
+
+/** A broken bridge: its group commit answers before the fsync (writes only handed to the OS). */
+const plantCommitBeforeSync = (p: MqttPersistence): void => {
+  // The commit reads `syncInterval`: a number means "flush, do not fsync".
+  const js = p.js
+  ;(p as { js: JetStream }).js = Object.create(js, { options: { value: { ...js.options, syncInterval: 1_000_000 } } }) as JetStream
+}
