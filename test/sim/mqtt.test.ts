@@ -52,13 +52,13 @@ describe("simulation: MQTT", () => {
     for (const seed of [16, 55]) await run(seed, "disk")
   })
 
-  // Open server bug: after a power cut (default sync, no disk errors) the `$MQTT_sess` stream's
-  // configuration is missing, recovery skips the stream, and the bridge cannot create it again
-  // ("already exists"): persistent sessions are lost and MQTT state stays in memory.
-  it("finds the open bug: persistent sessions lost when $MQTT_sess does not recover (seed 59)", async () => {
-    const r = await runSim({ seed: 59, steps: STEPS, faults: "disk", mqtt: true })
-    expect(r.ok).toBe(false)
-    expect(r.violations.join("\n")).toMatch(/persistent session not present on reconnect/)
+  // After a power cut (default sync, no disk errors) the `$MQTT_sess` stream's configuration
+  // could not be read at recovery and the bridge could not create it again ("already exists"):
+  // persistent sessions were lost and MQTT state fell back to memory. The bridge now rewrites
+  // the configuration of its own streams and reopens them with their records. (Why the
+  // configuration went missing is still open: the run counts it in streamsNotRecovered.)
+  it("regression: persistent sessions survive a $MQTT_sess whose configuration was lost (seed 59)", async () => {
+    await run(59, "disk")
   })
 
   it("finds a bridge whose commit answers before the fsync (planted), with a seed that replays it", async () => {

@@ -3,7 +3,7 @@
 // commit: the bridge says nothing to a client that depends on a write until the commit
 // covering it completed. Everything a running bridge reads (retained messages, stored
 // sessions) is loaded once, when the account's streams are opened, and kept in memory.
-import { Effect } from "effect"
+import { Effect, Either } from "effect"
 import {
   decodeSessionRecord,
   encodeSessionRecord,
@@ -28,8 +28,9 @@ import {
 import { matchLiteral } from "../../core/subject/subject.js"
 import type { LogService } from "../../services/log.js"
 import type { StoreError, StreamStore } from "../../services/store.js"
-import { handleApi } from "../jetstream/api.js"
-import type { JetStream, JsAccount } from "../jetstream/jetstream.js"
+import { normalizeStreamConfig } from "../../core/jetstream/stream-config.js"
+import { handleApi, storeName } from "../jetstream/api.js"
+import { type JetStream, type JsAccount, STREAM_META, type StoredStreamMeta } from "../jetstream/jetstream.js"
 import type { JsStream } from "../jetstream/stream.js"
 
 export interface RetainedMsg {
@@ -320,6 +321,7 @@ export class MqttPersistence {
       const streams: Partial<Record<MqttStreamName, JsStream>> = {}
       for (const name of STREAMS) {
         let s = acc.streams.get(name)
+        if (s === undefined) s = yield* self.repair(acc, name)
         if (s === undefined) {
           const res = yield* handleApi(self.js, acc, `$JS.API.STREAM.CREATE.${name}`, JSON.stringify(streamConfig(name)))
           s = acc.streams.get(name)
@@ -336,6 +338,30 @@ export class MqttPersistence {
       const store = new MqttAccountStore(self, account, streams as Record<MqttStreamName, JsStream>)
       yield* store.load()
       return store
+    })
+  }
+
+  /**
+   * A `$MQTT_*` stream whose data is on disk but whose stream configuration could not be
+   * read at recovery (seen after a power cut in the simulator, seed 59): its configuration
+   * is ours, so it is written again and the stream reopened with its records, instead of
+   * the MQTT state silently falling back to memory.
+   */
+  private repair(acc: JsAccount, name: MqttStreamName): Effect.Effect<JsStream | undefined> {
+    const self = this
+    return Effect.gen(function*() {
+      const store = yield* Effect.either(self.js.store.open(storeName(acc.name, name)))
+      if (store._tag === "Left") return undefined
+      const parsed = normalizeStreamConfig(streamConfig(name), name, true)
+      if (Either.isLeft(parsed)) return undefined
+      const meta: StoredStreamMeta = { account: acc.name, created: self.now(), config: parsed.right }
+      const written = yield* Effect.either(store.right.writeMeta(STREAM_META, Buffer.from(JSON.stringify(meta))))
+      if (written._tag === "Left") return undefined
+      self.log.warn(`MQTT: stream '${name}' of account '${acc.name}' had lost its configuration; rewritten, its ${store.right.state().messages} records kept`)
+      const stream = self.js.makeStream(acc, meta, store.right)
+      const problem = self.js.problems.findIndex((p) => p.includes(`'${storeName(acc.name, name)}'`))
+      if (problem >= 0) self.js.problems.splice(problem, 1)
+      return stream
     })
   }
 
