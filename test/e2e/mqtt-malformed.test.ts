@@ -10,26 +10,11 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type ClientPacket, MqttSession, type SessionInput } from "../../src/core/mqtt/index.js"
 import { seededRandom } from "../../src/core/mqtt/testing.js"
 import { MqttParser } from "../../src/server/mqtt/codec.js"
+import { bin, frame, str, u16, varLength } from "../helpers/mqtt-wire.js"
 import { connectMqtt, eventually, type MqttServer, startMqttServer, type TestMqttClient } from "../helpers/mqtt.js"
 
 // ---- wire builders ----
 
-const u16 = (n: number): Buffer => Buffer.from([n >> 8, n & 0xff])
-const bin = (b: Buffer): Buffer => Buffer.concat([u16(b.length), b])
-const str = (s: string | Buffer): Buffer => bin(typeof s === "string" ? Buffer.from(s, "utf8") : s)
-
-const varLength = (n: number): Buffer => {
-  const out: number[] = []
-  do {
-    let b = n % 128
-    n = Math.floor(n / 128)
-    if (n > 0) b |= 0x80
-    out.push(b)
-  } while (n > 0)
-  return Buffer.from(out)
-}
-
-const frame = (first: number, body: Buffer = Buffer.alloc(0)): Buffer => Buffer.concat([Buffer.from([first]), varLength(body.length), body])
 
 interface ConnectSpec {
   readonly name?: string | Buffer

@@ -3,24 +3,9 @@
 import { describe, expect, it } from "vitest"
 import { type ClientPacket, MqttSession, type SessionAction } from "../../src/core/mqtt/index.js"
 import { seededRandom } from "../../src/core/mqtt/testing.js"
+import { frame, str, u16 } from "../helpers/mqtt-wire.js"
 import { decodePacket, headerViolation, MalformedPacket, MAX_REMAINING_LENGTH, MqttParser } from "../../src/server/mqtt/codec.js"
 
-const u16 = (n: number): Buffer => Buffer.from([n >> 8, n & 0xff])
-const str = (s: string | Buffer): Buffer => {
-  const b = typeof s === "string" ? Buffer.from(s, "utf8") : s
-  return Buffer.concat([u16(b.length), b])
-}
-const frame = (first: number, body: Buffer): Buffer => {
-  const len: number[] = []
-  let n = body.length
-  do {
-    let b = n % 128
-    n = Math.floor(n / 128)
-    if (n > 0) b |= 0x80
-    len.push(b)
-  } while (n > 0)
-  return Buffer.concat([Buffer.from([first, ...len]), body])
-}
 const connectBody = (flags: number, ...fields: Buffer[]): Buffer =>
   Buffer.concat([str("MQTT"), Buffer.from([4, flags, 0, 30]), ...fields])
 
