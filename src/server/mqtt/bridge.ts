@@ -205,18 +205,14 @@ export class MqttBridge {
         return this.close(c)
       case "publish":
         return this.publish(c, a.subject, a.payload, a.qos, a.confirm)
-      case "storeRetained": {
-        const store = this.storeOf(c.client.account.name)
-        if (store !== undefined) store.storeRetained(a.topic, a.subject, a.payload, a.qos)
-        else this.retainedOf(c).set(a.topic, { topic: a.topic, payload: a.payload, qos: a.qos })
+      // retainedOf is the account's live map (the store's when its streams are open); the store keeps the durable copy.
+      case "storeRetained":
+        this.retainedOf(c).set(a.topic, { topic: a.topic, payload: a.payload, qos: a.qos })
+        this.storeOf(c.client.account.name)?.storeRetained(a.topic, a.subject, a.payload, a.qos)
         return
-      }
-      case "deleteRetained": {
-        const store = this.storeOf(c.client.account.name)
-        if (store !== undefined) store.deleteRetained(a.topic, a.subject)
-        else this.retainedOf(c).delete(a.topic)
+      case "deleteRetained":
+        if (this.retainedOf(c).delete(a.topic)) this.storeOf(c.client.account.name)?.deleteRetained(a.subject)
         return
-      }
       case "accept":
         return this.onAccept(c, a.clientId, a.cleanSession)
       case "subscribe":

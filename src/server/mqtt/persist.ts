@@ -119,14 +119,14 @@ export class MqttAccountStore {
     if (r._tag === "Left") this.owner.log.error(`MQTT: could not remove message ${seq} from ${MqttStream.msgs}: ${r.left.message}`)
   }
 
+  /** The durable copy of a change the bridge made to `retained`. */
   storeRetained(topic: string, subject: string, payload: Uint8Array, qos: QoS): void {
-    this.retained.set(topic, { topic, payload, qos })
     const r = this.put(MqttStream.rmsgs, retainedSubject(subject), qosHeader(qos), payload)
     if (typeof r !== "number") this.owner.log.error(`MQTT: retained message for '${topic}' not stored: ${r.message}`)
   }
 
-  deleteRetained(topic: string, subject: string): void {
-    if (this.retained.delete(topic)) this.drop(MqttStream.rmsgs, retainedSubject(subject))
+  deleteRetained(subject: string): void {
+    this.drop(MqttStream.rmsgs, retainedSubject(subject))
   }
 
   writeSession(snap: SessionSnapshot): void {
