@@ -126,6 +126,29 @@ const writeAtomic = (disk: DiskService, dir: string, name: string, data: Uint8Ar
     yield* disk.syncDir(dir)
   })
 
+/**
+ * What a dead process wrote may sit unsynced in the OS: a config or meta file renamed
+ * into place whose folder was never synced is there after a crash and gone after a
+ * later power loss. Sync every file and folder recovery is about to trust, once, at open.
+ */
+const makeMetaDurable = (disk: DiskService, streamDir: string) =>
+  Effect.gen(function*() {
+    const metaDir = joinPath(streamDir, "meta")
+    for (const n of yield* disk.list(metaDir)) {
+      if (n.endsWith(TMP_EXT)) yield* disk.unlink(joinPath(metaDir, n))
+      else yield* syncFile(disk, joinPath(metaDir, n))
+    }
+    yield* disk.syncDir(metaDir)
+    yield* syncFile(disk, joinPath(streamDir, "config"))
+    yield* disk.syncDir(streamDir)
+  })
+
+const syncFile = (disk: DiskService, path: string) =>
+  disk.open(path, false).pipe(
+    Effect.flatMap((f) => Effect.ensuring(f.sync(), Effect.ignore(f.close()))),
+    Effect.catchIf((e) => e.reason === "NotFound", () => Effect.void)
+  )
+
 const readConfig = (disk: DiskService, streamDir: string): Effect.Effect<StoreConfig | undefined, DiskError> =>
   Effect.map(disk.readFile(joinPath(streamDir, "config")), (raw) => {
     const data = decodeMeta(raw)
@@ -714,6 +737,8 @@ export const makeFileStore = (dir: string, options: FileStoreOptions = {}) =>
     for (const n of yield* io(disk.list(dir))) {
       if (n.endsWith(TRASH_EXT) || n.endsWith(NEW_EXT)) yield* io(disk.removeAll(joinPath(dir, n)))
     }
+    // A dead process may have renamed a stream into place without the folder's fsync.
+    yield* io(disk.syncDir(dir))
 
     const ctxFor = (name: string): StreamCtx => ({
       disk,
@@ -743,6 +768,7 @@ export const makeFileStore = (dir: string, options: FileStoreOptions = {}) =>
           }
         }
         yield* disk.mkdirp(joinPath(ctx.dir, "meta"))
+        yield* makeMetaDurable(disk, ctx.dir)
         const rec = yield* recover(ctx, cfg)
         const handle = openFileStream(ctx, cfg, rec, extra, () => {
           if (open.get(name) === handle) open.delete(name)
@@ -752,13 +778,13 @@ export const makeFileStore = (dir: string, options: FileStoreOptions = {}) =>
       })
 
     const service: StoreService = {
-      create: (name, config) =>
+      create: (name, config, meta = []) =>
         lock.withPermits(1)(
           Effect.gen(function*() {
             if (open.has(name) || (yield* onDisk(name)) || (yield* Effect.either(memory.open(name)))._tag === "Right") {
               return yield* Effect.fail(storeError("Exists", `stream '${name}' already exists`))
             }
-            if (config.storage === "memory") return yield* memory.create(name, config)
+            if (config.storage === "memory") return yield* memory.create(name, config, meta)
             // Built aside and renamed into place: a crash mid-create leaves no half stream.
             const ctx = ctxFor(name)
             const staging = `${ctx.dir}${NEW_EXT}`
@@ -766,6 +792,7 @@ export const makeFileStore = (dir: string, options: FileStoreOptions = {}) =>
             yield* io(disk.mkdirp(joinPath(staging, "msgs")))
             yield* io(disk.mkdirp(joinPath(staging, "meta")))
             yield* io(writeAtomic(disk, staging, "config", encodeConfig(config), ++tmpCounter))
+            for (const [key, value] of meta) yield* io(writeAtomic(disk, joinPath(staging, "meta"), encodeName(key), encodeMeta(value), ++tmpCounter))
             yield* io(disk.syncDir(staging))
             yield* io(disk.rename(staging, ctx.dir))
             yield* io(disk.syncDir(dir))

@@ -67,10 +67,10 @@ const openHandle = (name: string, s: MemStream): StreamStore => {
 export const makeMemoryStore = (): StoreService => {
   const streams = new Map<string, MemStream>()
   return {
-    create: (name, config) =>
+    create: (name, config, meta = []) =>
       Effect.suspend(() => {
         if (streams.has(name)) return Effect.fail(storeError("Exists", `stream '${name}' already exists`))
-        const s: MemStream = { config, index: new StreamIndex(), meta: new Map(), handle: undefined }
+        const s: MemStream = { config, index: new StreamIndex(), meta: new Map(meta.map(([k, v]) => [k, v.slice()])), handle: undefined }
         streams.set(name, s)
         return Effect.succeed(openHandle(name, s))
       }),

@@ -162,8 +162,11 @@ export interface StreamStore {
 }
 
 export interface StoreService {
-  /** Exists when a stream of that name is already stored. */
-  readonly create: (name: string, config: StoreConfig) => Effect.Effect<StreamStore, StoreError>
+  /**
+   * Exists when a stream of that name is already stored. `meta` entries are stored with
+   * the stream in one step: a crash leaves either no stream or the stream with its meta.
+   */
+  readonly create: (name: string, config: StoreConfig, meta?: ReadonlyArray<readonly [string, Uint8Array]>) => Effect.Effect<StreamStore, StoreError>
   /** Reopen a stored stream (after a restart); the same handle while it is open. */
   readonly open: (name: string) => Effect.Effect<StreamStore, StoreError>
   readonly delete: (name: string) => Effect.Effect<void, StoreError>

@@ -42,7 +42,7 @@ const ackBeforeSync = (svc: StoreService): StoreService => {
     ;(st as { sync: StreamStore["sync"] }).sync = st.flush
     return st
   }
-  return { ...svc, create: (n, c) => Effect.map(svc.create(n, c), patch), open: (n) => Effect.map(svc.open(n), patch) }
+  return { ...svc, create: (n, c, m) => Effect.map(svc.create(n, c, m), patch), open: (n) => Effect.map(svc.open(n), patch) }
 }
 
 export interface SimJetStream {

@@ -199,7 +199,10 @@ class Sim {
   /** What recovery found: unrecovered streams, the store's problems, where the consumer resumes. */
   private traceRecovery(js: SimJetStream["js"]): void {
     this.stats.streamsNotRecovered += js.problems.length
-    for (const p of js.problems) this.trace(`recovery problem: ${p}`)
+    for (const p of js.problems) {
+      this.trace(`recovery problem: ${p}`)
+      this.violations.push(`a stream was not recovered after a restart: ${p}`)
+    }
     const store = simStreamStore(js)
     for (const p of store?.health().problems ?? []) {
       if (p.kind === "TornTail") this.stats.tornTails++

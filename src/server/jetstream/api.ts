@@ -155,9 +155,7 @@ const createOrUpdate = (js: JetStream, acc: JsAccount, name: string, body: unkno
     if (cur !== undefined) return yield* update(js, cur, cfg, kind)
     const created = js.server.now()
     const meta: StoredStreamMeta = { account: acc.name, created, config: cfg }
-    const r = yield* Effect.either(
-      Effect.tap(js.store.create(storeName(acc.name, name), toStoreConfig(cfg)), (st) => st.writeMeta(STREAM_META, encodeMeta(meta)))
-    )
+    const r = yield* Effect.either(js.store.create(storeName(acc.name, name), toStoreConfig(cfg), [[STREAM_META, encodeMeta(meta)]]))
     if (r._tag === "Left") return errorResponse(kind, JsErr.streamStoreFailed(r.left.message))
     return streamInfo(js, js.makeStream(acc, meta, r.right), kind)
   })
