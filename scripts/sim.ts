@@ -1,7 +1,7 @@
-// `npm run sim -- [--seed N] [--steps M] [--runs K] [--faults net|disk] [--mqtt] [--plant BUG] [--strict] [--tail L]`:
+// `npm run sim -- [--seed N] [--steps M] [--runs K] [--faults net|disk] [--mqtt] [--plant BUG] [--tail L]`:
 // run the deterministic simulation. With a seed it replays that run exactly; without one
 // it picks seeds and prints them. `--faults disk` adds JetStream on a simulated disk with
-// crashes and power cuts; `--strict` also fails on known open bugs. A failure prints the
+// crashes and power cuts, `--mqtt` MQTT devices and the bridge. A failure prints the
 // seed, the step, a command that reproduces it and the last trace events.
 import { type FaultSet, type PlantedBug, reproduceCommand, runSim, type SimResult } from "../src/sim/runner.js"
 
@@ -10,12 +10,12 @@ const arg = (name: string): string | undefined => {
   return i >= 0 ? process.argv[i + 1] : undefined
 }
 
-export const report = (r: SimResult, plant?: PlantedBug, faults: FaultSet = "net", strict = false, mqtt = false): string => {
+export const report = (r: SimResult, plant?: PlantedBug, faults: FaultSet = "net", mqtt = false): string => {
   if (r.ok) return `seed ${r.seed}: ok (${r.steps} steps, trace ${r.traceHash}/${r.traceLines}) ${JSON.stringify(r.stats)}`
   return [
     `seed ${r.seed}: FAILED at step ${r.failedStep}`,
     ...r.violations.slice(0, 10).map((v) => `  violation: ${v}`),
-    `  reproduce: ${reproduceCommand(r.seed, r.steps, plant, faults, strict, mqtt)}`,
+    `  reproduce: ${reproduceCommand(r.seed, r.steps, plant, faults, mqtt)}`,
     `  last trace events:`,
     ...r.trace.map((l) => `    ${l}`)
   ].join("\n")
@@ -26,7 +26,6 @@ const main = async (): Promise<void> => {
   const plant = arg("plant") as PlantedBug | undefined
   const faults = (arg("faults") ?? (plant === "ack-before-sync" || plant === "lying-fsync" || plant === "mqtt-commit-before-sync" ? "disk" : "net")) as FaultSet
   if (faults !== "net" && faults !== "disk") throw new Error(`--faults takes net or disk, not ${String(faults)}`)
-  const strict = process.argv.includes("--strict")
   const mqtt = process.argv.includes("--mqtt") || plant === "mqtt-commit-before-sync"
   const given = arg("seed")
   const runs = given === undefined ? Number(arg("runs") ?? 1) : 1
@@ -34,8 +33,8 @@ const main = async (): Promise<void> => {
   for (let i = 0; i < runs; i++) {
     const seed = given === undefined ? (Math.random() * 0x7fffffff) | 0 : Number(given)
     if (given === undefined) console.log(`seed ${seed}`)
-    const r = await runSim({ seed, steps, faults, plant, strict, mqtt, traceTail: Number(arg("tail") ?? 30) })
-    console.log(report(r, plant, faults, strict, mqtt))
+    const r = await runSim({ seed, steps, faults, plant, mqtt, traceTail: Number(arg("tail") ?? 30) })
+    console.log(report(r, plant, faults, mqtt))
     if (!r.ok) failed = true
   }
   process.exitCode = failed ? 1 : 0

@@ -16,12 +16,6 @@ export interface SimConfig {
   readonly plant?: PlantedBug | undefined
   /** Also run the MQTT bridge with simulated MQTT devices. */
   readonly mqtt?: boolean
-  /**
-   * Also fail on known open bugs (see test/sim/jetstream-disk.test.ts). Without it, a durable
-   * consumer restored past its recovered stream is traced and counted, and the sequences it
-   * skips are excused from its at-least-once check.
-   */
-  readonly strict?: boolean
   /** Lines of trace kept for the failure report. */
   readonly traceTail?: number
 }
@@ -51,8 +45,8 @@ export interface FaultMix {
   readonly syncIntervalMs: number
 }
 
-export const reproduceCommand = (seed: number, steps: number, plant?: PlantedBug, faults: FaultSet = "net", strict = false, mqtt = false): string =>
-  `npm run sim -- --seed ${seed} --steps ${steps}${faults === "net" ? "" : ` --faults ${faults}`}${mqtt ? " --mqtt" : ""}${plant === undefined ? "" : ` --plant ${plant}`}${strict ? " --strict" : ""}`
+export const reproduceCommand = (seed: number, steps: number, plant?: PlantedBug, faults: FaultSet = "net", mqtt = false): string =>
+  `npm run sim -- --seed ${seed} --steps ${steps}${faults === "net" ? "" : ` --faults ${faults}`}${mqtt ? " --mqtt" : ""}${plant === undefined ? "" : ` --plant ${plant}`}`
 
 export const optionsFor = (rng: Rng): ServerOptions => ({
   ...defaultOptions,

@@ -80,18 +80,15 @@ export class JsModel {
   /** Acknowledged publishes dropped from the model by `restarted(false)`. */
   forgotten = 0
 
-  /** Sequences the consumer is known to skip (the open consumer-rewind bug; see `SimConfig.strict`). */
-  readonly excused = new Set<number>()
-
   /** Every acknowledged message the consumer owes has reached it. */
   caughtUp(): boolean {
-    for (const seq of this.acked.keys()) if (!this.delivered.has(seq) && !this.excused.has(seq)) return false
+    for (const seq of this.acked.keys()) if (!this.delivered.has(seq)) return false
     return true
   }
 
   /** After the consumer had time to catch up: at-least-once for every acknowledged publish. */
   checkAllDelivered(): void {
-    const missing = [...this.acked.keys()].filter((seq) => !this.delivered.has(seq) && !this.excused.has(seq)).sort((a, b) => a - b)
+    const missing = [...this.acked.keys()].filter((seq) => !this.delivered.has(seq)).sort((a, b) => a - b)
     if (missing.length > 0) {
       this.violations.push(`${missing.length} acknowledged message(s) never delivered to the durable pull consumer; first seq ${missing[0]} (${keyOf(this.acked.get(missing[0])!)})`)
     }

@@ -54,6 +54,8 @@ export class MqttModel {
   readonly wills = new Set<number>()
   readonly conns: Array<MqttConn> = []
   life = 0
+  /** The first life after the last restart that lost promised state (0: none did). */
+  private excusedSince = 0
   /** A restart lost what was promised (power cut under a sync_interval): owed sets were cleared. */
   excusedLosses = 0
   delivered = 0
@@ -97,6 +99,9 @@ export class MqttModel {
       const i = r.sends.findIndex((s) => s.no === no)
       if (i > r.acked) r.acked = i
     }
+    // First sent before a restart that lost promised state: the server may have routed it
+    // then (QoS 2 routes on first receipt; the resend is a duplicate) and lost the copies.
+    if (m.life < this.excusedSince) return
     for (const [d, s] of this.subs) {
       if (no < s.from) continue
       if (!s.list.some((x) => x.qos >= 1 && x.qos <= 2 && matches(x.filter, m.topic))) continue
@@ -150,6 +155,7 @@ export class MqttModel {
   restarted(promised: boolean): void {
     this.life++
     if (promised) return
+    this.excusedSince = this.life
     this.excusedLosses++
     this.owed.clear()
     // What was delivered before may come again (the record of its delivery was not promised).

@@ -313,7 +313,7 @@ export class MqttBridge {
     }
     for (const d of this.touchedDetached) d.lastBuf = undefined
     this.touchedDetached = []
-    if (held !== undefined || this.confirms.length > 0) {
+    if (held !== undefined || this.confirms.length > 0 || this.persistence?.hasRemovals() === true) {
       const batch = held
       const confirms = this.confirms
       this.confirms = []

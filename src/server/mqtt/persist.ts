@@ -63,6 +63,8 @@ export class MqttAccountStore {
   readonly sessions = new Map<string, SessionSnapshot>()
   /** `$MQTT_msgs` sequence -> number of persistent sessions holding it. */
   private readonly refs = new Map<number, number>()
+  /** Messages nobody holds any more, removed once the commit after their release completed. */
+  private removals: Array<number> = []
 
   constructor(
     readonly owner: MqttPersistence,
@@ -114,7 +116,38 @@ export class MqttAccountStore {
     if (!this.refs.has(seq)) this.removeMessage(seq)
   }
 
+  /**
+   * A message's removal waits for the commit that follows its release: the state that no
+   * longer needs it (a QoS 2 id moved to PUBREL in `$MQTT_out` and the session record) lives
+   * in other streams, and must not reach the disk after the removal does. A power cut in
+   * between would restore a session whose pending message is gone, with its packet id free
+   * for reuse while the client still holds it (found by the simulator, seed 1163386423).
+   */
   private removeMessage(seq: number): void {
+    this.removals.push(seq)
+  }
+
+  /** The removals the next commit covers (see `removeMessage`). */
+  takeRemovals(): Array<number> {
+    const r = this.removals
+    this.removals = []
+    return r
+  }
+
+  hasRemovals(): boolean {
+    return this.removals.length > 0
+  }
+
+  /** After the commit: remove (ok), or wait for the next one (it failed). */
+  settleRemovals(seqs: ReadonlyArray<number>, ok: boolean): void {
+    if (!ok) {
+      this.removals.unshift(...seqs)
+      return
+    }
+    for (const seq of seqs) this.removeNow(seq)
+  }
+
+  private removeNow(seq: number): void {
     const r = Effect.runSync(Effect.either(this.store(MqttStream.msgs).remove(seq)))
     if (r._tag === "Left") this.owner.log.error(`MQTT: could not remove message ${seq} from ${MqttStream.msgs}: ${r.left.message}`)
   }
@@ -204,8 +237,11 @@ export class MqttAccountStore {
         const seen = new Set<number>()
         for (const o of rec.out) {
           if (o.ph === "pubrel" || released.has(o.p)) {
-            // Released QoS 2 ids are owed a PUBREL until PUBCOMP; its `$MQTT_out` record says so.
-            if (released.has(o.p)) outbound.push({ packetId: o.p, qos: 2, topic: "", payload: new Uint8Array(0), retain: false, phase: "pubrel" })
+            // Released QoS 2 ids are owed a PUBREL until PUBCOMP; the record or its `$MQTT_out`
+            // record says so (streams are synced side by side: after a failed commit one of
+            // them may be behind). A PUBREL too many is answered with PUBCOMP [MQTT-4.3.3];
+            // an id forgotten would be reused while the client still holds it.
+            outbound.push({ packetId: o.p, qos: 2, topic: "", payload: new Uint8Array(0), retain: false, phase: "pubrel" })
             continue
           }
           const m = pendingMessage(o, (s) => bodies.get(s))
@@ -266,7 +302,7 @@ export class MqttAccountStore {
         const m = yield* Effect.either(msgs.loadNextMatching(">", from))
         if (m._tag === "Left" || m.right === undefined) break
         from = m.right.seq + 1
-        if (!self.refs.has(m.right.seq)) self.removeMessage(m.right.seq)
+        if (!self.refs.has(m.right.seq)) self.removeNow(m.right.seq)
       }
     })
   }
@@ -371,17 +407,26 @@ export class MqttPersistence {
     if (!this.committing) this.runCommit()
   }
 
+  /** Removals wait for a commit (see `MqttAccountStore.removeMessage`); the bridge asks for one when any do. */
+  hasRemovals(): boolean {
+    for (const a of this.accounts.values()) if (a.hasRemovals()) return true
+    return false
+  }
+
   private runCommit(): void {
     this.committing = true
     const stores = [...this.touched]
     this.touched.clear()
     const cbs = this.waiting
     this.waiting = []
+    const removals: Array<readonly [MqttAccountStore, Array<number>]> = []
+    for (const a of this.accounts.values()) if (a.hasRemovals()) removals.push([a, a.takeRemovals()])
     // With a sync_interval duration, "durable" means handed to the OS, as for stream publishes.
     const everyWrite = typeof this.js.options.syncInterval !== "number"
     const commit = (s: StreamStore) => (everyWrite ? s.sync() : s.flush())
     Effect.runPromise(Effect.either(Effect.forEach(stores, commit, { concurrency: "unbounded", discard: true }))).then((r) => {
       if (r._tag === "Left") this.log.error(`MQTT: stream sync failed: ${r.left.message}`)
+      for (const [a, seqs] of removals) a.settleRemovals(seqs, r._tag === "Right")
       for (const cb of cbs) cb(r._tag === "Right")
       if (this.waiting.length > 0) this.runCommit()
       else this.committing = false
