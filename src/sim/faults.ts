@@ -4,7 +4,7 @@ import { defaultOptions, type ServerOptions } from "../config/options.js"
 import type { Rng } from "./rng.js"
 
 /** A deliberately broken server (or disk), to prove the simulator catches it. */
-export type PlantedBug = "drop-every-100th-delivery" | "reorder-deliveries" | "ack-before-sync" | "lying-fsync" | "mqtt-commit-before-sync"
+export type PlantedBug = "drop-every-100th-delivery" | "reorder-deliveries" | "ack-before-sync" | "lying-fsync" | "mqtt-commit-before-sync" | "mqtt-forget-pubrel"
 
 /** `net`: NATS core under network faults; `disk`: also JetStream on a simulated disk, with crashes and power cuts. */
 export type FaultSet = "net" | "disk"
@@ -16,6 +16,11 @@ export interface SimConfig {
   readonly plant?: PlantedBug | undefined
   /** Also run the MQTT bridge with simulated MQTT devices. */
   readonly mqtt?: boolean
+  /**
+   * MQTT devices that drop mid-QoS 2 handshake and go silent under a keep-alive, each in
+   * half the runs (default true). Off replays seeds recorded before those faults existed.
+   */
+  readonly mqttDeviceFaults?: boolean
   /** Lines of trace kept for the failure report. */
   readonly traceTail?: number
 }
@@ -45,8 +50,8 @@ export interface FaultMix {
   readonly syncIntervalMs: number
 }
 
-export const reproduceCommand = (seed: number, steps: number, plant?: PlantedBug, faults: FaultSet = "net", mqtt = false): string =>
-  `npm run sim -- --seed ${seed} --steps ${steps}${faults === "net" ? "" : ` --faults ${faults}`}${mqtt ? " --mqtt" : ""}${plant === undefined ? "" : ` --plant ${plant}`}`
+export const reproduceCommand = (seed: number, steps: number, plant?: PlantedBug, faults: FaultSet = "net", mqtt = false, deviceFaults = true): string =>
+  `npm run sim -- --seed ${seed} --steps ${steps}${faults === "net" ? "" : ` --faults ${faults}`}${mqtt ? " --mqtt" : ""}${plant === undefined ? "" : ` --plant ${plant}`}${mqtt && !deviceFaults ? " --no-device-faults" : ""}`
 
 export const optionsFor = (rng: Rng): ServerOptions => ({
   ...defaultOptions,

@@ -24,16 +24,28 @@ export interface MqttEvents {
   readonly accepted: (no: number) => void
   readonly received: (c: MqttConn, topic: string, payload: string, qos: QoS, retain: boolean, dup: boolean) => void
   readonly closed: (c: MqttConn) => void
+  /** A QoS 2 message dropped as a resend under an id the server may have forgotten (see `staleQos2`). */
+  readonly droppedUnderStaleId?: (c: MqttConn, payload: string) => void
 }
 
 export class MqttDevice {
   conn: MqttConn | undefined
   readonly outflight = new Map<number, OutMsg>()
   readonly inQos2 = new Set<number>()
+  /**
+   * Ids held in `inQos2` when a restart lost promised state (sync_interval, disk errors):
+   * the server may hand one out again for a new message, which this side then drops as a
+   * resend. A consequence of that excused loss, not a new one; cleared by its PUBREL.
+   */
+  readonly staleQos2 = new Set<number>()
   private lastPid = 0
   /** Subscriptions confirmed (SUBACK) for the current server session. */
   subscribed = false
   lastTakeoverAt = -Infinity
+  /** Out of coverage until then (simulated ms): no reconnect before. */
+  offlineUntil = 0
+  /** Seconds; 0: none. */
+  keepAlive = 0
   /** Per-topic sequence of the current connection (ordering is per connection). */
   seqs = new Map<string, number>()
 
@@ -58,6 +70,7 @@ export class MqttDevice {
   reset(): void {
     this.outflight.clear()
     this.inQos2.clear()
+    this.staleQos2.clear()
     this.subscribed = false
   }
 }
@@ -72,6 +85,10 @@ export class MqttConn implements ClientEnd {
   diedWithServer = false
   /** The server was shut down (gracefully) while this connection was open: no will. */
   shutDown = false
+  /** Gone quiet without closing (see MqttSim.goSilent): sends nothing more. */
+  silent = false
+  /** Fault hook: called after answering a QoS 2 PUBLISH with PUBREC. */
+  onPubrecSent: ((pid: number) => void) | undefined
   closedAtLife = -1
   readonly errors: Array<string> = []
 
@@ -100,13 +117,13 @@ export class MqttConn implements ClientEnd {
       protocolId: "MQTT",
       protocolVersion: 4,
       clean: d.clean,
-      keepalive: 0,
+      keepalive: d.keepAlive,
       ...(this.will ? { will: { topic: `w/${d.clientId}`, payload: Buffer.from(`W${this.serial}`), qos: 1 as const, retain: false } } : {})
     })
   }
 
   send(p: MqttPacket.Packet): void {
-    if (this.state === "closed") return
+    if (this.state === "closed" || this.silent) return
     this.link.send(MqttPacket.generate(p, { protocolVersion: 4 }))
   }
 
@@ -144,7 +161,12 @@ export class MqttConn implements ClientEnd {
         d.events.connacked(this, p.returnCode ?? -1, p.sessionPresent)
         if (p.returnCode !== 0) return
         this.state = "ready"
-        if (!p.sessionPresent) d.subscribed = false
+        if (!p.sessionPresent) {
+          d.subscribed = false
+          // No session on the server: the QoS 2 ids it held for us are gone with it.
+          d.inQos2.clear()
+          d.staleQos2.clear()
+        }
         // Unacknowledged publishes go out again with DUP, PUBRELs again [MQTT-4.4.0-1].
         for (const m of d.outflight.values()) {
           if (m.phase === "pubrel") this.send({ cmd: "pubrel", messageId: m.pid })
@@ -186,8 +208,12 @@ export class MqttConn implements ClientEnd {
             this.trace(`${this.name} QoS 2 pid ${pid} ${payload}${p.dup ? " dup" : ""}`)
             d.inQos2.add(pid)
             d.events.received(this, p.topic, payload, 2, p.retain, p.dup)
-          } else this.trace(`${this.name} drops resent QoS 2 pid ${pid}`)
+          } else {
+            this.trace(`${this.name} drops resent QoS 2 pid ${pid}`)
+            if (d.staleQos2.has(pid)) d.events.droppedUnderStaleId?.(this, payload)
+          }
           this.send({ cmd: "pubrec", messageId: pid })
+          this.onPubrecSent?.(pid)
           return
         }
         d.events.received(this, p.topic, payload, p.qos, p.retain, p.dup)
@@ -197,6 +223,7 @@ export class MqttConn implements ClientEnd {
       case "pubrel":
         this.trace(`${this.name} PUBREL pid ${p.messageId} -> PUBCOMP`)
         d.inQos2.delete(p.messageId!)
+        d.staleQos2.delete(p.messageId!)
         this.send({ cmd: "pubcomp", messageId: p.messageId! })
         return
       case "unsuback":

@@ -44,6 +44,8 @@ export class MqttModel {
   private nextNo = 1
   /** Persistent devices' confirmed subscriptions, and the message number they hold from. */
   private readonly subs = new Map<MqttDevice, { readonly list: ReadonlyArray<{ filter: string; qos: number }>; readonly from: number }>()
+  /** device -> messages it dropped under a stale QoS 2 id (see `droppedUnderStaleId`). */
+  private readonly droppedStale = new Map<MqttDevice, Set<number>>()
   /** device -> message numbers it is owed (QoS >= 1, acknowledged, persistent session). */
   private readonly owed = new Map<MqttDevice, Set<number>>()
   /** device -> message number -> application deliveries. */
@@ -105,7 +107,7 @@ export class MqttModel {
     for (const [d, s] of this.subs) {
       if (no < s.from) continue
       if (!s.list.some((x) => x.qos >= 1 && x.qos <= 2 && matches(x.filter, m.topic))) continue
-      if (this.got.get(d)?.has(no)) continue
+      if (this.got.get(d)?.has(no) || this.droppedStale.get(d)?.has(no)) continue
       let o = this.owed.get(d)
       if (o === undefined) this.owed.set(d, (o = new Set()))
       o.add(no)
@@ -142,6 +144,16 @@ export class MqttModel {
     const last = o.get(key) ?? 0
     if (m.seq <= last) this.violations.push(`${c.name}: M${no} (#${m.conn} ${m.topic} seq ${m.seq}) arrived after seq ${last} at QoS ${qos}`)
     else o.set(key, m.seq)
+  }
+
+  /** The device dropped message `payload` under a QoS 2 id an excused restart left stale: not owed. */
+  readonly droppedUnderStaleId = (c: MqttConn, payload: string): void => {
+    if (!payload.startsWith("M")) return
+    const no = Number(payload.slice(1))
+    let x = this.droppedStale.get(c.device)
+    if (x === undefined) this.droppedStale.set(c.device, (x = new Set()))
+    x.add(no)
+    if (this.owed.get(c.device)?.delete(no) === true) this.excusedLosses++
   }
 
   /** A persistent session came back without its state. */

@@ -13,14 +13,14 @@ import type { Server } from "../server/server.js"
 import { MqttConn, MqttDevice, type QoS } from "./mqtt-client.js"
 import { MqttModel } from "./mqtt-invariants.js"
 import type { SimNetwork } from "./network.js"
-import type { Rng } from "./rng.js"
+import { Rng } from "./rng.js"
 
 const TOPICS = ["m/a", "m/b", "m/c/d"] as const
 const FILTERS = ["m/a", "m/+", "m/#", "m/c/+", "m/b"] as const
 const TICK_MS = 250
 const TAKEOVER_GAP_MS = 12_000
 
-export type MqttPlant = "commit-before-sync"
+export type MqttPlant = "commit-before-sync" | "forget-pubrel"
 
 type Drive = <A, E>(what: string, eff: Effect.Effect<A, E>) => Promise<Exit.Exit<A, E> | undefined>
 
@@ -30,21 +30,38 @@ export class MqttSim {
   readonly watcher: MqttDevice
   bridge: MqttBridge | undefined
   private readonly links = new WeakSet<object>()
+  private readonly handshakeDrops: number
+  private readonly keepAliveOn: boolean
   private serial = 1
   private life = 0
-  readonly stats: Record<string, number> = { mqttConnects: 0, mqttPubs: 0, mqttDrops: 0, mqttDisconnects: 0, mqttTakeovers: 0, mqttRetained: 0, mqttDegraded: 0 }
+  readonly stats: Record<string, number> = { mqttConnects: 0, mqttPubs: 0, mqttDrops: 0, mqttDisconnects: 0, mqttTakeovers: 0, mqttRetained: 0, mqttDegraded: 0, mqttHandshakeDrops: 0, mqttSilent: 0 }
 
   constructor(
     private readonly rng: Rng,
     private readonly net: SimNetwork,
     private readonly trace: (line: string) => void,
-    private readonly plant: MqttPlant | undefined
+    private readonly plant: MqttPlant | undefined,
+    /**
+     * Its own generator (earlier seeds keep their runs): in half the runs a device sometimes
+     * drops its connection right after its PUBREC, leaving the server owing a PUBREL to an
+     * offline session — the state a restart must not forget.
+     */
+    private readonly handshakeRng: Rng | undefined,
+    /**
+     * Its own generator too: in half the runs devices use a keep-alive (1-3 s, PINGREQ every
+     * half of it), and sometimes one goes silent without closing (out of coverage, a half-open
+     * TCP connection): the server must close it within 1.5 x keep-alive and publish its will.
+     */
+    private readonly keepAliveRng: Rng | undefined
   ) {
+    this.handshakeDrops = handshakeRng === undefined || handshakeRng.chance(0.5) ? 0 : 0.03
+    this.keepAliveOn = keepAliveRng !== undefined && keepAliveRng.chance(0.5)
     const events = {
       connacked: (c: MqttConn, code: number, present: boolean) => this.connacked(c, code, present),
       subacked: this.model.subacked,
       accepted: this.model.accepted,
       received: this.model.received,
+      droppedUnderStaleId: this.model.droppedUnderStaleId,
       closed: (c: MqttConn) => {
         c.closedAtLife = this.life
         this.trace(`${c.name} closed${c.sentDisconnect ? " (after DISCONNECT)" : ""}`)
@@ -57,6 +74,7 @@ export class MqttSim {
       if (rng.chance(0.4)) subs.push({ filter: rng.pick(FILTERS), qos: rng.int(0, 2) as QoS })
       this.devices.push(new MqttDevice(`d${i}`, i > 2 && rng.chance(0.5), subs, rng.chance(0.6) ? `r/${i}` : undefined, events))
     }
+    if (this.keepAliveOn) for (const d of this.devices) d.keepAlive = keepAliveRng!.int(1, 3)
   }
 
   describe(): string {
@@ -73,6 +91,7 @@ export class MqttSim {
     const persistence = js === undefined ? undefined : new MqttPersistence(js, log)
     if (persistence !== undefined && this.plant === "commit-before-sync") plantCommitBeforeSync(persistence)
     const bridge = new MqttBridge(server, options, persistence)
+    if (persistence !== undefined && this.plant === "forget-pubrel") plantForgetPubrel(persistence)
     if (persistence !== undefined) await drive("MQTT recovery", Effect.promise(() => bridge.openStoredAccounts()))
     this.bridge = bridge
     const q = this.net.q
@@ -114,7 +133,10 @@ export class MqttSim {
     this.life++
     const kept = promised && !this.degraded
     this.model.restarted(kept)
-    if (!kept) this.excuseSessionLoss = true
+    if (!kept) {
+      this.excuseSessionLoss = true
+      for (const d of [this.watcher, ...this.devices]) for (const pid of d.inQos2) d.staleQos2.add(pid)
+    }
   }
 
   shutdown(): Promise<void> {
@@ -133,6 +155,21 @@ export class MqttSim {
 
   connect(d: MqttDevice): MqttConn {
     const c = new MqttConn(this.serial++, d, this.life, d !== this.watcher, this.trace)
+    if (this.handshakeDrops > 0 && d !== this.watcher) {
+      // Gone a few ms after the PUBREC left: often after the server took it, before its PUBREL came.
+      c.onPubrecSent = (pid) => {
+        if (!this.handshakeRng!.chance(this.handshakeDrops)) return
+        const q = this.net.q
+        q.schedule(q.now + this.handshakeRng!.int(1, 8), () => {
+          if (c.state === "closed" || c.sentDisconnect || !d.inQos2.has(pid)) return
+          this.stats.mqttHandshakeDrops++
+          // And stays away a while, as a device out of coverage would: a restart may come first.
+          d.offlineUntil = q.now + this.handshakeRng!.int(500, 5000)
+          this.trace(`${c.name} drops its connection while awaiting PUBREL ${pid}, offline until t=${d.offlineUntil}`)
+          c.link.drop()
+        })
+      }
+    }
     const old = d.conn
     d.conn = c
     c.link = this.net.connect(c, { latency: [this.rng.int(0, 2), this.rng.int(3, 10)], drainBytes: 256 * 1024, drainEveryMs: 1, splitChance: this.rng.pick([0, 0.5]) })
@@ -142,7 +179,32 @@ export class MqttSim {
     this.trace(`${c.name} connects on link ${c.link.id}${old !== undefined && old.state !== "closed" ? ` (takes over #${old.serial})` : ""}`)
     c.start()
     for (const m of d.outflight.values()) if (m.phase === "publish") this.model.resent(m.no)
+    if (d.keepAlive > 0) {
+      const q = this.net.q
+      const ping = (): void => {
+        if (c.state === "closed") return
+        if (c.state === "ready" && !c.silent && !c.sentDisconnect) c.send({ cmd: "pingreq" })
+        q.schedule(q.now + d.keepAlive * 500, ping)
+      }
+      q.schedule(q.now + d.keepAlive * 500, ping)
+    }
     return c
+  }
+
+  /**
+   * The device goes silent without closing its connection: the server must end it within
+   * 1.5 x keep-alive [MQTT-3.1.2-24] (plus its tick), publishing the will (checked with the others).
+   */
+  private goSilent(d: MqttDevice, c: MqttConn): void {
+    const q = this.net.q
+    const limit = d.keepAlive * 1500 + 2 * TICK_MS + 50
+    c.silent = true
+    d.offlineUntil = q.now + limit + this.keepAliveRng!.int(100, 3000)
+    this.stats.mqttSilent++
+    this.trace(`${c.name} goes silent (keep-alive ${d.keepAlive}s), offline until t=${d.offlineUntil}`)
+    q.schedule(q.now + limit, () => {
+      if (c.state !== "closed" && c.life === this.life) this.model.violations.push(`${c.name}: silent for ${limit}ms with keep-alive ${d.keepAlive}s and still connected`)
+    })
   }
 
   /** One MQTT step. */
@@ -155,10 +217,11 @@ export class MqttSim {
     const d = r.pick(this.devices)
     const c = d.conn
     if (c === undefined || c.state === "closed") {
-      if (r.chance(0.5)) this.connect(d)
+      if (r.chance(0.5) && this.net.q.now >= d.offlineUntil) this.connect(d)
       return
     }
-    if (c.state !== "ready" || c.sentDisconnect) return
+    if (c.state !== "ready" || c.sentDisconnect || c.silent) return
+    if (d.keepAlive > 0 && this.keepAliveRng!.chance(0.01)) return this.goSilent(d, c)
     const roll = r.next()
     const now = this.net.q.now
     if (roll < 0.03) {
@@ -239,6 +302,13 @@ export class MqttSim {
     this.model.checkOwed()
     this.model.checkRetained(seen)
     this.model.checkWills(this.firstWatcherSerial())
+    // Every QoS 2 exchange the server started is finished once all are connected and idle:
+    // an id still held here waits for a PUBREL the server forgot (and may reuse the id).
+    if (!this.excuseSessionLoss) {
+      for (const d of [this.watcher, ...this.devices]) {
+        if (d.inQos2.size > 0) this.model.violations.push(`${d.clientId}: QoS 2 ids ${[...d.inQos2].join(",")} never released (no PUBREL) after every session resumed`)
+      }
+    }
     for (const c of this.model.conns) for (const e of c.errors) this.model.violations.push(`${c.name}: ${e}`)
   }
 
@@ -246,6 +316,18 @@ export class MqttSim {
   private firstWatcherSerial(): number {
     return (this.model.conns.find((c) => c.device === this.watcher)?.serial ?? 0) + 1
   }
+}
+
+/** A broken recovery: restored sessions forget the QoS 2 ids they still owe a PUBREL. */
+const plantForgetPubrel = (p: MqttPersistence): void => {
+  const open = p.open.bind(p)
+  p.open = (account) =>
+    open(account).then((store) => {
+      if (store !== undefined) {
+        for (const [id, s] of store.sessions) store.sessions.set(id, { ...s, outbound: s.outbound.filter((o) => o.phase !== "pubrel") })
+      }
+      return store
+    })
 }
 
 /** A broken bridge: its group commit answers before the fsync (writes only handed to the OS). */

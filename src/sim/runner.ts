@@ -107,7 +107,7 @@ class Sim {
     const mix = disk ? diskFaultsFor(diskRng.fork(), faults) : faults
     // Forked last, from a generator of its own: runs without MQTT keep their traces.
     this.mqtt = config.mqtt === true
-      ? new MqttSim(new Rng(config.seed ^ 0x5a5a5a5a).fork(), this.net, (l) => this.trace(l), config.plant === "mqtt-commit-before-sync" ? "commit-before-sync" : undefined)
+      ? new MqttSim(new Rng(config.seed ^ 0x5a5a5a5a).fork(), this.net, (l) => this.trace(l), config.plant === "mqtt-commit-before-sync" ? "commit-before-sync" : config.plant === "mqtt-forget-pubrel" ? "forget-pubrel" : undefined, config.mqttDeviceFaults === false ? undefined : new Rng(config.seed ^ 0x2b2b2b2b), config.mqttDeviceFaults === false ? undefined : new Rng(config.seed ^ 0x3c3c3c3c))
       : undefined
     // That plant breaks the default mode's promise; under a sync_interval acks never waited for the fsync.
     this.faults = config.plant === "ack-before-sync" ? { ...mix, syncIntervalMs: 0 } : mix

@@ -20,7 +20,8 @@ export interface JsTestServer {
   readonly storeDir: string
   /** Open a client connection (closed by `close()`). */
   client(auth?: { user: string; pass: string }): Promise<{ nc: NatsConnection; jsm: JetStreamManager; js: JetStreamClient }>
-  restart(): Promise<void>
+  /** Stop, run `whileDown` (e.g. to damage the store), start again. */
+  restart(whileDown?: () => void): Promise<void>
   close(): Promise<void>
 }
 
@@ -39,9 +40,10 @@ export const startJsServer = async (over: Partial<ServerOptions> = {}, js: Parti
       conns.push(nc)
       return { nc, jsm: await jetstreamManager(nc, { timeout: 10_000, checkAPI: false }), js: jetstream(nc, { timeout: 10_000 }) }
     },
-    restart: async () => {
+    restart: async (whileDown) => {
       await closeConns()
       await t.srv.close()
+      whileDown?.()
       t.srv = await start()
     },
     close: async () => {
