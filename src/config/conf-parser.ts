@@ -412,8 +412,10 @@ class FileParser {
         return s.map[name]
       }
     }
-    const fromEnv = this.ctx.env[name]
-    if (fromEnv === undefined) {
+    // Own properties only: `$toString` or `$constructor` must not find Object.prototype's
+    // functions (found by the fuzzer: the server died with a TypeError).
+    const fromEnv = Object.prototype.hasOwnProperty.call(this.ctx.env, name) ? this.ctx.env[name] : undefined
+    if (typeof fromEnv !== "string") {
       this.fail("Variable", `variable "$${name}" is not defined in an enclosing block or the environment`, at)
     }
     return parseEnvValue(fromEnv, name, this.ctx)

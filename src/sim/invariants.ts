@@ -7,6 +7,7 @@ import type { Server } from "../server/server.js"
 import type { SimClient } from "./clients.js"
 import { keyOf } from "./clients.js"
 import type { SimLink } from "./network.js"
+import { refMatch } from "../fuzz/reference.js"
 
 /** One expected delivery. `optional`: routed from a chunk during which the server closed the publisher, so it may or may not have been processed. */
 interface Expect {
@@ -34,16 +35,8 @@ interface GroupMsg {
   receivedBy: ModelSub | undefined
 }
 
-export const subjectMatches = (filter: string, subject: string): boolean => {
-  const f = filter.split(".")
-  const s = subject.split(".")
-  for (let i = 0; i < f.length; i++) {
-    if (f[i] === ">") return s.length > i
-    if (i >= s.length) return false
-    if (f[i] !== "*" && f[i] !== s[i]) return false
-  }
-  return f.length === s.length
-}
+/** The model's matching: the reference matcher, independent of the server's Sublist. */
+export const subjectMatches = (filter: string, subject: string): boolean => refMatch(subject, filter)
 
 class LinkModel implements NatsOpHandler {
   readonly parser: NatsParser

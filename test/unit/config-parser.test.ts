@@ -319,6 +319,13 @@ describe("variables", () => {
     expect(e.message).toBe('test.conf:2:7: variable "$index" is not defined in an enclosing block or the environment')
   })
 
+  it("a variable named like an Object.prototype member is undefined, not a crash (found by the fuzzer)", () => {
+    for (const name of ["toString", "constructor", "__proto__", "hasOwnProperty"]) {
+      const r = parseConfig(`port: $${name}\n`, "test.conf", { readFile: () => undefined, env: process.env })
+      expect(Either.isLeft(r) && r.left.reason).toBe("Variable")
+    }
+  })
+
   it("does not see variables of sibling or later blocks", () => {
     expect(parseError("a { X = 1 }\nb { y = $X }").reason).toBe("Variable")
     expect(parseError("y = $X\nX = 1").reason).toBe("Variable")

@@ -12,19 +12,9 @@ import {
   tokenAt,
   tokenize
 } from "../../src/core/subject/subject.js"
+import { refMatch } from "../../src/fuzz/reference.js"
 
-// Reference implementations built on split(): slow and obviously right.
-const refMatch = (literal: string, filter: string): boolean => {
-  const l = literal.split(".")
-  const f = filter.split(".")
-  for (let i = 0; i < f.length; i++) {
-    if (f[i] === ">") return l.length > i
-    if (i >= l.length) return false
-    if (f[i] !== "*" && f[i] !== l[i]) return false
-  }
-  return l.length === f.length
-}
-
+// Reference implementations built on split(): slow and obviously right (refMatch is shared with the fuzzer).
 const refValid = (s: string): boolean => {
   if (s === "" || /[ \t\r\n\f]/.test(s)) return false
   const toks = s.split(".")

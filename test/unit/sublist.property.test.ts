@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest"
 import fc from "fast-check"
 import { Sublist, type SublistResult } from "../../src/core/subject/sublist.js"
+import { refMatch } from "../../src/fuzz/reference.js"
 
 // Sublist against a naive model that scans every live subscription, over random
 // insert/remove/match sequences on a small token alphabet so that subjects collide
@@ -12,16 +13,6 @@ interface Sub {
   readonly queue: string | undefined
 }
 
-const refMatch = (literal: string, filter: string): boolean => {
-  const l = literal.split(".")
-  const f = filter.split(".")
-  for (let i = 0; i < f.length; i++) {
-    if (f[i] === ">") return l.length > i
-    if (i >= l.length) return false
-    if (f[i] !== "*" && f[i] !== l[i]) return false
-  }
-  return l.length === f.length
-}
 
 const literal = fc.array(fc.constantFrom("a", "b", "c"), { minLength: 1, maxLength: 4 }).map((t) => t.join("."))
 const filter = fc
