@@ -85,6 +85,8 @@ export class MqttConn implements ClientEnd {
   diedWithServer = false
   /** The server was shut down (gracefully) while this connection was open: no will. */
   shutDown = false
+  /** What this side sent and received: the server's /connz counters must agree. */
+  readonly counts = { inMsgs: 0, outMsgs: 0, inBytes: 0, outBytes: 0 }
   /** Gone quiet without closing (see MqttSim.goSilent): sends nothing more. */
   silent = false
   /** Fault hook: called after answering a QoS 2 PUBLISH with PUBREC. */
@@ -124,7 +126,10 @@ export class MqttConn implements ClientEnd {
 
   send(p: MqttPacket.Packet): void {
     if (this.state === "closed" || this.silent) return
-    this.link.send(MqttPacket.generate(p, { protocolVersion: 4 }))
+    const bytes = MqttPacket.generate(p, { protocolVersion: 4 })
+    this.counts.outBytes += bytes.length
+    if (p.cmd === "publish") this.counts.outMsgs++
+    this.link.send(bytes)
   }
 
   publish(no: number, topic: string, payload: Buffer, qos: QoS, retain: boolean): void {
@@ -143,7 +148,9 @@ export class MqttConn implements ClientEnd {
   // ---- ClientEnd ----
 
   onData(chunk: Buffer): void {
-    if (this.state !== "closed") this.parser.parse(chunk)
+    if (this.state === "closed") return
+    this.counts.inBytes += chunk.length
+    this.parser.parse(chunk)
   }
 
   onClose(): void {
@@ -200,6 +207,7 @@ export class MqttConn implements ClientEnd {
         return
       }
       case "publish": {
+        this.counts.inMsgs++
         const payload = Buffer.from(p.payload).toString("latin1")
         const pid = p.messageId ?? 0
         if (p.qos === 2) {

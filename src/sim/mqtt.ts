@@ -9,6 +9,7 @@ import type { Conn, ConnHandlers } from "../services/transport.js"
 import type { JetStream } from "../server/jetstream/jetstream.js"
 import { MqttBridge } from "../server/mqtt/bridge.js"
 import { MqttPersistence } from "../server/mqtt/persist.js"
+import type { MqttConnection } from "../server/mqtt/connection.js"
 import type { Server } from "../server/server.js"
 import { MqttConn, MqttDevice, type QoS } from "./mqtt-client.js"
 import { MqttModel } from "./mqtt-invariants.js"
@@ -34,7 +35,7 @@ export class MqttSim {
   private readonly keepAliveOn: boolean
   private serial = 1
   private life = 0
-  readonly stats: Record<string, number> = { mqttConnects: 0, mqttPubs: 0, mqttDrops: 0, mqttDisconnects: 0, mqttTakeovers: 0, mqttRetained: 0, mqttDegraded: 0, mqttHandshakeDrops: 0, mqttSilent: 0 }
+  readonly stats: Record<string, number> = { mqttConnects: 0, mqttPubs: 0, mqttDrops: 0, mqttDisconnects: 0, mqttTakeovers: 0, mqttRetained: 0, mqttDegraded: 0, mqttHandshakeDrops: 0, mqttSilent: 0, mqttAccounted: 0 }
 
   constructor(
     private readonly rng: Rng,
@@ -267,7 +268,8 @@ export class MqttSim {
         this.connect(d)
         return false
       }
-      if (c.state !== "ready" || c.link.writableLength() > 0 || d.outflight.size > 0 || (!d.subscribed && d.subs.length > 0)) return false
+      // A silent device waits for the server to end its connection (keep-alive), then comes back.
+      if (c.state !== "ready" || c.silent || c.link.writableLength() > 0 || d.outflight.size > 0 || (!d.subscribed && d.subs.length > 0)) return false
     }
     return true
   }
@@ -310,6 +312,30 @@ export class MqttSim {
       }
     }
     for (const c of this.model.conns) for (const e of c.errors) this.model.violations.push(`${c.name}: ${e}`)
+    this.checkAccounting()
+  }
+
+  /** Once the network drained: each open connection's /connz counters are what its device sent and got. */
+  private checkAccounting(): void {
+    const byLink = new Map<unknown, MqttConnection>()
+    for (const sc of this.bridge?.connections.values() ?? []) byLink.set(sc.conn, sc)
+    for (const c of this.model.conns) {
+      if (c.state === "closed") continue
+      const sc = byLink.get(c.link)
+      if (sc === undefined) {
+        this.model.violations.push(`${c.name}: open, but not among the server's MQTT connections`)
+        continue
+      }
+      // Only where nothing is on the way (a keep-alive PINGREQ may be): counted at both ends.
+      if (c.link.upInFlight > 0 || c.link.writableLength() > 0 || sc.out.length > 0 || sc.awaiting > 0) continue
+      this.stats.mqttAccounted++
+      const mine = c.counts
+      if (sc.inMsgs !== mine.outMsgs || sc.inBytes !== mine.outBytes || sc.outMsgs !== mine.inMsgs || sc.outBytes !== mine.inBytes) {
+        this.model.violations.push(
+          `${c.name}: server counted in ${sc.inMsgs} msgs/${sc.inBytes} B, out ${sc.outMsgs}/${sc.outBytes}; the device sent ${mine.outMsgs}/${mine.outBytes}, got ${mine.inMsgs}/${mine.inBytes}`
+        )
+      }
+    }
   }
 
   /** Wills are checked only for connections opened after the watcher's first SUBACK could exist. */

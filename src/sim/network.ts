@@ -137,6 +137,8 @@ export class SimLink implements Conn {
   serverClosed = false
   private ending = false
   bytesToClient = 0
+  /** Client→server bytes sent and not yet handed to the server. */
+  upInFlight = 0
 
   constructor(
     readonly id: number,
@@ -198,7 +200,9 @@ export class SimLink implements Conn {
     for (const piece of this.split(buf)) {
       const at = Math.max(this.upAt, q.now + this.latency())
       this.upAt = at
+      this.upInFlight += piece.length
       q.schedule(at, () => {
+        this.upInFlight -= piece.length
         if (this.closed || this.handlers === undefined) return
         this.net.toServer(this, piece)
       })

@@ -31,7 +31,7 @@ describe("simulation: MQTT", () => {
   })
 
   it("the seeds exercise takeovers, wills, retained messages, duplicates and restarts", () => {
-    for (const k of ["mqttTakeovers", "mqttDrops", "mqttDisconnects", "mqttWills", "mqttRetained", "mqttDuplicates", "restarts", "mqttHandshakeDrops", "mqttSilent"]) {
+    for (const k of ["mqttTakeovers", "mqttDrops", "mqttDisconnects", "mqttWills", "mqttRetained", "mqttDuplicates", "restarts", "mqttHandshakeDrops", "mqttSilent", "mqttAccounted"]) {
       expect(total[k], k).toBeGreaterThan(0)
     }
     expect(total.mqttPromised).toBeGreaterThan(500)

@@ -153,7 +153,10 @@ export class MqttBridge {
     this.connections.set(c.cid, c)
     this.totalConnections++
     c.parser.on("packet", (packet: ClientPacket) => {
-      if (!c.closed) this.input(c, { type: "packet", packet })
+      if (c.closed) return
+      // Every PUBLISH the client sent, routed or not (a QoS 2 resend is a duplicate).
+      if (packet.cmd === "publish") c.inMsgs++
+      this.input(c, { type: "packet", packet })
     })
     c.parser.on("error", (e: Error) => {
       if (!c.closed) this.input(c, { type: "protocolError", reason: e.message })
@@ -417,7 +420,6 @@ export class MqttBridge {
   }
 
   private publish(c: MqttConnection, subject: string, payload: Uint8Array, qos: QoS, confirm: number | undefined): void {
-    c.inMsgs++
     const buf = Buffer.isBuffer(payload) ? payload : Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength)
     const store = qos > 0 ? this.storeOf(c.client.account.name) : undefined
     let ref: number | undefined
