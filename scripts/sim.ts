@@ -3,6 +3,8 @@
 // it picks seeds and prints them. `--faults disk` adds JetStream on a simulated disk with
 // crashes and power cuts, `--mqtt` MQTT devices and the bridge. A failure prints the
 // seed, the step, a command that reproduces it and the last trace events.
+// `--release [--runs K]`: the release check, K fresh seeds (default 50) in each of the four
+// modes (network faults; plus disk; each with MQTT), a one-line summary per mode.
 import { type FaultSet, type PlantedBug, reproduceCommand, runSim, type SimResult } from "../src/sim/runner.js"
 
 const arg = (name: string): string | undefined => {
@@ -21,8 +23,33 @@ export const report = (r: SimResult, plant?: PlantedBug, faults: FaultSet = "net
   ].join("\n")
 }
 
+/** Fresh seeds in every mode; failures are printed in full, passes counted. */
+const release = async (runs: number, steps: number): Promise<boolean> => {
+  let allOk = true
+  for (const [faults, mqtt] of [["net", false], ["disk", false], ["net", true], ["disk", true]] as const) {
+    const failed: Array<number> = []
+    const start = Date.now()
+    for (let i = 0; i < runs; i++) {
+      const seed = (Math.random() * 0x7fffffff) | 0
+      const r = await runSim({ seed, steps, faults, mqtt, traceTail: 30 })
+      if (!r.ok) {
+        failed.push(seed)
+        console.log(report(r, undefined, faults, mqtt))
+      }
+    }
+    const mode = `--faults ${faults}${mqtt ? " --mqtt" : ""}`
+    console.log(`${mode}: ${runs - failed.length}/${runs} seeds ok in ${Math.round((Date.now() - start) / 1000)} s${failed.length > 0 ? `; failed: ${failed.join(", ")}` : ""}`)
+    if (failed.length > 0) allOk = false
+  }
+  return allOk
+}
+
 const main = async (): Promise<void> => {
   const steps = Number(arg("steps") ?? 2000)
+  if (process.argv.includes("--release")) {
+    process.exitCode = (await release(Number(arg("runs") ?? 50), steps)) ? 0 : 1
+    return
+  }
   const plant = arg("plant") as PlantedBug | undefined
   const faults = (arg("faults") ?? (plant === "ack-before-sync" || plant === "lying-fsync" || plant === "mqtt-commit-before-sync" || plant === "mqtt-forget-pubrel" ? "disk" : "net")) as FaultSet
   if (faults !== "net" && faults !== "disk") throw new Error(`--faults takes net or disk, not ${String(faults)}`)
