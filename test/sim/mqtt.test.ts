@@ -73,6 +73,14 @@ describe("simulation: MQTT", () => {
     await run(1_163_386_423, "disk")
   })
 
+  // Found by npm run sim:release (seed 553257364, 2000 steps): a persistent session with a
+  // backlog resumed by resending it all at once, over a small max_pending: cut as a slow
+  // consumer, reconnecting into the same cut forever. The resend burst is now allowed.
+  it("regression: a resumed session's resend burst does not make its client a slow consumer (seed 553257364)", async () => {
+    const r = await runSim({ seed: 553_257_364, steps: 2000, mqtt: true })
+    if (!r.ok) expect.fail(explain(r, "net"))
+  })
+
   it("finds a recovery that forgets the PUBRELs it owes (planted), with a seed that replays it", async () => {
     const r = await runSim({ seed: 18, steps: STEPS, faults: "disk", mqtt: true, plant: "mqtt-forget-pubrel" })
     expect(r.ok).toBe(false)

@@ -363,11 +363,14 @@ export class MqttBridge {
     if (bufs.length === 1) c.conn.write(bufs[0])
     else c.conn.writev(bufs)
     // A subscriber that does not read is cut off at max_pending, as NATS clients are; its will goes out.
-    if (!c.closed && c.conn.writableLength() > this.server.options.maxPending) {
+    const pending = c.conn.writableLength()
+    const maxPending = this.server.options.maxPending
+    if (c.resendAllowance > 0 && pending <= maxPending) c.resendAllowance = 0
+    if (!c.closed && pending > maxPending + c.resendAllowance) {
       this.server.slowConsumers++
       c.client.account.slowConsumers++
       c.reasonOverride = ClosedReason.SlowConsumerPendingBytes
-      this.server.log.warn(`MQTT client "${c.session.clientId}" - Slow Consumer Detected: pending ${c.conn.writableLength()} bytes over max_pending ${this.server.options.maxPending}`)
+      this.server.log.warn(`MQTT client "${c.session.clientId}" - Slow Consumer Detected: pending ${pending} bytes over max_pending ${maxPending}`)
       this.input(c, { type: "connectionLost" })
     }
   }
@@ -413,6 +416,10 @@ export class MqttBridge {
       return
     }
     this.input(c, { type: "sessionReady", stored })
+    // The resumed session resends what is unacknowledged at once [MQTT-4.4.0-1]: that burst
+    // (bounded by the in-flight window) may exceed max_pending without the client being slow;
+    // cut for it, a client with a backlog would reconnect into the same cut forever.
+    if (stored !== undefined) for (const b of c.out) c.resendAllowance += b.length
     if (store !== undefined && !c.closed) {
       c.recordDirty = "now"
       this.hold(c)

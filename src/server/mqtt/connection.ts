@@ -57,6 +57,8 @@ export class MqttConnection {
   lastActivity: number
   /** Why the server closed it, when the session did not decide (slow consumer). */
   reasonOverride: string | undefined
+  /** Bytes of the resend burst of a resumed session, allowed over max_pending until it drains. */
+  resendAllowance = 0
   inMsgs = 0
   outMsgs = 0
   inBytes = 0
