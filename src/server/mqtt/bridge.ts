@@ -288,7 +288,7 @@ export class MqttBridge {
     } else {
       const buf = encode(packet)
       c.outBytes += buf.length
-      c.out.push(buf)
+      c.out.writeBytes(buf, 0, buf.length)
     }
     this.markDirty(c)
   }
@@ -305,9 +305,9 @@ export class MqttBridge {
       if (c.recordDirty === "now") this.writeRecord(c)
       if ((c.held || c.awaiting > 0) && !c.closed && this.persistence !== undefined) {
         c.held = false
-        if (c.out.length === 0) continue
-        ;(held ??= []).push([c, c.out])
-        c.out = []
+        const bufs = c.out.takeAll()
+        if (bufs === undefined) continue
+        ;(held ??= []).push([c, bufs])
         c.awaiting++
         continue
       }
@@ -352,10 +352,8 @@ export class MqttBridge {
   }
 
   private writeOut(c: MqttConnection): void {
-    if (c.out.length === 0) return
-    const bufs = c.out
-    c.out = []
-    this.writeBufs(c, bufs)
+    const bufs = c.out.takeAll()
+    if (bufs !== undefined) this.writeBufs(c, bufs)
   }
 
   private writeBufs(c: MqttConnection, bufs: Array<Buffer>): void {
@@ -419,7 +417,7 @@ export class MqttBridge {
     // The resumed session resends what is unacknowledged at once [MQTT-4.4.0-1]: that burst
     // (bounded by the in-flight window) may exceed max_pending without the client being slow;
     // cut for it, a client with a backlog would reconnect into the same cut forever.
-    if (stored !== undefined) for (const b of c.out) c.resendAllowance += b.length
+    if (stored !== undefined) c.resendAllowance += c.out.length
     if (store !== undefined && !c.closed) {
       c.recordDirty = "now"
       this.hold(c)

@@ -5,6 +5,7 @@
 import { EventEmitter } from "node:events"
 import * as MqttPacket from "mqtt-packet"
 import type { ClientPacket, ConnectFlags, ServerPacket } from "../../core/mqtt/index.js"
+import { OutBuf } from "../../core/nats/outbuf.js"
 
 const GENERATE_OPTS = { protocolVersion: 4 }
 
@@ -16,11 +17,11 @@ const varintLength = (n: number): number => (n < 128 ? 1 : n < 16_384 ? 2 : n < 
 /**
  * A PUBLISH, the packet of the delivery path, written directly (mqtt-packet's generic
  * generator costs about a microsecond per packet): fixed header, topic, packet id,
- * payload. Appends one buffer to `out`, or two when the payload goes by reference;
- * returns the bytes appended.
+ * payload, into the connection's output slab (one allocation per flush, not per
+ * packet); a large payload is queued by reference. Returns the bytes appended.
  */
 export const encodePublish = (
-  out: Array<Buffer>,
+  out: OutBuf,
   topic: string,
   payload: Uint8Array,
   qos: number,
@@ -40,9 +41,9 @@ export const encodePublish = (
   const remaining = 2 + topicLen + (qos > 0 ? 2 : 0) + payload.length
   const byRef = payload.length >= PUBLISH_BY_REFERENCE
   const headLen = 1 + varintLength(remaining) + remaining - (byRef ? payload.length : 0)
-  const b = Buffer.allocUnsafe(headLen)
-  b[0] = 0x30 | (dup ? 0x08 : 0) | (qos << 1) | (retain ? 0x01 : 0)
-  let i = 1
+  const b = out.reserve(headLen)
+  let i = out.cursor
+  b[i++] = 0x30 | (dup ? 0x08 : 0) | (qos << 1) | (retain ? 0x01 : 0)
   let n = remaining
   do {
     let d = n % 128
@@ -58,10 +59,18 @@ export const encodePublish = (
     b[i++] = (messageId ?? 0) >> 8
     b[i++] = (messageId ?? 0) & 0xff
   }
-  if (byRef) out.push(b, Buffer.isBuffer(payload) ? payload : Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength))
-  else {
-    b.set(payload, i)
-    out.push(b)
+  if (byRef) {
+    out.commit(i)
+    const p = Buffer.isBuffer(payload) ? payload : Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength)
+    out.writeRef(p, 0, p.length)
+  } else {
+    const n = payload.length
+    if (n < 24) for (let k = 0; k < n; k++) b[i++] = payload[k]
+    else {
+      b.set(payload, i)
+      i += n
+    }
+    out.commit(i)
   }
   return headLen + (byRef ? payload.length : 0)
 }
@@ -84,9 +93,9 @@ export const encode = (p: ServerPacket): Buffer => {
       return b
     }
     case "publish": {
-      const out: Array<Buffer> = []
+      const out = new OutBuf(64)
       encodePublish(out, p.topic, p.payload, p.qos, p.retain, p.dup, p.messageId)
-      return out.length === 1 ? out[0] : Buffer.concat(out)
+      return out.take()!
     }
     case "suback":
       return MqttPacket.generate({ cmd: "suback", messageId: p.messageId, granted: [...p.granted] }, GENERATE_OPTS)

@@ -19,6 +19,7 @@ import type { Server } from "../server.js"
 import type { Subscription } from "../subscription.js"
 import { mqttAuthenticator } from "./auth.js"
 import { MqttParser } from "./codec.js"
+import { OutBuf } from "../../core/nats/outbuf.js"
 
 /**
  * Credentials and permissions of the NATS side: the user name and password of CONNECT
@@ -51,7 +52,8 @@ export class MqttConnection {
   readonly parser = new MqttParser()
   /** Sublist entries per MQTT filter. */
   readonly subs = new Map<string, Array<Subscription>>()
-  out: Array<Buffer> = []
+  /** Output of this event-loop turn, written once per flush. */
+  readonly out = new OutBuf(4096)
   dirty = false
   closed = false
   lastActivity: number
