@@ -113,6 +113,11 @@ export class MqttSession {
   private lastPubSubject: ReturnType<typeof topicToSubject> | undefined
   private lastDeliverSubject: string | undefined
   private lastDeliverTopic = ""
+  /** The best granted QoS for lastDeliverSubject, valid while `subsVersion` is `lastDeliverVersion`. */
+  private lastDeliverBest = -1
+  private lastDeliverVersion = -1
+  /** Bumped on every change to `subs`. */
+  private subsVersion = 0
 
   constructor(
     now: number,
@@ -357,7 +362,10 @@ export class MqttSession {
   private restore(s: SessionSnapshot, now: number): void {
     for (const sub of s.subscriptions) {
       const subjects = subscriptionSubjects(sub.filter)
-      if (subjects.ok) this.subs.set(sub.filter, { qos: sub.qos, subjects: subjects.value })
+      if (subjects.ok) {
+        this.subs.set(sub.filter, { qos: sub.qos, subjects: subjects.value })
+        this.subsVersion++
+      }
     }
     for (const o of s.outbound) this.out.add({ ...o, deadline: now + this.config.ackWaitMs })
     for (const q of s.queued) this.out.queue.push({ ...q })
@@ -500,6 +508,7 @@ export class MqttSession {
       const g = minQos(qos, MAX_QOS)
       // An identical filter replaces the existing subscription [MQTT-3.8.4-3].
       this.subs.set(filter, { qos: g, subjects: subjects.value })
+      this.subsVersion++
       granted.push(g)
       this.emit({ type: "subscribe", filter, subjects: subjects.value, qos: g, restored: false })
     }
@@ -513,7 +522,7 @@ export class MqttSession {
     for (const filter of filters) {
       const s = this.subs.get(filter)
       if (s === undefined) continue
-      this.subs.delete(filter)
+      if (this.subs.delete(filter)) this.subsVersion++
       this.emit({ type: "unsubscribe", filter, subjects: s.subjects })
     }
     this.send({ cmd: "unsuback", messageId }) // even when nothing matched [MQTT-3.10.4-5]
@@ -533,16 +542,20 @@ export class MqttSession {
 
   private onDeliver(subject: string, payload: Uint8Array, msgQos: number, ref: string | number | undefined, now: number) {
     if (this.phase !== "connected") return
-    let best = -1
-    for (const [filter, s] of this.subs) {
-      if (s.qos > best && filterMatchesSubject(filter, s.subjects, subject)) best = s.qos
+    // Devices get the same few subjects over and over: the last one's QoS and topic are kept.
+    if (subject !== this.lastDeliverSubject || this.lastDeliverVersion !== this.subsVersion) {
+      let best = -1
+      for (const [filter, s] of this.subs) {
+        if (s.qos > best && filterMatchesSubject(filter, s.subjects, subject)) best = s.qos
+      }
+      if (subject !== this.lastDeliverSubject) this.lastDeliverTopic = subjectToTopic(subject)
+      this.lastDeliverSubject = subject
+      this.lastDeliverBest = best
+      this.lastDeliverVersion = this.subsVersion
     }
+    const best = this.lastDeliverBest
     if (best < 0) return
     // Forwarded to an established subscription: retain is 0 [MQTT-3.3.1-9].
-    if (subject !== this.lastDeliverSubject) {
-      this.lastDeliverSubject = subject
-      this.lastDeliverTopic = subjectToTopic(subject)
-    }
     this.deliverOut(this.lastDeliverTopic, payload, minQos(msgQos, best), false, ref, now)
   }
 

@@ -186,14 +186,29 @@ const lengthViolation = (type: number, length: number): string | undefined => {
 }
 
 const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true })
+const EMPTY = Buffer.alloc(0)
 
-/** A cursor over one packet body; every read checks the bounds ("lengths that lie"). */
+/**
+ * A cursor over one packet body, buf[pos, end); every read checks the bounds ("lengths
+ * that lie"). One per parser, reset for each packet.
+ */
 class BodyReader {
+  buf: Buffer = Buffer.alloc(0)
   pos = 0
-  constructor(readonly buf: Buffer) {}
+  end = 0
+  /** The last topic name read and its bytes: a device publishes to the same topics over and over. */
+  private lastTopic = ""
+  private lastTopicBytes: Buffer = Buffer.alloc(0)
+
+  reset(buf: Buffer, start: number, end: number): this {
+    this.buf = buf
+    this.pos = start
+    this.end = end
+    return this
+  }
 
   get remaining(): number {
-    return this.buf.length - this.pos
+    return this.end - this.pos
   }
 
   byte(what: string): number {
@@ -218,28 +233,63 @@ class BodyReader {
 
   /** A UTF-8 encoded string: well-formed [MQTT-1.5.3-1] and without U+0000 [MQTT-1.5.3-2]. */
   string(what: string): string {
-    const b = this.binary(what)
+    const n = this.u16(`${what} length`)
+    if (this.remaining < n) throw new MalformedPacket(`${what} of ${n} bytes past the end of the packet`)
+    const buf = this.buf
+    const start = this.pos
+    const end = start + n
+    this.pos = end
     let ascii = true
-    for (let i = 0; i < b.length; i++) {
-      if (b[i] === 0) throw new MalformedPacket(`${what} contains U+0000`)
-      if (b[i] >= 0x80) ascii = false
+    for (let i = start; i < end; i++) {
+      if (buf[i] === 0) throw new MalformedPacket(`${what} contains U+0000`)
+      if (buf[i] >= 0x80) ascii = false
     }
     // Most topics and ids are ASCII: no decoder needed for them.
-    if (ascii) return b.toString("latin1")
+    if (ascii) return buf.toString("latin1", start, end)
     try {
-      return utf8.decode(b)
+      return utf8.decode(buf.subarray(start, end))
     } catch {
       throw new MalformedPacket(`${what} is not well-formed UTF-8`)
     }
   }
 
+  /** A topic name: the same string as last time when the bytes are the same (no allocation, same identity). */
+  topic(what: string): string {
+    if (this.remaining >= 2) {
+      const buf = this.buf
+      const n = (buf[this.pos] << 8) | buf[this.pos + 1]
+      const last = this.lastTopicBytes
+      if (n === last.length && n > 0 && this.remaining >= 2 + n) {
+        const start = this.pos + 2
+        let same = true
+        for (let i = 0; i < n; i++) {
+          if (buf[start + i] !== last[i]) {
+            same = false
+            break
+          }
+        }
+        if (same) {
+          this.pos = start + n
+          return this.lastTopic
+        }
+      }
+    }
+    const at = this.pos + 2
+    const s = this.string(what)
+    if (this.pos - at <= 256) {
+      this.lastTopic = s
+      this.lastTopicBytes = Buffer.from(this.buf.subarray(at, this.pos))
+    }
+    return s
+  }
+
   rest(): Buffer {
-    const b = this.buf.subarray(this.pos)
-    this.pos = this.buf.length
+    const b = this.buf.subarray(this.pos, this.end)
+    this.pos = this.end
     return b
   }
 
-  end(what: string): void {
+  done(what: string): void {
     if (this.remaining !== 0) throw new MalformedPacket(`${this.remaining} bytes after the end of the ${what}`)
   }
 }
@@ -268,13 +318,13 @@ const decodeConnect = (r: BodyReader): ClientPacket => {
     : undefined
   const username = flags.username ? r.string("user name") : undefined // [MQTT-3.1.3-11]
   const password = flags.password ? r.binary("password") : undefined
-  r.end("CONNECT payload")
+  r.done("CONNECT payload")
   return { cmd: "connect", protocolId, protocolVersion, clean: (f & 0x02) !== 0, clientId, keepalive, username, password, will, flags }
 }
 
 const decodePublish = (first: number, r: BodyReader): ClientPacket => {
   const qos = (first >> 1) & 3
-  const topic = r.string("topic name") // [MQTT-3.3.2-1]
+  const topic = r.topic("topic name") // [MQTT-3.3.2-1]
   const messageId = qos > 0 ? r.u16("packet identifier") : undefined
   return { cmd: "publish", topic, payload: r.rest(), qos, retain: (first & 1) !== 0, dup: (first & 8) !== 0, messageId }
 }
@@ -300,8 +350,9 @@ const decodeUnsubscribe = (r: BodyReader): ClientPacket => {
 }
 
 /** The packet of a complete fixed header and body; throws `MalformedPacket`. */
-export const decodePacket = (first: number, body: Buffer): ClientPacket => {
-  const r = new BodyReader(body)
+export const decodePacket = (first: number, body: Buffer): ClientPacket => decodeWith(new BodyReader().reset(body, 0, body.length), first)
+
+const decodeWith = (r: BodyReader, first: number): ClientPacket => {
   switch (first >> 4) {
     case PacketType.Connect:
       return decodeConnect(r)
@@ -343,6 +394,7 @@ export class MqttParser extends EventEmitter {
   private multiplier = 1
   private chunks: Array<Buffer> = []
   private have = 0
+  private readonly reader = new BodyReader()
 
   /** The packet being read: its announced remaining length (0 between packets). */
   get packet(): { readonly length: number } {
@@ -376,17 +428,25 @@ export class MqttParser extends EventEmitter {
           const bad = lengthViolation(this.first >> 4, this.length)
           if (bad !== undefined) return this.fail(bad)
           this.state = ParseState.Body
-          if (this.length === 0) this.complete(Buffer.alloc(0))
+          if (this.length === 0) this.complete(chunk, i, i)
           break
         }
         case ParseState.Body: {
+          // The whole body in this chunk (the common case): decoded in place.
+          if (this.have === 0 && chunk.length - i >= this.length) {
+            const end = i + this.length
+            this.complete(chunk, i, end)
+            i = end
+            break
+          }
           const take = Math.min(this.length - this.have, chunk.length - i)
           this.chunks.push(chunk.subarray(i, i + take))
           this.have += take
           i += take
           if (this.have === this.length) {
             const body = this.chunks.length === 1 ? this.chunks[0] : Buffer.concat(this.chunks, this.length)
-            this.complete(body)
+            this.chunks = []
+            this.complete(body, 0, body.length)
           }
           break
         }
@@ -406,13 +466,13 @@ export class MqttParser extends EventEmitter {
     }
   }
 
-  private complete(body: Buffer): void {
-    this.chunks = []
+  private complete(buf: Buffer, start: number, end: number): void {
     this.have = 0
     this.state = ParseState.Header
     let packet: ClientPacket
     try {
-      packet = decodePacket(this.first, body)
+      packet = decodeWith(this.reader.reset(buf, start, end), this.first)
+      this.reader.reset(EMPTY, 0, 0) // the chunk is not kept past its packets
     } catch (e) {
       if (!(e instanceof MalformedPacket)) throw e
       this.fail(e.reason)
