@@ -13,6 +13,7 @@ import {
   filterMatchesSubject,
   MAX_TOPIC_BYTES,
   type QoS,
+  type ServerPacket,
   recordTakeover,
   type SessionAction,
   type SessionInput,
@@ -27,7 +28,7 @@ import type { Client } from "../client.js"
 import type { Server } from "../server.js"
 import { ClosedReason } from "../reasons.js"
 import type { Subscription } from "../subscription.js"
-import { encode, encodePublish } from "./codec.js"
+import { encodeInto } from "./codec.js"
 import { closedRecord, MqttConnection } from "./connection.js"
 import type { MqttAccountStore, MqttPersistence, RetainedMsg } from "./persist.js"
 
@@ -272,7 +273,7 @@ export class MqttBridge {
     this.server.env.scheduleFlush(this.flushFn)
   }
 
-  private send(c: MqttConnection, packet: Parameters<typeof encode>[0]): void {
+  private send(c: MqttConnection, packet: ServerPacket): void {
     if (c.closed) return
     if (packet.cmd === "publish") {
       c.outMsgs++
@@ -283,13 +284,7 @@ export class MqttBridge {
         c.held = true
       } else if (packet.qos === 1 && c.recordDirty === undefined && this.persisted(c) !== undefined) c.recordDirty = "lazy"
     }
-    if (packet.cmd === "publish") {
-      c.outBytes += encodePublish(c.out, packet.topic, packet.payload, packet.qos, packet.retain, packet.dup, packet.messageId)
-    } else {
-      const buf = encode(packet)
-      c.outBytes += buf.length
-      c.out.writeBytes(buf, 0, buf.length)
-    }
+    c.outBytes += encodeInto(c.out, packet)
     this.markDirty(c)
   }
 

@@ -78,30 +78,46 @@ export const encodePublish = (
 /** First bytes of the four-byte acknowledgements (PUBREL carries the required 0b0010 flags). */
 const ACK_HEADER = { puback: 0x40, pubrec: 0x50, pubrel: 0x62, pubcomp: 0x70 } as const
 
-/** The wire bytes of a server packet (MQTT 3.1.1). */
-export const encode = (p: ServerPacket): Buffer => {
+/**
+ * A server packet (MQTT 3.1.1) appended to `out`: PUBLISH and the acknowledgements, the
+ * packets of the hot path, written in place; the others through mqtt-packet. Returns
+ * the bytes appended.
+ */
+export const encodeInto = (out: OutBuf, p: ServerPacket): number => {
   switch (p.cmd) {
     case "puback":
     case "pubrec":
     case "pubrel":
     case "pubcomp": {
-      const b = Buffer.allocUnsafe(4)
-      b[0] = ACK_HEADER[p.cmd]
-      b[1] = 2
-      b[2] = p.messageId >> 8
-      b[3] = p.messageId & 0xff
-      return b
+      const b = out.reserve(4)
+      const i = out.cursor
+      b[i] = ACK_HEADER[p.cmd]
+      b[i + 1] = 2
+      b[i + 2] = p.messageId >> 8
+      b[i + 3] = p.messageId & 0xff
+      out.commit(i + 4)
+      return 4
     }
-    case "publish": {
-      const out = new OutBuf(64)
-      encodePublish(out, p.topic, p.payload, p.qos, p.retain, p.dup, p.messageId)
-      return out.take()!
+    case "publish":
+      return encodePublish(out, p.topic, p.payload, p.qos, p.retain, p.dup, p.messageId)
+    case "suback": {
+      const b = MqttPacket.generate({ cmd: "suback", messageId: p.messageId, granted: [...p.granted] }, GENERATE_OPTS)
+      out.writeBytes(b, 0, b.length)
+      return b.length
     }
-    case "suback":
-      return MqttPacket.generate({ cmd: "suback", messageId: p.messageId, granted: [...p.granted] }, GENERATE_OPTS)
-    default:
-      return MqttPacket.generate(p as MqttPacket.Packet, GENERATE_OPTS)
+    default: {
+      const b = MqttPacket.generate(p as MqttPacket.Packet, GENERATE_OPTS)
+      out.writeBytes(b, 0, b.length)
+      return b.length
+    }
   }
+}
+
+/** The wire bytes of a server packet (MQTT 3.1.1). */
+export const encode = (p: ServerPacket): Buffer => {
+  const out = new OutBuf(64)
+  encodeInto(out, p)
+  return out.take()!
 }
 
 // ---- decoding ----
