@@ -5,7 +5,7 @@
 import { EventEmitter } from "node:events"
 import * as MqttPacket from "mqtt-packet"
 import type { ClientPacket, ConnectFlags, ServerPacket } from "../../core/mqtt/index.js"
-import { OutBuf } from "../../core/nats/outbuf.js"
+import { OutBuf, putBytes } from "../../core/nats/outbuf.js"
 
 const GENERATE_OPTS = { protocolVersion: 4 }
 
@@ -59,19 +59,11 @@ export const encodePublish = (
     b[i++] = (messageId ?? 0) >> 8
     b[i++] = (messageId ?? 0) & 0xff
   }
+  const p = Buffer.isBuffer(payload) ? payload : Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength)
   if (byRef) {
     out.commit(i)
-    const p = Buffer.isBuffer(payload) ? payload : Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength)
     out.writeRef(p, 0, p.length)
-  } else {
-    const n = payload.length
-    if (n < 24) for (let k = 0; k < n; k++) b[i++] = payload[k]
-    else {
-      b.set(payload, i)
-      i += n
-    }
-    out.commit(i)
-  }
+  } else out.commit(putBytes(b, i, p, 0, p.length))
   return headLen + (byRef ? payload.length : 0)
 }
 
@@ -239,22 +231,25 @@ class BodyReader {
     return v
   }
 
-  binary(what: string): Buffer {
+  /** A length-prefixed field: skips it and returns where it starts (it ends at `pos`). */
+  private field(what: string): number {
     const n = this.u16(`${what} length`)
     if (this.remaining < n) throw new MalformedPacket(`${what} of ${n} bytes past the end of the packet`)
-    const b = this.buf.subarray(this.pos, this.pos + n)
+    const start = this.pos
     this.pos += n
-    return b
+    return start
+  }
+
+  binary(what: string): Buffer {
+    const start = this.field(what)
+    return this.buf.subarray(start, this.pos)
   }
 
   /** A UTF-8 encoded string: well-formed [MQTT-1.5.3-1] and without U+0000 [MQTT-1.5.3-2]. */
   string(what: string): string {
-    const n = this.u16(`${what} length`)
-    if (this.remaining < n) throw new MalformedPacket(`${what} of ${n} bytes past the end of the packet`)
+    const start = this.field(what)
+    const end = this.pos
     const buf = this.buf
-    const start = this.pos
-    const end = start + n
-    this.pos = end
     let ascii = true
     for (let i = start; i < end; i++) {
       if (buf[i] === 0) throw new MalformedPacket(`${what} contains U+0000`)
