@@ -87,6 +87,21 @@ const rawConnect = async (clientId: string, clean: boolean) => {
   return { ...r, sessionPresent: ack.sessionPresent }
 }
 
+/**
+ * A raw persistent `<name>-sink` subscribed at QoS 2 to `<name>/t`, and one QoS 2 message
+ * from a clean `<name>-src` (disconnected again) delivered to it, not yet acknowledged.
+ */
+const qos2Delivered = async (name: string, payload: string) => {
+  const sub = await rawConnect(`${name}-sink`, false)
+  sub.send({ cmd: "subscribe", messageId: 1, subscriptions: [{ topic: `${name}/t`, qos: 2 }] })
+  await sub.waitFor((p) => p.cmd === "suback", "SUBACK")
+  const pub = await client(`${name}-src`, true)
+  await pub.client.publishAsync(`${name}/t`, payload, { qos: 2 })
+  const first = await sub.waitFor<MqttPacket.IPublishPacket>((p) => p.cmd === "publish", "PUBLISH")
+  await drop(pub)
+  return { sub, first }
+}
+
 describe("persistent sessions across a restart", () => {
   it("delivers QoS 1 messages published while the subscriber was away, in order, after a restart", async () => {
     await start()
@@ -140,14 +155,8 @@ describe("persistent sessions across a restart", () => {
 
   it("resends an unacknowledged QoS 2 PUBLISH after a restart with DUP and the same packet id", async () => {
     await start()
-    const sub = await rawConnect("q2-sink", false)
-    sub.send({ cmd: "subscribe", messageId: 1, subscriptions: [{ topic: "q2/t", qos: 2 }] })
-    await sub.waitFor((p) => p.cmd === "suback", "SUBACK")
-    const pub = await client("q2-src", true)
-    await pub.client.publishAsync("q2/t", "once", { qos: 2 })
-    const first = await sub.waitFor<MqttPacket.IPublishPacket>((p) => p.cmd === "publish", "PUBLISH")
+    const { first } = await qos2Delivered("q2", "once")
     expect(first.qos).toBe(2)
-    await drop(pub)
     await js!.restart()
     const again = await rawConnect("q2-sink", false)
     expect(again.sessionPresent).toBe(true)
@@ -173,15 +182,9 @@ describe("persistent sessions across a restart", () => {
   // handed out again while the client still holds it, and that message dropped as a resend.
   it("owes the PUBREL after a restart even when $MQTT_out lost its record: the session record says so too", async () => {
     await start()
-    const sub = await rawConnect("rel-sink", false)
-    sub.send({ cmd: "subscribe", messageId: 1, subscriptions: [{ topic: "rel/t", qos: 2 }] })
-    await sub.waitFor((p) => p.cmd === "suback", "SUBACK")
-    const pub = await client("rel-src", true)
-    await pub.client.publishAsync("rel/t", "x", { qos: 2 })
-    const msg = await sub.waitFor<MqttPacket.IPublishPacket>((p) => p.cmd === "publish", "PUBLISH")
+    const { sub, first: msg } = await qos2Delivered("rel", "x")
     sub.send({ cmd: "pubrec", messageId: msg.messageId })
     await sub.waitFor((p) => p.cmd === "pubrel", "PUBREL")
-    await drop(pub)
     await js!.restart(() => {
       const out = findDir(js!.storeDir, (name) => name.includes("MQTT_out"))
       expect(out, "the $MQTT_out stream's folder").toBeDefined()
