@@ -51,6 +51,7 @@ export const SIZES = [16, 128, 1024, 16384] as const
 const cpu: ReadonlyArray<Metric> = [
   { key: "srvCpuPct", label: "srv CPU", format: "pct" },
   { key: "srvUsPerMsg", label: "srv µs/msg", format: "us" },
+  { key: "srvSysPct", label: "srv sys", format: "pct" },
   { key: "genCpuPct", label: "gen CPU", format: "pct" }
 ]
 

@@ -93,7 +93,7 @@ export const watch = (pid: number): ProcWatch => {
 export const cpuNow = (serverPid: number) => ({
   t: performance.now(),
   gen: process.cpuUsage(),
-  srv: watch(serverPid).cpuMicros()
+  srv: watch(serverPid).cpuTimes()
 })
 
 export const cpuMetrics = (
@@ -109,9 +109,11 @@ export const cpuMetrics = (
     genUsPerMsg: msgs > 0 ? genUs / msgs : 0
   }
   if (start.srv !== undefined && end.srv !== undefined) {
-    const srvUs = end.srv - start.srv
+    const srvUs = end.srv.total - start.srv.total
     out.srvCpuPct = (100 * srvUs) / wallUs
     out.srvUsPerMsg = msgs > 0 ? srvUs / msgs : 0
+    // the kernel's share (socket and file system calls): what no user-space change removes
+    if (srvUs > 0) out.srvSysPct = (100 * (end.srv.system - start.srv.system)) / srvUs
   }
   return out
 }

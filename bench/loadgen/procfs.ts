@@ -66,10 +66,17 @@ export class ProcWatch {
   }
 
   cpuMicros(): number | undefined {
+    return this.cpuTimes()?.total
+  }
+
+  /** User and system (kernel) CPU time of the whole process, in microseconds. */
+  cpuTimes(): { readonly total: number; readonly system: number } | undefined {
     const s = this.read(this.statFd)
     if (s === undefined) return undefined
     const rest = s.slice(s.lastIndexOf(")") + 2).split(" ")
-    return ((Number(rest[11]) + Number(rest[12])) * 1e6) / clockTicks()
+    const us = 1e6 / clockTicks()
+    const system = Number(rest[12]) * us
+    return { total: Number(rest[11]) * us + system, system }
   }
 
   statusBytes(field: "VmRSS" | "VmHWM"): number | undefined {
