@@ -24,6 +24,8 @@ interface Options {
   /** Per scenario id; "*" for all. */
   count: Map<string, number>
   systems: Array<string>
+  /** --systems was given (an opt-in system named there is reported even when unavailable). */
+  systemsGiven: boolean
   iterations: number
   out: string
   /** Base name of the result files. */
@@ -72,6 +74,7 @@ const parseArgs = (argv: ReadonlyArray<string>): Options => {
     sizes: [...SIZES],
     count: new Map(),
     systems: SYSTEMS.map((s) => s.name),
+    systemsGiven: false,
     iterations: 3,
     out: path.join(ROOT, "bench/results"),
     name: "latest",
@@ -119,6 +122,7 @@ const parseArgs = (argv: ReadonlyArray<string>): Options => {
         break
       case "--systems":
       case "--system":
+        o.systemsGiven = true
         o.systems = value().split(",").map((n) => {
           const s = SYSTEMS.find((x) => x.name === n.trim())
           if (s === undefined) throw new Error(`unknown system ${n}; known: ${SYSTEMS.map((x) => x.name).join(", ")}`)
@@ -184,7 +188,9 @@ const main = async (): Promise<void> => {
   installCleanup()
   const opts = parseArgs(process.argv.slice(2))
   if (opts.render !== undefined) return rerender(opts.render)
-  const chosen = SYSTEMS.filter((s) => opts.systems.includes(s.name))
+  const chosen = SYSTEMS.filter(
+    (s) => opts.systems.includes(s.name) && (s.optIn !== true || opts.systemsGiven || s.available(ROOT).ok)
+  )
 
   if (opts.build && !opts.list && chosen.some((s) => s.subject)) {
     process.stdout.write("building Switchyard (tsc -p tsconfig.build.json) ... ")
@@ -203,6 +209,7 @@ const main = async (): Promise<void> => {
     console.log("systems:")
     for (const s of SYSTEMS) {
       const a = s.available(ROOT)
+      if (s.optIn === true && !a.ok) continue
       console.log(`  ${s.name.padEnd(12)} ${s.protocols.join("+").padEnd(38)} ${a.ok ? a.detail : `unavailable: ${a.detail}`}`)
     }
     return
@@ -378,7 +385,7 @@ const runOne = async (
     pin === undefined ? base : { cmd: "taskset", args: ["-c", String(pin.server), base.cmd, ...base.args] }
   let server
   try {
-    server = await startServer(cmd, args, sys.ready(ports, [step.sc.protocol]), { cwd: ROOT })
+    server = await startServer(cmd, args, sys.ready(ports, [step.sc.protocol]), { cwd: ROOT, env: base.env })
   } catch (e) {
     const msg = `could not start: ${e instanceof Error ? e.message : String(e)}`
     broken.set(sys.name, msg)

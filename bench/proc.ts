@@ -89,9 +89,10 @@ export const startServer = async (
   cmd: string,
   args: ReadonlyArray<string>,
   ready: ReadonlyArray<Readiness>,
-  opts: { readonly cwd: string; readonly timeoutMs?: number }
+  opts: { readonly cwd: string; readonly timeoutMs?: number; readonly env?: Readonly<Record<string, string>> }
 ): Promise<Server> => {
-  const child = spawn(cmd, args, { cwd: opts.cwd, stdio: ["ignore", "pipe", "pipe"] })
+  const env = opts.env === undefined ? process.env : { ...process.env, ...opts.env }
+  const child = spawn(cmd, args, { cwd: opts.cwd, env, stdio: ["ignore", "pipe", "pipe"] })
   live.add(child)
   let tail = ""
   const keep = (b: Buffer): void => {

@@ -28,6 +28,8 @@ export interface SystemDef {
    * version (printed as a skip note); undefined when it can.
    */
   readonly lacks?: (protocol: Protocol, version: string) => string | undefined
+  /** Left out of the default selection (and of --list) while unavailable: an opt-in system. */
+  readonly optIn?: boolean
   /** Bar colour in the chart. */
   readonly color: string
   readonly available: (root: string) => Availability
@@ -41,7 +43,7 @@ export interface SystemDef {
     ports: Ports,
     workDir: string,
     protocol: Protocol
-  ) => { readonly cmd: string; readonly args: ReadonlyArray<string> }
+  ) => { readonly cmd: string; readonly args: ReadonlyArray<string>; readonly env?: Readonly<Record<string, string>> }
   /** What to probe before the instance counts as started. */
   readonly ready: (ports: Ports, protocols: ReadonlyArray<Protocol>) => ReadonlyArray<Readiness>
 }
@@ -119,43 +121,78 @@ const packageJson = (root: string, name: string): { version: string } | undefine
  */
 const switchyardEntry = (root: string): string => process.env.SWITCHYARD_ENTRY ?? path.join(root, "dist/src/main.js")
 
+/** The version line of a Switchyard build at `entry` (another checkout's dist, or this one's). */
+const switchyardDetail = (root: string, entry: string, other: boolean): Availability => {
+  if (!existsSync(entry)) return { ok: false, detail: `${path.relative(root, entry)} not built` }
+  if (other) {
+    // another build: its own package.json (dist/src/main.js -> ../../package.json), not this checkout's rev
+    const pkgFile = path.resolve(path.dirname(entry), "../../package.json")
+    const v = existsSync(pkgFile) ? (JSON.parse(readFileSync(pkgFile, "utf8")) as { version: string }).version : "?"
+    return { ok: true, detail: `${v} on Node ${process.version} via ${entry}` }
+  }
+  const pkg = JSON.parse(readFileSync(path.join(root, "package.json"), "utf8")) as { version: string }
+  return { ok: true, detail: `${pkg.version} (${gitRev(root)}) on Node ${process.version}` }
+}
+
+// MQTT on a port of its own and the stream store in the run's directory, so that
+// neither 1883 nor ./data of the checkout is touched; JetStream is on by default
+// (MQTT QoS 1/2 keeps its state in streams), with the default sync_interval
+// "always": a PubAck / PUBACK only after the fsync
+const switchyardArgs = (entry: string, ports: Ports, workDir: string, extra: ReadonlyArray<string>): Array<string> => [
+  entry,
+  "-a",
+  "127.0.0.1",
+  "-p",
+  String(ports.nats),
+  "-m",
+  "0",
+  "--mqtt_port",
+  String(ports.mqtt),
+  "-sd",
+  path.join(workDir, "store"),
+  ...extra
+]
+
+/**
+ * An A/B variant of Switchyard, run as a peer of its own so that a change is measured
+ * against the code before it in the same run, alternating: SWITCHYARD_B_ENTRY=<main.js>
+ * (another build), SWITCHYARD_B_ARGS="--flag value" (extra flags), SWITCHYARD_B_ENV="K=V K2=V2".
+ */
+const variantB = {
+  entry: process.env.SWITCHYARD_B_ENTRY,
+  args: (process.env.SWITCHYARD_B_ARGS ?? "").split(" ").filter((a) => a !== ""),
+  env: Object.fromEntries(
+    (process.env.SWITCHYARD_B_ENV ?? "").split(" ").filter((kv) => kv.includes("=")).map((kv) => [kv.slice(0, kv.indexOf("=")), kv.slice(kv.indexOf("=") + 1)])
+  )
+}
+const variantBSet = variantB.entry !== undefined || variantB.args.length > 0 || Object.keys(variantB.env).length > 0
+
 export const SYSTEMS: ReadonlyArray<SystemDef> = [
   {
     name: "switchyard",
     subject: true,
     protocols: ["nats", "mqtt", "mqtt-qos2", "bridge", "jetstream"],
     color: "#2b7bb9",
+    available: (root) => switchyardDetail(root, switchyardEntry(root), process.env.SWITCHYARD_ENTRY !== undefined),
+    command: (root, ports, workDir) => ({ cmd: process.execPath, args: switchyardArgs(switchyardEntry(root), ports, workDir, []) }),
+    ready: natsReady
+  },
+  {
+    name: "switchyard-b",
+    subject: false,
+    optIn: true,
+    protocols: ["nats", "mqtt", "mqtt-qos2", "bridge", "jetstream"],
+    color: "#7fb3dc",
     available: (root) => {
-      const entry = switchyardEntry(root)
-      if (!existsSync(entry)) return { ok: false, detail: `${path.relative(root, entry)} not built` }
-      if (process.env.SWITCHYARD_ENTRY !== undefined) {
-        // another build: its own package.json (dist/src/main.js -> ../../package.json), not this checkout's rev
-        const other = path.resolve(path.dirname(entry), "../../package.json")
-        const v = existsSync(other) ? (JSON.parse(readFileSync(other, "utf8")) as { version: string }).version : "?"
-        return { ok: true, detail: `${v} on Node ${process.version} via ${entry}` }
-      }
-      const pkg = JSON.parse(readFileSync(path.join(root, "package.json"), "utf8")) as { version: string }
-      return { ok: true, detail: `${pkg.version} (${gitRev(root)}) on Node ${process.version}` }
+      if (!variantBSet) return { ok: false, detail: "no variant (set SWITCHYARD_B_ENTRY, SWITCHYARD_B_ARGS or SWITCHYARD_B_ENV)" }
+      const a = switchyardDetail(root, variantB.entry ?? switchyardEntry(root), variantB.entry !== undefined)
+      const how = [...variantB.args, ...Object.entries(variantB.env).map(([k, v]) => `${k}=${v}`)].join(" ")
+      return a.ok && how !== "" ? { ok: true, detail: `${a.detail} with ${how}` } : a
     },
-    // MQTT on a port of its own and the stream store in the run's directory, so that
-    // neither 1883 nor ./data of the checkout is touched; JetStream is on by default
-    // (MQTT QoS 1/2 keeps its state in streams), with the default sync_interval
-    // "always": a PubAck / PUBACK only after the fsync
     command: (root, ports, workDir) => ({
       cmd: process.execPath,
-      args: [
-        switchyardEntry(root),
-        "-a",
-        "127.0.0.1",
-        "-p",
-        String(ports.nats),
-        "-m",
-        "0",
-        "--mqtt_port",
-        String(ports.mqtt),
-        "-sd",
-        path.join(workDir, "store")
-      ]
+      args: switchyardArgs(variantB.entry ?? switchyardEntry(root), ports, workDir, variantB.args),
+      env: variantB.env
     }),
     ready: natsReady
   },
