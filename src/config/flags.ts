@@ -13,7 +13,7 @@ import {
   type OptionsPatch
 } from "./patch.js"
 import type { LogOptions } from "./options.js"
-import { parseHostPort } from "../schema/config.js"
+import { parseDurationMicros, parseHostPort } from "../schema/config.js"
 
 export type FlagsResult =
   | {
@@ -125,6 +125,18 @@ const flags: ReadonlyArray<FlagDef> = [
       if (hp === undefined || hp.port === undefined) return `${PORT} or host:port`
       if (hp.host !== undefined) s.top.httpHost = hp.host
       s.top.httpsPort = monitorPort(hp.port)
+      return undefined
+    }
+  },
+  {
+    names: ["busy_poll"],
+    arg: "<duration>",
+    group: "Server",
+    help: "Keep polling sockets this long after request-reply traffic instead of sleeping (default: 200us; 0 disables)",
+    apply: (s, v) => {
+      const us = parseDurationMicros(String(v).trim())
+      if (us === undefined) return 'a duration like "200us" or 0'
+      s.top.busyPollUs = us
       return undefined
     }
   },

@@ -141,6 +141,11 @@ export interface ServerOptions {
   readonly writeDeadlineMs: number
   readonly pingIntervalMs: number
   readonly pingMax: number
+  /**
+   * `busy_poll`: after small chunks of client I/O arriving close together, keep polling
+   * the sockets this long instead of sleeping (microseconds; 0 = never). See busy-poll.ts.
+   */
+  readonly busyPollUs: number
   readonly authTimeoutMs: number
   readonly maxClosedClients: number
   /** `no_header_support`: advertise `headers: false` and refuse HPUB. */
@@ -187,6 +192,7 @@ export const defaultOptions: ServerOptions = {
   writeDeadlineMs: 10_000,
   pingIntervalMs: 2 * 60_000,
   pingMax: 2,
+  busyPollUs: 200,
   authTimeoutMs: 2_000,
   maxClosedClients: 10_000,
   noHeaderSupport: false,

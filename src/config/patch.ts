@@ -75,6 +75,7 @@ export interface OptionsPatch {
   readonly maxSubscriptions?: number
   readonly writeDeadlineMs?: number
   readonly pingIntervalMs?: number
+  readonly busyPollUs?: number
   readonly pingMax?: number
   readonly maxClosedClients?: number
   readonly noHeaderSupport?: boolean
@@ -230,6 +231,7 @@ export const applyPatch = (base: ServerOptions, patch: OptionsPatch): ServerOpti
     maxSubscriptions: pick(patch.maxSubscriptions, base.maxSubscriptions),
     writeDeadlineMs: pick(patch.writeDeadlineMs, base.writeDeadlineMs),
     pingIntervalMs: pick(patch.pingIntervalMs, base.pingIntervalMs),
+    busyPollUs: pick(patch.busyPollUs, base.busyPollUs),
     pingMax: pick(patch.pingMax, base.pingMax),
     authTimeoutMs: pick(authorization?.timeoutMs, base.authTimeoutMs),
     maxClosedClients: pick(patch.maxClosedClients, base.maxClosedClients),

@@ -162,8 +162,8 @@ const UNIT_MS: Record<string, number> = {
   h: 3_600_000
 }
 
-/** Go's duration syntax (`30s`, `1h30m`, `500ms`, `1.5s`), in milliseconds. */
-export const parseDurationText = (text: string): number | undefined => {
+/** Go's duration syntax (`30s`, `1h30m`, `500ms`, `1.5s`, `200us`), in milliseconds, unrounded. */
+const parseDurationExact = (text: string): number | undefined => {
   if (text === "0") return 0
   if (text === "") return undefined
   DURATION_PART.lastIndex = 0
@@ -176,18 +176,43 @@ export const parseDurationText = (text: string): number | undefined => {
     ms += Number(m[1]) * UNIT_MS[m[2]]
     at = DURATION_PART.lastIndex
   }
-  return Math.round(ms)
+  return ms
 }
+
+/** Go's duration syntax (`30s`, `1h30m`, `500ms`, `1.5s`), in whole milliseconds. */
+export const parseDurationText = (text: string): number | undefined => {
+  const ms = parseDurationExact(text)
+  return ms === undefined ? undefined : Math.round(ms)
+}
+
+/** Go's duration syntax, in whole microseconds (for sub-millisecond settings). */
+export const parseDurationMicros = (text: string): number | undefined => {
+  const ms = parseDurationExact(text)
+  return ms === undefined ? undefined : Math.round(ms * 1000)
+}
+
+const durationText = (u: unknown): string | undefined =>
+  typeof u === "string" ? u.trim() : u instanceof ConfSize ? u.text : undefined
 
 const durationMs = (u: unknown): number | NoMatch => {
   if (typeof u === "number" && Number.isFinite(u) && u >= 0) return Math.round(u * 1000)
-  const text = typeof u === "string" ? u.trim() : u instanceof ConfSize ? u.text : undefined
+  const text = durationText(u)
   if (text === undefined) return NO
   return parseDurationText(text) ?? NO
 }
 
+const durationMicros = (u: unknown): number | NoMatch => {
+  if (typeof u === "number" && Number.isFinite(u) && u >= 0) return Math.round(u * 1e6)
+  const text = durationText(u)
+  if (text === undefined) return NO
+  return parseDurationMicros(text) ?? NO
+}
+
 /** A duration string (`"30s"`, bare `2m`), or a number of seconds. In milliseconds. */
 const Duration = leaf('a duration (like "30s" or "2m") or a number of seconds', durationMs)
+
+/** The same, in microseconds (`200us`, `0.5ms`). */
+const DurationMicros = leaf('a duration (like "200us" or "1ms") or a number of seconds', durationMicros)
 
 /** `sync_interval`: `always`, or a positive duration (a number is seconds). In milliseconds. */
 const SyncInterval = leaf('a positive duration (like "2m" or "10s") or always', (u): "always" | number | NoMatch => {
@@ -567,6 +592,7 @@ const topFields = {
   write_deadline: opt(Duration),
   ping_interval: opt(Duration),
   ping_max: opt(NonNegInt),
+  busy_poll: opt(DurationMicros),
   max_closed_clients: opt(NonNegInt),
   no_header_support: opt(Bool),
   tls: opt(Tls),
@@ -612,6 +638,7 @@ export const ConfigFile: Schema.Schema<OptionsPatch, unknown> = block(topFields,
     writeDeadlineMs: s.write_deadline,
     pingIntervalMs: s.ping_interval,
     pingMax: s.ping_max,
+    busyPollUs: s.busy_poll,
     maxClosedClients: s.max_closed_clients,
     noHeaderSupport: s.no_header_support,
     tls: s.tls,

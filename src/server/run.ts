@@ -5,6 +5,7 @@ import { Effect, Random, type Scope } from "effect"
 import type { ServerOptions } from "../config/options.js"
 import { Log } from "../services/log.js"
 import { Transport, type TransportError } from "../services/transport.js"
+import { BusyPoll } from "./busy-poll.js"
 import { wireImports } from "./imports.js"
 import { makeServerId, Server } from "./server.js"
 
@@ -12,6 +13,8 @@ export interface RunningServer {
   readonly server: Server
   readonly host: string
   readonly port: number
+  /** The event loop's busy polling (`busy_poll`); undefined when it is off. */
+  readonly busyPoll: BusyPoll | undefined
 }
 
 /** A small, fast seeded generator (xorshift32) for per-message choices; the seed comes from Effect's Random. */
@@ -42,7 +45,11 @@ export const startNatsServer = (
     const clock = yield* Effect.clock
     const random = xorshift(yield* Random.nextIntBetween(1, 0x7fffffff))
     const now = () => clock.unsafeCurrentTimeMillis()
+    const poll = options.busyPollUs > 0
+      ? new BusyPoll(options.busyPollUs / 1000, { now: () => performance.now(), schedule: (f) => setImmediate(f) })
+      : undefined
     const server = new Server(options, {
+      activity: poll === undefined ? undefined : (bytes) => poll.activity(bytes),
       now,
       nanos: () => Number(clock.unsafeCurrentTimeNanos()),
       random,
@@ -68,5 +75,5 @@ export const startNatsServer = (
       Effect.forkScoped
     )
     log.info(`Listening for client connections on ${hostPort(listener.host, listener.port)}`)
-    return { server, host: listener.host, port: listener.port }
+    return { server, host: listener.host, port: listener.port, busyPoll: poll }
   })

@@ -26,6 +26,8 @@ export interface ServerEnv {
   readonly log: LogService
   /** Run `flush` once, after the current batch of I/O callbacks (setImmediate in production). */
   readonly scheduleFlush: (flush: () => void) => void
+  /** Called for every chunk read from a client socket (NATS or MQTT): the shell's busy polling. */
+  readonly activity?: (bytes: number) => void
   readonly serverId: string
 }
 
@@ -138,6 +140,7 @@ export class Server {
     return {
       onData: (chunk) => {
         if (c.closed) return
+        this.env.activity?.(chunk.length)
         c.lastActivity = this.env.now()
         c.parser.feed(chunk)
       },

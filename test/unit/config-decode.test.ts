@@ -152,6 +152,18 @@ describe("limits", () => {
     expect(options("write_deadline: 1.5").writeDeadlineMs).toBe(1500)
   })
 
+  it("reads busy_poll in microseconds: below a millisecond, 0 to turn it off, 200us by default", () => {
+    expect(options("").busyPollUs).toBe(200)
+    expect(options("busy_poll: 50us").busyPollUs).toBe(50)
+    expect(options("busy_poll: 50µs").busyPollUs).toBe(50)
+    expect(options('busy_poll: "1.5ms"').busyPollUs).toBe(1500)
+    expect(options("busy_poll: 0").busyPollUs).toBe(0)
+    expect(options("busy_poll: 0.0002").busyPollUs).toBe(200)
+    expect(failure("busy_poll: fast").detail).toBe(
+      'busy_poll: expected a duration (like "200us" or "1ms") or a number of seconds, got "fast"'
+    )
+  })
+
   it("accepts a size as a quoted string", () => {
     expect(options('max_payload: "64KB"').maxPayload).toBe(65536)
   })

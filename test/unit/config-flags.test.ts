@@ -74,6 +74,12 @@ describe("server flags", () => {
     expect(overrides("--https_port", "0.0.0.0:8444")).toEqual({ httpHost: "0.0.0.0", httpsPort: 8444 })
   })
 
+  it("--busy_poll takes a duration in microseconds or 0", () => {
+    expect(overrides("--busy_poll", "50us")).toEqual({ busyPollUs: 50 })
+    expect(overrides("--busy_poll=0")).toEqual({ busyPollUs: 0 })
+    expect(flagError("--busy_poll", "soon").message).toBe('invalid value "soon" for --busy_poll: expected a duration like "200us" or 0')
+  })
+
   it("-t asks for a strict check", () => {
     expect(run("-t", "-c", "x.conf")).toMatchObject({ checkOnly: true, configFile: "x.conf" })
   })

@@ -165,6 +165,7 @@ export class MqttBridge {
     return {
       onData: (chunk) => {
         if (c.closed) return
+        this.server.env.activity?.(chunk.length)
         const now = this.server.now()
         c.lastActivity = now
         c.inBytes += chunk.length
