@@ -93,6 +93,12 @@ export class MqttConn implements ClientEnd {
   onPubrecSent: ((pid: number) => void) | undefined
   closedAtLife = -1
   readonly errors: Array<string> = []
+  /**
+   * Packet ids of the QoS 1 / QoS 2 PUBLISHes sent on this connection, oldest first, not
+   * yet answered: the server must answer each kind in the order it received them
+   * [MQTT-4.6.0-2, -3].
+   */
+  private readonly unanswered: Record<1 | 2, Array<number>> = { 1: [], 2: [] }
 
   constructor(
     readonly serial: number,
@@ -126,6 +132,7 @@ export class MqttConn implements ClientEnd {
 
   send(p: MqttPacket.Packet): void {
     if (this.state === "closed" || this.silent) return
+    if (p.cmd === "publish" && p.qos > 0) this.unanswered[p.qos as 1 | 2].push(p.messageId!)
     const bytes = MqttPacket.generate(p, { protocolVersion: 4 })
     this.counts.outBytes += bytes.length
     if (p.cmd === "publish") this.counts.outMsgs++
@@ -159,6 +166,14 @@ export class MqttConn implements ClientEnd {
     this.device.events.closed(this)
   }
 
+  /** An answer to a QoS 1/2 PUBLISH must be the answer to the oldest one not yet answered. */
+  private answered(qos: 1 | 2, pid: number, what: string): void {
+    const q = this.unanswered[qos]
+    const at = q.indexOf(pid)
+    if (at > 0) this.errors.push(`${what} ${pid} before ${what} ${q[0]}: out of the order of the PUBLISHes [MQTT-4.6.0-${qos === 1 ? 2 : 3}]`)
+    if (at >= 0) q.splice(at, 1)
+  }
+
   private onPacket(p: MqttPacket.Packet): void {
     if (this.state === "closed") return
     const d = this.device
@@ -187,6 +202,7 @@ export class MqttConn implements ClientEnd {
         d.events.subacked(d, d.subs.map((s, i) => ({ filter: s.filter, qos: p.granted[i] as number })))
         return
       case "puback": {
+        this.answered(1, p.messageId!, "PUBACK")
         const m = d.outflight.get(p.messageId!)
         if (m === undefined || m.qos !== 1) return
         d.outflight.delete(m.pid)
@@ -194,6 +210,7 @@ export class MqttConn implements ClientEnd {
         return
       }
       case "pubrec": {
+        this.answered(2, p.messageId!, "PUBREC")
         const m = d.outflight.get(p.messageId!)
         if (m === undefined || m.qos !== 2) return
         if (m.phase === "publish") d.events.accepted(m.no)

@@ -344,6 +344,9 @@ export class MqttBridge {
   private storeFailed(c: MqttConnection): void {
     if (c.closed) return
     c.reasonOverride = "Store Failure"
+    // What queued behind the failed write may acknowledge state that is not on disk
+    // (PUBRECs of later QoS 2 publishes): the client hears nothing more and resends.
+    c.out.clear()
     this.input(c, { type: "connectionLost" })
   }
 
@@ -495,7 +498,8 @@ export class MqttBridge {
   private close(c: MqttConnection): void {
     if (c.closed) return
     c.closed = true
-    if (c.awaiting === 0) this.writeOut(c)
+    // Output waiting for a commit (or held for this turn's) is not said: the connection ends first.
+    if (c.awaiting === 0 && !c.held) this.writeOut(c)
     c.conn.end()
     this.finish(c)
   }
