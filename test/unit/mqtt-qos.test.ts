@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest"
-import { MAX_PACKET_ID, OutWindow, recordTakeover } from "../../src/core/mqtt/qos.js"
+import { AckOrder, MAX_PACKET_ID, OutWindow, recordTakeover } from "../../src/core/mqtt/qos.js"
 import { bytes, connected, ofType, pkt, sent } from "../../src/core/mqtt/testing.js"
 import type { SessionAction } from "../../src/core/mqtt/types.js"
 
@@ -139,6 +139,56 @@ describe("QoS 1 inbound", () => {
     const { session } = connected({ deps: { canPublish: () => false } })
     const a = session.step(pkt({ cmd: "publish", topic: "a", payload: bytes("x"), qos: 1, retain: false, dup: false, messageId: 3 }), 0)
     expect(noDeadline(a)).toEqual([{ type: "send", packet: { cmd: "puback", messageId: 3 } }])
+  })
+})
+
+describe("acknowledgements keep the order of the PUBLISHes [MQTT-4.6.0-2, -3]", () => {
+  const publish = (messageId: number, qos: 1 | 2, topic = "a") =>
+    pkt({ cmd: "publish", topic, payload: bytes("x"), qos, retain: false, dup: false, messageId })
+
+  it("a confirmation that comes early waits for the earlier PUBLISH's, then both go, in order", () => {
+    const { session } = connected()
+    session.step(publish(1, 1), 0)
+    session.step(publish(2, 2), 0)
+    session.step(publish(3, 1), 0)
+    // the shell confirms 3 and 2 first (nothing to store for them), 1 after its commit
+    expect(sent(session.step({ type: "published", packetId: 3 }, 0))).toEqual([])
+    expect(sent(session.step({ type: "published", packetId: 2 }, 0))).toEqual([])
+    expect(sent(session.step({ type: "published", packetId: 1 }, 0))).toEqual([
+      { cmd: "puback", messageId: 1 },
+      { cmd: "pubrec", messageId: 2 },
+      { cmd: "puback", messageId: 3 }
+    ])
+  })
+
+  it("a duplicate QoS 2 PUBLISH or a refused one is answered behind a waiting acknowledgement", () => {
+    const { session } = connected({ deps: { canPublish: (topic: string) => topic !== "denied" } })
+    session.step(publish(1, 2), 0)
+    session.step({ type: "published", packetId: 1 }, 0)
+    session.step(publish(2, 1), 0) // waits for the shell
+    expect(sent(session.step(publish(1, 2), 0))).toEqual([]) // duplicate of 1: PUBREC again, but behind 2
+    expect(sent(session.step(publish(3, 1, "denied"), 0))).toEqual([])
+    expect(sent(session.step({ type: "published", packetId: 2 }, 0))).toEqual([
+      { cmd: "puback", messageId: 2 },
+      { cmd: "pubrec", messageId: 1 },
+      { cmd: "puback", messageId: 3 }
+    ])
+    // nothing waiting: answered at once
+    expect(sent(session.step(publish(1, 2), 0))).toEqual([{ cmd: "pubrec", messageId: 1 }])
+  })
+})
+
+describe("AckOrder", () => {
+  it("packs ids and kinds without losing either", () => {
+    const o = new AckOrder()
+    o.expect(65535)
+    o.expect(1)
+    o.confirm(1, "pubrec")
+    expect(o.next()).toBe(-1)
+    o.confirm(65535, "puback")
+    const out: Array<[number, string]> = []
+    for (let e = o.next(); e >= 0; e = o.next()) out.push([AckOrder.packetId(e), AckOrder.ack(e)])
+    expect(out).toEqual([[65535, "puback"], [1, "pubrec"]])
   })
 })
 

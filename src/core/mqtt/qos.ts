@@ -165,3 +165,60 @@ export const recordTakeover = (
   times.push(now)
   return { record: { times }, flapping: times.length > maxTakeovers }
 }
+
+/** An acknowledgement of an inbound PUBLISH: PUBACK (QoS 1) or PUBREC (QoS 2). */
+export type InboundAck = "puback" | "pubrec"
+
+const WAITING = 0
+const PUBACK = 1
+const PUBREC = 2
+
+/**
+ * Acknowledgements of inbound QoS 1/2 PUBLISHes go out in the order the PUBLISHes came
+ * [MQTT-4.6.0-2, -3], though the shell confirms them at different times: a message stored
+ * for a persistent session waits for its commit, a duplicate or a message nobody keeps
+ * is answered at once. An acknowledgement not yet confirmed holds back the ones after
+ * it. Entries are packed numbers (packet id × 4 + kind): nothing is allocated per message.
+ */
+export class AckOrder {
+  private entries: number[] = []
+  private head = 0
+
+  /** A PUBLISH whose acknowledgement waits for `confirm(id)`. */
+  expect(id: number): void {
+    this.entries.push(id * 4 + WAITING)
+  }
+
+  /** `id` is acknowledged with `ack`; take what may go out with `next()`. */
+  confirm(id: number, ack: InboundAck): void {
+    const entry = id * 4 + (ack === "puback" ? PUBACK : PUBREC)
+    for (let i = this.head; i < this.entries.length; i++) {
+      if (this.entries[i] === id * 4 + WAITING) {
+        this.entries[i] = entry
+        return
+      }
+    }
+    // Not expected (a duplicate, a refused publish): in line behind the waiting ones.
+    this.entries.push(entry)
+  }
+
+  /** The next acknowledgement that may go out, as a packed entry, or -1 while the first one waits. */
+  next(): number {
+    if (this.head === this.entries.length) return -1
+    const e = this.entries[this.head]
+    if (e % 4 === WAITING) return -1
+    if (++this.head === this.entries.length) {
+      this.entries.length = 0
+      this.head = 0
+    }
+    return e
+  }
+
+  static packetId(entry: number): number {
+    return entry >> 2
+  }
+
+  static ack(entry: number): InboundAck {
+    return entry % 4 === PUBACK ? "puback" : "pubrec"
+  }
+}

@@ -5,7 +5,7 @@
 // Overlapping subscriptions: the shell inputs each routed message once per session;
 // the session delivers it once, at the highest QoS granted by any matching filter
 // (capped by the message's QoS) — what nats-server does, and allowed by MQTT-3.3.5-1.
-import { InQos2, type OutFlight, OutWindow, type Queued } from "./qos.js"
+import { AckOrder, type InboundAck, InQos2, type OutFlight, OutWindow, type Queued } from "./qos.js"
 import {
   filterMatchesSubject,
   subjectToTopic,
@@ -104,6 +104,7 @@ export class MqttSession {
   private readonly subs = new Map<string, Subscription>()
   private readonly out: OutWindow
   private readonly inQos2 = new InQos2(65535)
+  private readonly acks = new AckOrder()
   private early: ClientPacket[] = []
   private lastDeadline: number | undefined
   private closeReasonValue: string | undefined
@@ -418,16 +419,17 @@ export class MqttSession {
     const allowed = this.deps.canPublish?.(p.topic, subject.value) ?? true
     if (qos === 2 && this.inQos2.has(id)) {
       // A duplicate before PUBREL is not routed again [MQTT-4.3.3-2].
-      if (this.inQos2.ids.get(id)!.confirmed) this.send({ cmd: "pubrec", messageId: id })
+      if (this.inQos2.ids.get(id)!.confirmed) this.acknowledge(id, "pubrec")
       return
     }
     if (!allowed) {
-      if (qos === 1) this.send({ cmd: "puback", messageId: id })
+      if (qos === 1) this.acknowledge(id, "puback")
       if (qos === 2) this.confirmQos2(id)
       return
     }
     this.emitRetain(p.topic, subject.value, p.payload, qos, p.retain)
     if (qos === 2) this.inQos2.ids.set(id, { confirmed: false })
+    if (qos > 0) this.acks.expect(id)
     this.emit({
       type: "publish",
       subject: subject.value,
@@ -441,7 +443,13 @@ export class MqttSession {
   private confirmQos2(id: number): void {
     this.inQos2.ids.set(id, { confirmed: true })
     this.emit({ type: "persist", stream: "$MQTT_qos2in", key: this.recordKey(id), record: { packetId: id } })
-    this.send({ cmd: "pubrec", messageId: id })
+    this.acknowledge(id, "pubrec")
+  }
+
+  /** PUBACK / PUBREC, behind the acknowledgements of earlier PUBLISHes still waiting [MQTT-4.6.0-2, -3]. */
+  private acknowledge(id: number, ack: InboundAck): void {
+    this.acks.confirm(id, ack)
+    for (let e = this.acks.next(); e >= 0; e = this.acks.next()) this.send({ cmd: AckOrder.ack(e), messageId: AckOrder.packetId(e) })
   }
 
   private recordKey(packetId: number): string {
@@ -456,7 +464,7 @@ export class MqttSession {
       if (!q2.confirmed) this.confirmQos2(id)
       return
     }
-    this.send({ cmd: "puback", messageId: id })
+    this.acknowledge(id, "puback")
   }
 
   private onPubrel(id: number): void {
