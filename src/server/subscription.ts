@@ -22,6 +22,12 @@ export class Subscription implements SubLike {
   /** Auto-unsubscribe after this many deliveries; 0 = never. */
   max = 0
   closed = false
+  /**
+   * A persistent MQTT session holds the QoS 1/2 messages it receives here until they are
+   * acknowledged, across restarts: a message any such subscription matches is stored
+   * before it is routed (and only then).
+   */
+  holdsMessages = false
 
   constructor(
     readonly client: Client,

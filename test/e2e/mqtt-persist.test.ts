@@ -239,6 +239,60 @@ describe("retained messages in $MQTT_rmsgs", () => {
   })
 })
 
+/** `$MQTT_msgs`' last sequence, from the stream API. */
+const msgsLastSeq = async (): Promise<number> => {
+  const { jsm } = await js!.client()
+  return (await jsm.streams.info("$MQTT_msgs")).state.last_seq
+}
+
+describe("what goes to disk", () => {
+  it("a QoS 1/2 message only clean sessions receive is acknowledged without a stored copy", async () => {
+    await start()
+    const sub = await client("clean-sink", true)
+    await sub.client.subscribeAsync("cl/#", { qos: 2 })
+    const pub = await client("clean-src", true)
+    await pub.client.publishAsync("cl/1", "one", { qos: 1 })
+    await pub.client.publishAsync("cl/2", "two", { qos: 2 })
+    expect((await sub.waitFor((m) => m.topic.startsWith("cl/"), 2)).map((m) => [m.payload, m.qos])).toEqual([["one", 1], ["two", 2]])
+    // after a restart nobody could be owed them: nothing to keep
+    expect(await msgsLastSeq()).toBe(0)
+  })
+
+  it("a message a persistent session takes, connected or away, is stored before the PUBACK", async () => {
+    await start()
+    const here = await client("keep-here", false)
+    await here.client.subscribeAsync("kp/here", { qos: 1 })
+    const away = await client("keep-away", false)
+    await away.client.subscribeAsync("kp/away", { qos: 1 })
+    await drop(away)
+    const pub = await client("keep-src", true)
+    await pub.client.publishAsync("kp/here", "h", { qos: 1 })
+    expect(await msgsLastSeq()).toBe(1)
+    await pub.client.publishAsync("kp/away", "a", { qos: 1 })
+    expect(await msgsLastSeq()).toBe(2)
+    // a QoS 0 subscription holds nothing: not stored
+    const zero = await client("keep-zero", false)
+    await zero.client.subscribeAsync("kp/zero", { qos: 0 })
+    await pub.client.publishAsync("kp/zero", "z", { qos: 1 })
+    expect(await msgsLastSeq()).toBe(2)
+  })
+
+  it("PUBACKs keep the order of the PUBLISHes when only the first one waited for the disk [MQTT-4.6.0-2]", async () => {
+    await start()
+    const holder = await client("order-holder", false)
+    await holder.client.subscribeAsync("ord/held", { qos: 1 })
+    const pub = await rawConnect("order-src", true)
+    pub.sock.write(
+      Buffer.concat([
+        MqttPacket.generate({ cmd: "publish", topic: "ord/held", payload: Buffer.from("stored"), qos: 1, messageId: 1, retain: false, dup: false }),
+        MqttPacket.generate({ cmd: "publish", topic: "ord/free", payload: Buffer.from("not stored"), qos: 1, messageId: 2, retain: false, dup: false })
+      ])
+    )
+    await eventually(() => pub.packets.filter((p) => p.cmd === "puback").length === 2, "two PUBACKs")
+    expect(pub.packets.filter((p) => p.cmd === "puback").map((p) => (p as MqttPacket.IPubackPacket).messageId)).toEqual([1, 2])
+  })
+})
+
 describe("the streams in /jsz", () => {
   it("lists the five $MQTT_ streams of the account once an MQTT client connected", async () => {
     await start()

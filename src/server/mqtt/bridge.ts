@@ -221,7 +221,7 @@ export class MqttBridge {
       case "accept":
         return this.onAccept(c, a.clientId, a.cleanSession)
       case "subscribe":
-        return this.subscribe(c, a.filter, a.subjects, a.restored)
+        return this.subscribe(c, a.filter, a.subjects, a.qos, a.restored)
       case "unsubscribe":
         return this.unsubscribe(c, a.filter)
       case "persist":
@@ -427,7 +427,7 @@ export class MqttBridge {
     const buf = Buffer.isBuffer(payload) ? payload : Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength)
     const store = qos > 0 ? this.storeOf(c.client.account.name) : undefined
     let ref: number | undefined
-    if (store !== undefined) {
+    if (store !== undefined && this.heldDurably(c, subject)) {
       // Kept until every persistent session it is routed to has it acknowledged.
       const r = store.storeMessage(subject, payload, qos)
       if (typeof r !== "number") {
@@ -447,18 +447,35 @@ export class MqttBridge {
     }
     if (ref !== undefined) store!.releaseIfUnheld(ref)
     if (confirm === undefined || c.closed) return
-    // In memory, a routed message counts as accepted; with streams, once it is on disk
-    // (confirmed by the commit that follows this turn's flush, one for all of them).
-    if (store === undefined) return this.input(c, { type: "published", packetId: confirm })
+    // A routed message counts as accepted once what it depends on is on disk: with streams,
+    // the commit that follows this turn's flush (one for all of them) when anything was
+    // written this turn; at once when nothing was (no persistent session wanted it, no
+    // retained copy). The session keeps the acknowledgements in the order of the PUBLISHes.
+    if (store === undefined || (ref === undefined && !this.persistence!.hasWrites())) {
+      return this.input(c, { type: "published", packetId: confirm })
+    }
     this.confirms.push(c, confirm)
     this.scheduleFlush()
   }
 
-  private subscribe(c: MqttConnection, filter: string, subjects: ReadonlyArray<string>, restored: boolean): void {
+  /**
+   * Whether a persistent session (connected, or away and still subscribed) would take a
+   * QoS 1/2 message on `subject`: then it is stored before routing, so that it survives
+   * a restart until acknowledged. Nothing else needs it on disk: a clean session's
+   * messages end with its connection, restart or not.
+   */
+  private heldDurably(c: MqttConnection, subject: string): boolean {
+    const psubs = c.client.account.sublist.match(subject).psubs
+    for (let i = 0; i < psubs.length; i++) if (psubs[i].holdsMessages && !psubs[i].closed) return true
+    return false
+  }
+
+  private subscribe(c: MqttConnection, filter: string, subjects: ReadonlyArray<string>, qos: QoS, restored: boolean): void {
     this.unsubscribe(c, filter)
     const list: Array<Subscription> = []
+    const holds = qos > 0 && !c.session.cleanSession
     for (const subject of subjects) {
-      list.push(this.server.internalSubscribe(c.client, subject, undefined, (subj, _reply, hdrLen, buf, start, end) => {
+      const sub = this.server.internalSubscribe(c.client, subject, undefined, (subj, _reply, hdrLen, buf, start, end) => {
         // Several subscriptions of one session can match one message: deliver it once.
         if (c.lastBuf === buf && c.lastStart === start) return
         c.lastBuf = buf
@@ -472,7 +489,9 @@ export class MqttBridge {
         this.input(c, { type: "deliver", subject: subj, payload: buf.subarray(from, end), qos: this.routingQos, ref })
         // A persistent session that took the stored message holds it until acknowledged.
         if (store !== undefined && c.session.pendingCount > before) store.ref(ref!)
-      }))
+      })
+      sub.holdsMessages = holds
+      list.push(sub)
     }
     c.subs.set(filter, list)
     if (restored) return
@@ -545,8 +564,10 @@ export class MqttBridge {
     for (const f of filters) {
       if (f.qos === 0) continue // QoS 0 messages are not kept for an absent client
       for (const subject of f.subjects) {
-        d.subs.push(this.server.internalSubscribe(client, subject, undefined, (subj, _r, hdrLen, buf, start, end) =>
-          this.deliverDetached(d, subj, hdrLen, buf, start, end)))
+        const sub = this.server.internalSubscribe(client, subject, undefined, (subj, _r, hdrLen, buf, start, end) =>
+          this.deliverDetached(d, subj, hdrLen, buf, start, end))
+        sub.holdsMessages = true
+        d.subs.push(sub)
       }
     }
     this.detached.set(key, d)

@@ -407,6 +407,11 @@ export class MqttPersistence {
     if (!this.committing) this.runCommit()
   }
 
+  /** Something was written since the last commit started (the next one has work to do). */
+  hasWrites(): boolean {
+    return this.touched.size > 0
+  }
+
   /** Removals wait for a commit (see `MqttAccountStore.removeMessage`); the bridge asks for one when any do. */
   hasRemovals(): boolean {
     for (const a of this.accounts.values()) if (a.hasRemovals()) return true
