@@ -11,10 +11,11 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { processStatusBytes } from "./loadgen/procfs.js"
-import { freePort, installCleanup, runJob, startServer } from "./proc.js"
+import { freePort, installCleanup, runJob, type Server, startServer } from "./proc.js"
 import { type Cell, type CellSummary, ratios, renderSvg, renderTable, sizeLabel, summarize } from "./report.js"
-import { findScenario, type Scenario, SCENARIOS, SIZES } from "./scenarios.js"
-import { type Availability, SYSTEMS, type SystemDef } from "./systems.js"
+import { findScenario, type RunBound, type Scenario, SCENARIOS, SIZES } from "./scenarios.js"
+import { type Availability, type Ports, SYSTEMS, type SystemDef } from "./systems.js"
+import { checkTargets, DEFAULT_SCENARIOS, renderTargets } from "./targets.js"
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..")
 
@@ -35,13 +36,20 @@ interface Options {
   /** Redraw the chart of an earlier result file instead of running. */
   render: string | undefined
   pin: "auto" | "all" | "none"
+  /** Measured publishing time of a timed run, and of the warm-up before a cell's first run (ms). */
+  durationMs: number
+  warmupMs: number
 }
 
 const usage = `usage: npm run bench -- [options]
-  --scenario LIST   comma-separated: ${SCENARIOS.map((s) => s.id).join(", ")} (default: all)
+  --scenario LIST   comma-separated: ${SCENARIOS.map((s) => s.id).join(", ")}, or all
+                    (default, one for every target: ${DEFAULT_SCENARIOS.join(", ")})
   --size LIST       message sizes, e.g. 16,128,1k,16k (default: ${SIZES.join(",")})
+  --duration S      seconds each timed run publishes (flows, JetStream publish; default 1)
+  --warmup S        seconds of unmeasured load on a server before a cell's first run (default 0.3)
   --count N         messages / requests / connections per run, for every scenario, or per
-                    scenario as id=N,id=N (default: per scenario; k/m suffixes ok)
+                    scenario as id=N,id=N (default: per scenario; k/m suffixes ok); for a
+                    timed scenario it replaces the duration: exactly N messages
   --systems LIST    ${SYSTEMS.map((s) => s.name).join(", ")} (default: all installed)
   --iterations N    runs per system and cell, alternating systems (default: 3)
   --out DIR         where the result files go (default: bench/results)
@@ -60,6 +68,13 @@ const parseNum = (s: string): number => {
   return Math.round(Number(m[1]) * mul)
 }
 
+/** Seconds (fractions allowed), in milliseconds. */
+const parseSeconds = (s: string): number => {
+  const m = /^(\d+(?:\.\d+)?)\s*s?$/.exec(s.trim())
+  if (m === null) throw new Error(`not a number of seconds: ${s}`)
+  return Math.round(Number(m[1]) * 1000)
+}
+
 /** Counts use decimal suffixes (10k = 10,000), sizes binary (1k = 1024). */
 const parseCount = (s: string): number => {
   const m = /^(\d+(?:\.\d+)?)\s*(k|m)?$/i.exec(s.trim())
@@ -70,7 +85,7 @@ const parseCount = (s: string): number => {
 
 const parseArgs = (argv: ReadonlyArray<string>): Options => {
   const o: Options = {
-    scenarios: [...SCENARIOS],
+    scenarios: SCENARIOS.filter((s) => DEFAULT_SCENARIOS.includes(s.id)),
     sizes: [...SIZES],
     count: new Map(),
     systems: SYSTEMS.map((s) => s.name),
@@ -81,7 +96,9 @@ const parseArgs = (argv: ReadonlyArray<string>): Options => {
     build: true,
     list: false,
     render: undefined,
-    pin: "auto"
+    pin: "auto",
+    durationMs: 1000,
+    warmupMs: 300
   }
   for (let i = 0; i < argv.length; i++) {
     const raw = argv[i]!
@@ -95,7 +112,10 @@ const parseArgs = (argv: ReadonlyArray<string>): Options => {
       case "--scenario":
       case "--scenarios": {
         const v = value()
-        if (v === "all") break
+        if (v === "all") {
+          o.scenarios = [...SCENARIOS]
+          break
+        }
         o.scenarios = v.split(",").map((n) => {
           const s = findScenario(n)
           if (s === undefined) throw new Error(`unknown scenario ${n}; known: ${SCENARIOS.map((x) => x.id).join(", ")}`)
@@ -147,6 +167,12 @@ const parseArgs = (argv: ReadonlyArray<string>): Options => {
         o.pin = v
         break
       }
+      case "--duration":
+        o.durationMs = parseSeconds(value())
+        break
+      case "--warmup":
+        o.warmupMs = parseSeconds(value())
+        break
       case "--no-build":
         o.build = false
         break
@@ -226,7 +252,7 @@ const main = async (): Promise<void> => {
   interface Step {
     readonly sc: Scenario
     readonly size: number
-    readonly count: number
+    readonly bound: RunBound
     readonly systems: ReadonlyArray<SystemDef>
   }
   const plan: Array<Step> = []
@@ -247,7 +273,12 @@ const main = async (): Promise<void> => {
       continue
     }
     for (const size of sc.sized ? opts.sizes : [0]) {
-      plan.push({ sc, size, count: opts.count.get(sc.id) ?? opts.count.get("*") ?? sc.defaultCount(size), systems })
+      const asked = opts.count.get(sc.id) ?? opts.count.get("*")
+      const bound: RunBound =
+        asked !== undefined || sc.timed !== true
+          ? { count: asked ?? sc.defaultCount(size), durationMs: 0 }
+          : { count: TIMED_CAP, durationMs: opts.durationMs }
+      plan.push({ sc, size, bound, systems })
     }
   }
   for (const s of skipped) console.log(`skipped: ${s}`)
@@ -257,7 +288,15 @@ const main = async (): Promise<void> => {
   const cells: Array<Cell> = []
   const broken = new Map<string, string>()
   let n = 0
-  for (const step of plan) {
+  // A system's server serves every cell (size) of a scenario, and is stopped when the next
+  // scenario begins; each cell is warmed up on it before its first measured run.
+  const instances = new Map<string, Instance>()
+  const stopAll = async (): Promise<void> => {
+    for (const inst of instances.values()) await inst.stop()
+    instances.clear()
+  }
+  const runCell = async (step: Step): Promise<void> => {
+    const warmed = new Set<string>()
     const byName = new Map<string, Cell>()
     for (const sys of step.systems) {
       const c: Cell = { scenario: step.sc.id, size: step.size, system: sys.name, runs: [] }
@@ -275,7 +314,7 @@ const main = async (): Promise<void> => {
           console.log(`${label}: skipped (${why.split("\n")[0]})`)
           continue
         }
-        const r = await runOne(sys, step, broken, pinFor(opts, step.sc))
+        const r = await runOne(sys, step, instances, warmed, broken, pinFor(opts, step.sc), opts)
         cell.runs.push(r)
         const head = step.sc.metrics[0]!
         const v = r.metrics[head.key]
@@ -289,6 +328,18 @@ const main = async (): Promise<void> => {
       }
     }
   }
+  // A system's server serves every cell (size) of a scenario and is stopped when the next
+  // scenario begins; each cell is warmed up on it before its first measured run.
+  try {
+    let scenario: Scenario | undefined
+    for (const step of plan) {
+      if (step.sc !== scenario) await stopAll()
+      scenario = step.sc
+      await runCell(step)
+    }
+  } finally {
+    await stopAll()
+  }
 
   const subject = SYSTEMS.find((s) => s.subject)!.name
   const summaries = cells.map(summarize)
@@ -299,6 +350,9 @@ const main = async (): Promise<void> => {
       return pin === undefined ? undefined : `(pinned: server on CPU ${pin.server}, load generator on CPU ${pin.gen})`
     })
   )
+
+  const targets = checkTargets(rs)
+  console.log(renderTargets(targets))
 
   mkdirSync(opts.out, { recursive: true })
   const versions: Record<string, string> = {}
@@ -314,11 +368,14 @@ const main = async (): Promise<void> => {
       count: opts.count.size === 0 ? "default" : Object.fromEntries(opts.count),
       systems: chosen.map((s) => s.name),
       iterations: opts.iterations,
+      durationMs: opts.durationMs,
+      warmupMs: opts.warmupMs,
       pin: opts.pin
     },
     skipped,
     summaries,
     ratios: rs,
+    targets: targets.map((t) => ({ target: t.target.what, scenario: t.scenario, size: t.size, ratio: t.ratio, met: t.met, note: t.note })),
     cells
   }
   writeFileSync(path.join(opts.out, `${opts.name}.json`), JSON.stringify(json, null, 2) + "\n")
@@ -370,47 +427,93 @@ const pinFor = (opts: Options, sc: Scenario): { readonly server: number; readonl
   return { server: 1, gen: 0 }
 }
 
-/** One run: fresh server on fresh ports, one load-generator process, server stopped by pid. */
-const runOne = async (
+/** Runs of timed scenarios stop at the clock; this cap only guards against a runaway. */
+const TIMED_CAP = 100_000_000
+
+/** A system's server for the runs of one cell: started on fresh ports, stopped by its own pid. */
+interface Instance {
+  readonly server: Server
+  readonly ports: Ports
+  readonly stop: () => Promise<void>
+}
+
+const startInstance = async (
   sys: SystemDef,
-  step: { readonly sc: Scenario; readonly size: number; readonly count: number },
-  broken: Map<string, string>,
+  step: { readonly sc: Scenario },
   pin: { readonly server: number; readonly gen: number } | undefined
-): Promise<Cell["runs"][number]> => {
+): Promise<Instance> => {
   const ports = { nats: await freePort(), mqtt: await freePort() }
   const workDir = mkdtempSync(path.join(os.tmpdir(), `bench-${sys.name}-`))
   const base = sys.command(ROOT, ports, workDir, step.sc.protocol)
   // taskset execs the server, so the pid we stop is the server's own
   const { cmd, args } =
     pin === undefined ? base : { cmd: "taskset", args: ["-c", String(pin.server), base.cmd, ...base.args] }
-  let server
   try {
-    server = await startServer(cmd, args, sys.ready(ports, [step.sc.protocol]), { cwd: ROOT, env: base.env })
+    const server = await startServer(cmd, args, sys.ready(ports, [step.sc.protocol]), { cwd: ROOT, env: base.env })
+    return {
+      server,
+      ports,
+      stop: async () => {
+        await server.stop()
+        rmSync(workDir, { recursive: true, force: true })
+      }
+    }
   } catch (e) {
-    const msg = `could not start: ${e instanceof Error ? e.message : String(e)}`
-    broken.set(sys.name, msg)
     rmSync(workDir, { recursive: true, force: true })
-    return { ok: false, error: msg, metrics: {}, loss: 0, excess: 0, errors: [] }
+    throw e
   }
-  try {
-    const job = step.sc.job(ports, server.pid, step.size, step.count)
-    // Flows first run a fifth of their count unmeasured on the same server: every system
-    // is measured warm (a JIT-compiled server would otherwise pay its warm-up in the run).
-    if (job.kind === "nats-flow" || job.kind === "mqtt-flow") {
-      const warm = await runJob(step.sc.job(ports, server.pid, step.size, Math.max(1000, Math.floor(step.count / 5))), 180_000, pin?.gen)
+}
+
+/**
+ * One run: the system's server for this scenario (started at its first run, or for each
+ * run where the scenario needs a fresh one; warmed up with flows at each cell's first
+ * run), then one load-generator process.
+ */
+const runOne = async (
+  sys: SystemDef,
+  step: { readonly sc: Scenario; readonly size: number; readonly bound: RunBound },
+  instances: Map<string, Instance>,
+  warmed: Set<string>,
+  broken: Map<string, string>,
+  pin: { readonly server: number; readonly gen: number } | undefined,
+  opts: Options
+): Promise<Cell["runs"][number]> => {
+  const failed = (error: string): Cell["runs"][number] => ({ ok: false, error, metrics: {}, loss: 0, excess: 0, errors: [] })
+  let inst = instances.get(sys.name)
+  if (inst === undefined || inst.server.exited() || step.sc.freshServer === true) {
+    if (inst !== undefined) await inst.stop()
+    instances.delete(sys.name)
+    try {
+      inst = await startInstance(sys, step, pin)
+    } catch (e) {
+      const msg = `could not start: ${e instanceof Error ? e.message : String(e)}`
+      broken.set(sys.name, msg)
+      return failed(msg)
+    }
+    instances.set(sys.name, inst)
+    warmed.delete(sys.name)
+  }
+  if (!warmed.has(sys.name)) {
+    warmed.add(sys.name)
+    // Flows run unmeasured first on the same server: every system is measured warm (a
+    // JIT-compiled server would otherwise pay its warm-up in the run).
+    const kind = step.sc.job(inst.ports, inst.server.pid, step.size, step.bound).kind
+    if (kind === "nats-flow" || kind === "mqtt-flow") {
+      const warmBound: RunBound =
+        step.bound.durationMs > 0
+          ? { count: step.bound.count, durationMs: opts.warmupMs }
+          : { count: Math.max(1000, Math.floor(step.bound.count / 5)), durationMs: 0 }
+      const warm = await runJob(step.sc.job(inst.ports, inst.server.pid, step.size, warmBound), 180_000, pin?.gen)
       if (!warm.ok) return { ...warm, error: `warm-up failed: ${warm.error ?? warm.errors.join("; ")}` }
     }
-    const r = await runJob(job, 180_000, pin?.gen)
-    const peak = processStatusBytes(server.pid, "VmHWM")
-    if (server.exited()) {
-      const tail = server.logTail().trim().split("\n").slice(-3).join(" | ")
-      return { ...r, ok: false, error: `server exited during the run: ${tail}` }
-    }
-    return peak === undefined ? r : { ...r, serverPeakRssMB: peak / 1048576 }
-  } finally {
-    await server.stop()
-    rmSync(workDir, { recursive: true, force: true })
   }
+  const r = await runJob(step.sc.job(inst.ports, inst.server.pid, step.size, step.bound), 180_000, pin?.gen)
+  const peak = processStatusBytes(inst.server.pid, "VmHWM")
+  if (inst.server.exited()) {
+    const tail = inst.server.logTail().trim().split("\n").slice(-3).join(" | ")
+    return { ...r, ok: false, error: `server exited during the run: ${tail}` }
+  }
+  return peak === undefined ? r : { ...r, serverPeakRssMB: peak / 1048576 }
 }
 
 main().catch((e: unknown) => {

@@ -23,6 +23,16 @@ export interface Metric {
   readonly chart?: boolean
 }
 
+/**
+ * How long a run goes: `count` messages (requests, connections), or, with `durationMs`
+ * above 0, publishing for that long with `count` as a cap (then everything published is
+ * waited for and counted). Timed runs take about as long on a slow peer as on a fast one.
+ */
+export interface RunBound {
+  readonly count: number
+  readonly durationMs: number
+}
+
 export interface Scenario {
   readonly id: string
   readonly title: string
@@ -31,10 +41,19 @@ export interface Scenario {
   readonly sized: boolean
   /** The headline metric is the first one. */
   readonly metrics: ReadonlyArray<Metric>
+  /** The count of a count-bound run (the default for scenarios that are not `timed`). */
   readonly defaultCount: (size: number) => number
+  /** Runs publish for a time (see RunBound) unless `--count` asks for a count. */
+  readonly timed?: boolean
+  /**
+   * Every run on a server of its own (memory per connection: a server that held and
+   * released connections before would reuse that memory). Otherwise the iterations of a
+   * cell share one server per system, warmed up once.
+   */
+  readonly freshServer?: boolean
   /** Unit of `count` for the docs and the progress line. */
   readonly countUnit: string
-  readonly job: (ports: Ports, serverPid: number, size: number, count: number) => Job
+  readonly job: (ports: Ports, serverPid: number, size: number, run: RunBound) => Job
   /**
    * Pin the server and the load generator to different CPUs by default (`--pin auto`).
    * For round-trip latency: on these VMs a wake-up across cores costs ~70 µs more than
@@ -66,7 +85,7 @@ const flowCount = (size: number): number =>
 
 const flow =
   (pubs: number, subs: number, queue: boolean) =>
-  (ports: Ports, serverPid: number, size: number, count: number): Job => ({
+  (ports: Ports, serverPid: number, size: number, run: RunBound): Job => ({
     kind: "nats-flow",
     port: ports.nats,
     serverPid,
@@ -74,7 +93,8 @@ const flow =
     subs,
     queue,
     size,
-    count
+    count: run.count,
+    durationMs: run.durationMs
   })
 
 // Long enough to run ≥ 1 s on the fastest system: shorter runs measured mostly start-up.
@@ -84,8 +104,8 @@ const mqttCount = (qos: 0 | 1 | 2, size: number): number =>
 const jsCount = (size: number): number => (size <= 1024 ? 20_000 : 5_000)
 
 const mqttFlow =
-  (qos: 0 | 1 | 2, subs: number, natsSubs: boolean) =>
-  (ports: Ports, serverPid: number, size: number, count: number): Job => ({
+  (qos: 0 | 1 | 2, subs: number, natsSubs: boolean, persistent = false) =>
+  (ports: Ports, serverPid: number, size: number, run: RunBound): Job => ({
     kind: "mqtt-flow",
     port: ports.mqtt,
     natsPort: ports.nats,
@@ -93,8 +113,10 @@ const mqttFlow =
     qos,
     subs,
     natsSubs,
+    persistent,
     size,
-    count
+    count: run.count,
+    durationMs: run.durationMs
   })
 
 export const SCENARIOS: ReadonlyArray<Scenario> = [
@@ -105,6 +127,7 @@ export const SCENARIOS: ReadonlyArray<Scenario> = [
     sized: true,
     metrics: flowMetrics,
     defaultCount: flowCount,
+    timed: true,
     countUnit: "messages",
     job: flow(1, 0, false)
   },
@@ -115,6 +138,7 @@ export const SCENARIOS: ReadonlyArray<Scenario> = [
     sized: true,
     metrics: flowMetrics,
     defaultCount: flowCount,
+    timed: true,
     countUnit: "messages",
     job: flow(1, 1, false)
   },
@@ -125,6 +149,7 @@ export const SCENARIOS: ReadonlyArray<Scenario> = [
     sized: true,
     metrics: flowMetrics,
     defaultCount: flowCount,
+    timed: true,
     countUnit: "messages published",
     job: flow(1, 4, false)
   },
@@ -135,6 +160,7 @@ export const SCENARIOS: ReadonlyArray<Scenario> = [
     sized: true,
     metrics: [...flowMetrics, { key: "queueBalance", label: "balance", format: "num" }],
     defaultCount: flowCount,
+    timed: true,
     countUnit: "messages",
     job: flow(1, 4, true)
   },
@@ -145,6 +171,7 @@ export const SCENARIOS: ReadonlyArray<Scenario> = [
     sized: true,
     metrics: flowMetrics,
     defaultCount: flowCount,
+    timed: true,
     countUnit: "messages (all publishers)",
     job: flow(4, 1, false)
   },
@@ -164,7 +191,7 @@ export const SCENARIOS: ReadonlyArray<Scenario> = [
     defaultCount: () => 20_000,
     countUnit: "requests",
     pin: true,
-    job: (ports, serverPid, size, count) => ({ kind: "nats-reqrep", port: ports.nats, serverPid, size, count })
+    job: (ports, serverPid, size, run) => ({ kind: "nats-reqrep", port: ports.nats, serverPid, size, count: run.count })
   },
   {
     id: "idle",
@@ -182,7 +209,8 @@ export const SCENARIOS: ReadonlyArray<Scenario> = [
     defaultCount: () => 10_000,
     countUnit: "connections",
     lossUnit: "connections",
-    job: (ports, serverPid, _size, count) => ({ kind: "nats-idle", port: ports.nats, serverPid, count })
+    freshServer: true,
+    job: (ports, serverPid, _size, run) => ({ kind: "nats-idle", port: ports.nats, serverPid, count: run.count })
   },
   ...([0, 1, 2] as const).flatMap((qos): Array<Scenario> =>
     ([1, 4] as const).map((subs) => ({
@@ -192,10 +220,22 @@ export const SCENARIOS: ReadonlyArray<Scenario> = [
       sized: true,
       metrics: flowMetrics,
       defaultCount: (size: number) => mqttCount(qos, size),
+      timed: true,
       countUnit: subs === 1 ? "messages" : "messages published",
       job: mqttFlow(qos, subs, false)
     }))
   ),
+  {
+    id: "mqtt1-persist",
+    title: "MQTT QoS 1 1→1, persistent-session subscriber (each message kept until acknowledged)",
+    protocol: "mqtt",
+    sized: true,
+    metrics: flowMetrics,
+    defaultCount: (size: number) => mqttCount(1, size),
+    timed: true,
+    countUnit: "messages",
+    job: mqttFlow(1, 1, false, true)
+  },
   {
     id: "bridge",
     title: "MQTT QoS 0 publisher → NATS subscriber (bridge)",
@@ -203,6 +243,7 @@ export const SCENARIOS: ReadonlyArray<Scenario> = [
     sized: true,
     metrics: flowMetrics,
     defaultCount: (size) => mqttCount(0, size),
+    timed: true,
     countUnit: "messages",
     job: mqttFlow(0, 1, true)
   },
@@ -225,7 +266,8 @@ export const SCENARIOS: ReadonlyArray<Scenario> = [
     defaultCount: () => 2000,
     countUnit: "connections",
     lossUnit: "connections",
-    job: (ports, serverPid, _size, count) => ({ kind: "mqtt-connect", port: ports.mqtt, serverPid, count })
+    freshServer: true,
+    job: (ports, serverPid, _size, run) => ({ kind: "mqtt-connect", port: ports.mqtt, serverPid, count: run.count })
   },
   {
     id: "js-pub",
@@ -235,7 +277,8 @@ export const SCENARIOS: ReadonlyArray<Scenario> = [
     metrics: flowMetrics,
     defaultCount: jsCount,
     countUnit: "messages",
-    job: (ports, serverPid, size, count) => ({ kind: "js-pub", port: ports.nats, serverPid, size, count })
+    timed: true,
+    job: (ports, serverPid, size, run) => ({ kind: "js-pub", port: ports.nats, serverPid, size, count: run.count, durationMs: run.durationMs })
   },
   {
     id: "js-replay",
@@ -248,7 +291,7 @@ export const SCENARIOS: ReadonlyArray<Scenario> = [
     ],
     defaultCount: jsCount,
     countUnit: "messages stored, then replayed",
-    job: (ports, serverPid, size, count) => ({ kind: "js-replay", port: ports.nats, serverPid, size, count })
+    job: (ports, serverPid, size, run) => ({ kind: "js-replay", port: ports.nats, serverPid, size, count: run.count })
   }
 ]
 

@@ -12,8 +12,10 @@ export interface NatsFlowJob {
   /** Subscribers join one queue group (each message goes to one of them). */
   readonly queue: boolean
   readonly size: number
-  /** Messages published in total (over all publishers). */
+  /** Messages published in total (over all publishers), at most. */
   readonly count: number
+  /** Stop publishing after this long (then wait for what was published); 0 = publish `count`. */
+  readonly durationMs: number
 }
 
 export interface NatsReqRepJob {
@@ -45,9 +47,16 @@ export interface MqttFlowJob {
   readonly subs: number
   /** Subscribers are NATS connections on the mapped subject instead of MQTT clients. */
   readonly natsSubs: boolean
+  /**
+   * MQTT subscribers keep persistent sessions (clean session 0): the server must keep each
+   * QoS 1/2 message for them until they acknowledge it, across a restart.
+   */
+  readonly persistent?: boolean
   readonly size: number
-  /** Messages published. */
+  /** Messages published, at most. */
   readonly count: number
+  /** Stop publishing after this long (then wait for what was published); 0 = publish `count`. */
+  readonly durationMs: number
 }
 
 export interface MqttConnectJob {
@@ -63,7 +72,10 @@ export interface JsPubJob {
   readonly port: number
   readonly serverPid: number
   readonly size: number
+  /** Messages published, at most. */
   readonly count: number
+  /** Stop publishing after this long (then wait for the PubAcks); 0 = publish `count`. */
+  readonly durationMs: number
 }
 
 export interface JsReplayJob {

@@ -59,21 +59,24 @@ const storedMessages = async (api: Awaited<ReturnType<typeof apiClient>>): Promi
 }
 
 /**
- * Publish `count` messages with reply subject `_INBOX.ack`, at most WINDOW outstanding,
- * from one pre-encoded batch buffer; resolves when all PubAcks are in (or on a stall).
+ * Publish `count` messages (or as many as `durationMs` allows, when not 0) with reply
+ * subject `_INBOX.ack`, at most WINDOW outstanding, from one pre-encoded batch buffer;
+ * resolves when all PubAcks are in (or on a stall).
  */
 const publishAcked = (
   port: number,
   size: number,
   count: number,
+  durationMs: number,
   errors: Array<string>
-): Promise<{ acks: number; startT: number; endT: number; conn: Conn }> =>
+): Promise<{ sent: number; acks: number; startT: number; endT: number; conn: Conn }> =>
   new Promise((resolve, reject) => {
     const msg = encodePub(SUBJECT, "_INBOX.ack", payload(size))
     const perBatch = Math.max(1, Math.min(Math.floor(WINDOW / 4), Math.floor(BATCH_BYTES / msg.length)))
     const batch = Buffer.allocUnsafe(perBatch * msg.length)
     for (let i = 0; i < perBatch; i++) msg.copy(batch, i * msg.length)
     let sent = 0
+    let deadline = Infinity
     let waitingDrain = false
     let conn: Conn | undefined
     let startT = 0
@@ -82,6 +85,11 @@ const publishAcked = (
       if (conn === undefined || waitingDrain || conn.closed) return
       const c = conn
       while (sent < count) {
+        if (performance.now() >= deadline) {
+          count = sent
+          if (c.reader.msgs >= count) finish()
+          return
+        }
         const n = Math.min(perBatch, count - sent)
         if (sent - c.reader.msgs + n > WINDOW) return
         sent += n
@@ -99,7 +107,7 @@ const publishAcked = (
       if (done) return
       done = true
       clearInterval(timer)
-      resolve({ acks: conn!.reader.msgs, startT, endT: performance.now(), conn: conn! })
+      resolve({ sent, acks: conn!.reader.msgs, startT, endT: performance.now(), conn: conn! })
     }
     let last = -1
     let lastProgress = performance.now()
@@ -123,20 +131,25 @@ const publishAcked = (
       await c.flush()
       conn = c
       startT = performance.now()
+      if (durationMs > 0) deadline = startT + durationMs
       pump()
     }, reject)
   })
+
+/** The stream goes at the end of a job: the next one on the same server starts empty. */
+const deleteStream = (api: Awaited<ReturnType<typeof apiClient>>) => api.request(`$JS.API.STREAM.DELETE.${STREAM}`, undefined)
 
 export const runJsPub = async (job: JsPubJob): Promise<JobResult> => {
   const errors: Array<string> = []
   const api = await apiClient(job.port)
   await createStream(api)
   const start = cpuNow(job.serverPid)
-  const r = await publishAcked(job.port, job.size, job.count, errors)
+  const r = await publishAcked(job.port, job.size, job.count, job.durationMs, errors)
   const end = cpuNow(job.serverPid)
   const stored = await storedMessages(api)
+  await deleteStream(api)
   const elapsedMs = r.endT - start.t
-  if (r.acks < job.count) errors.push(`${r.acks} of ${job.count} PubAcks received`)
+  if (r.acks < r.sent) errors.push(`${r.acks} of ${r.sent} PubAcks received`)
   for (const e of r.conn.reader.errors) errors.push(e)
   const metrics: Record<string, number> = {
     rate: (r.acks * 1000) / elapsedMs,
@@ -149,14 +162,14 @@ export const runJsPub = async (job: JsPubJob): Promise<JobResult> => {
   r.conn.destroy()
   api.conn.destroy()
   // loss: published messages the stream does not hold (an error PubAck is one)
-  return { ok: true, metrics, loss: Math.max(0, job.count - stored), excess: Math.max(0, stored - job.count), errors }
+  return { ok: true, metrics, loss: Math.max(0, r.sent - stored), excess: Math.max(0, stored - r.sent), errors }
 }
 
 export const runJsReplay = async (job: JsReplayJob): Promise<JobResult> => {
   const errors: Array<string> = []
   const api = await apiClient(job.port)
   await createStream(api)
-  const fill = await publishAcked(job.port, job.size, job.count, errors)
+  const fill = await publishAcked(job.port, job.size, job.count, 0, errors)
   fill.conn.destroy()
   const stored = await storedMessages(api)
   if (stored !== job.count) errors.push(`stream holds ${stored} of ${job.count} messages before the replay`)
@@ -215,6 +228,7 @@ export const runJsReplay = async (job: JsReplayJob): Promise<JobResult> => {
   clearInterval(timer)
   const end = cpuNow(job.serverPid)
   const got = plain(c)
+  await deleteStream(api)
   if (c.reader.hmsgs > 0) errors.push(`${c.reader.hmsgs} status messages (HMSG) among the replies`)
   for (const e of [...c.reader.errors, ...api.conn.reader.errors]) errors.push(e)
   const elapsedMs = endAt - start.t

@@ -46,15 +46,15 @@ export class MConn {
   }
 }
 
-/** TCP connect, CONNECT (clean session, no keep-alive), wait for CONNACK 0. */
-export const mqttConnect = (port: number, clientId: string): Promise<MConn> =>
+/** TCP connect, CONNECT (clean session unless asked otherwise, no keep-alive), wait for CONNACK 0. */
+export const mqttConnect = (port: number, clientId: string, clean = true): Promise<MConn> =>
   new Promise((resolve, reject) => {
     const sock = net.connect({ host: HOST, port })
     sock.setNoDelay(true)
     const c = new MConn(sock)
     let ready = false
     sock.on("connect", () => {
-      sock.write(encodeConnect(clientId))
+      sock.write(encodeConnect(clientId, clean))
     })
     c.reader.onConnack = (code) => {
       c.reader.onConnack = undefined
@@ -135,6 +135,8 @@ export const runMqttFlow = async (job: MqttFlowJob): Promise<JobResult> => {
   // receivers: MQTT clients at the job's QoS, or NATS connections on the mapped subject
   const mqttSubs: Array<MConn> = []
   const natsSubs: Array<Conn> = []
+  // persistent sessions get ids of their own, so a run never resumes another's session
+  const subId = (i: number): string => (job.persistent === true ? `bench-sub-${i}-${process.pid}` : `bench-sub-${i}`)
   for (let i = 0; i < job.subs; i++) {
     if (job.natsSubs) {
       const c = await natsConnect(job.natsPort, `bench-bridge-sub-${i}`, () => pump())
@@ -142,7 +144,7 @@ export const runMqttFlow = async (job: MqttFlowJob): Promise<JobResult> => {
       await c.flush()
       natsSubs.push(c)
     } else {
-      const c = await mqttConnect(job.port, `bench-sub-${i}`)
+      const c = await mqttConnect(job.port, subId(i), job.persistent !== true)
       const granted = await subscribe(c, topic, job.qos)
       if (granted === 0x80) throw new Error(`SUBSCRIBE ${topic} at QoS ${job.qos} refused (SUBACK 0x80)`)
       if (granted !== job.qos) errors.push(`subscription granted QoS ${granted}, asked ${job.qos}`)
@@ -198,6 +200,9 @@ export const runMqttFlow = async (job: MqttFlowJob): Promise<JobResult> => {
   }
 
   let sent = 0
+  /** Messages to publish: `count`, or what was sent when the time was up. */
+  let target = job.count
+  const deadline = job.durationMs > 0 ? performance.now() + job.durationMs : Infinity
   let nextId = 1
   let pingsOut = 0
   let waitingDrain = false
@@ -211,8 +216,8 @@ export const runMqttFlow = async (job: MqttFlowJob): Promise<JobResult> => {
   })
   let onPubDone: () => void = () => {}
   const checkPubDone = (): void => {
-    if (pubDone || sent < job.count) return
-    if (job.qos === 0 ? pingsOut === 0 : completed() >= job.count) {
+    if (pubDone || sent < target) return
+    if (job.qos === 0 ? pingsOut === 0 : completed() >= target) {
       pubDone = true
       pubDoneAt = performance.now()
       onPubDone()
@@ -232,8 +237,13 @@ export const runMqttFlow = async (job: MqttFlowJob): Promise<JobResult> => {
 
   pump = (): void => {
     if (waitingDrain || pub.closed) return
-    while (sent < job.count) {
-      const n = Math.min(perBatch, job.count - sent)
+    while (sent < target) {
+      if (performance.now() >= deadline) {
+        target = sent
+        checkPubDone()
+        return
+      }
+      const n = Math.min(perBatch, target - sent)
       if (job.qos === 0 && pingsOut >= MAX_PINGS_OUT) return
       if (job.qos > 0 && sent - completed() + n > windowMsgs) return
       if (job.subs > 0 && sent - minReceived() + n > windowMsgs) return
@@ -260,7 +270,7 @@ export const runMqttFlow = async (job: MqttFlowJob): Promise<JobResult> => {
     }
   }
 
-  const expected = job.count * job.subs
+  const expected = (): number => target * job.subs
   const start = cpuNow(job.serverPid)
   let endAt = 0
   let lastRecvAt = 0
@@ -270,7 +280,7 @@ export const runMqttFlow = async (job: MqttFlowJob): Promise<JobResult> => {
     let lastDone = -1
     let lastProgress = performance.now()
     const check = (): boolean => {
-      if (pubDone && totalReceived() >= expected) {
+      if (pubDone && totalReceived() >= expected()) {
         if (endAt === 0) endAt = job.subs === 0 ? pubDoneAt : Math.max(lastRecvAt, pubDoneAt)
         clearInterval(timer)
         resolve()
@@ -293,9 +303,9 @@ export const runMqttFlow = async (job: MqttFlowJob): Promise<JobResult> => {
         lastProgress = now
       } else if (now - lastProgress > STALL_MS) {
         errors.push(
-          `stalled: no progress for ${STALL_MS} ms (published ${sent}/${job.count}, acknowledged ${
+          `stalled: no progress for ${STALL_MS} ms (published ${sent}/${target}, acknowledged ${
             job.qos === 0 ? "-" : d
-          }, received ${r}/${expected})`
+          }, received ${r}/${expected()})`
         )
         for (const c of [pub, ...mqttSubs, ...natsSubs]) if (c.closed) errors.push(`connection closed: ${c.closeReason}`)
         endAt = lastRecvAt > 0 ? lastRecvAt : now
@@ -320,11 +330,11 @@ export const runMqttFlow = async (job: MqttFlowJob): Promise<JobResult> => {
   let loss = 0
   let excess = 0
   for (let i = 0; i < job.subs; i++) {
-    loss += Math.max(0, job.count - received(i))
-    excess += Math.max(0, received(i) - job.count)
+    loss += Math.max(0, target - received(i))
+    excess += Math.max(0, received(i) - target)
   }
-  if (job.qos > 0 && completed() < job.count) {
-    errors.push(`publisher: ${completed()} of ${job.count} acknowledged (${job.qos === 1 ? "PUBACK" : "PUBCOMP"})`)
+  if (job.qos > 0 && completed() < target) {
+    errors.push(`publisher: ${completed()} of ${target} acknowledged (${job.qos === 1 ? "PUBACK" : "PUBCOMP"})`)
   }
   for (const c of [pub, ...mqttSubs]) for (const e of c.reader.errors) errors.push(e)
   for (const c of natsSubs) for (const e of c.reader.errors) errors.push(e)
@@ -341,6 +351,14 @@ export const runMqttFlow = async (job: MqttFlowJob): Promise<JobResult> => {
   }
   for (const c of [pub, ...mqttSubs]) c.destroy()
   for (const c of natsSubs) c.destroy()
+  // a clean-session CONNECT discards a persistent session [MQTT-3.1.2-6]: the next run on
+  // this server (the measured one after the warm-up) finds no subscriber left behind
+  if (job.persistent === true) {
+    for (let i = 0; i < mqttSubs.length; i++) {
+      const c = await mqttConnect(job.port, subId(i)).catch(() => undefined)
+      c?.destroy()
+    }
+  }
   return { ok: true, metrics, loss, excess, errors: [...new Set(errors)] }
 }
 

@@ -145,9 +145,11 @@ export const runFlow = async (job: NatsFlowJob): Promise<JobResult> => {
   const batch = pubBatch(msg, BATCH_BYTES)
   const windowMsgs = Math.max(batch.perBatch * MAX_PINGS_OUT, Math.floor(WINDOW_BYTES / msg.length))
 
-  const expectedPerSub = job.subs === 0 ? 0 : job.queue ? 0 : job.count
-  const expectedTotal = job.subs === 0 ? 0 : job.queue ? job.count : job.count * job.subs
   let sentTotal = 0
+  // what each receiver (or the group) must get: everything published, known once publishing ended
+  const expectedPerSub = (): number => (job.subs === 0 || job.queue ? 0 : sentTotal)
+  const expectedTotal = (): number => (job.subs === 0 ? 0 : job.queue ? sentTotal : sentTotal * job.subs)
+  const deadline = job.durationMs > 0 ? performance.now() + job.durationMs : Infinity
   const received = (): number => {
     let n = 0
     for (const s of subs) n += s.reader.msgs
@@ -168,7 +170,7 @@ export const runFlow = async (job: NatsFlowJob): Promise<JobResult> => {
     waitingDrain = false
     done = false
     onDone: (() => void) | undefined
-    constructor(readonly conn: Conn, readonly total: number) {
+    constructor(readonly conn: Conn, public total: number) {
       conn.reader.onPong = () => {
         this.pingsOut--
         if (this.sent === this.total && this.pingsOut === 0 && !this.done) {
@@ -183,6 +185,11 @@ export const runFlow = async (job: NatsFlowJob): Promise<JobResult> => {
       if (this.waitingDrain || this.conn.closed) return
       while (this.sent < this.total) {
         if (this.pingsOut >= MAX_PINGS_OUT) return
+        // time is up: what was sent is the total (done when the last PONG comes)
+        if (performance.now() >= deadline) {
+          this.total = this.sent
+          return
+        }
         if (inFlight() >= windowMsgs) {
           blocked = true
           return
@@ -220,8 +227,9 @@ export const runFlow = async (job: NatsFlowJob): Promise<JobResult> => {
     let lastProgress = performance.now()
     const check = (): boolean => {
       const r = received()
-      if (pubsDone === job.pubs && r >= expectedTotal) {
-        if (endAt === 0) endAt = job.subs === 0 ? pubDoneAt : performance.now()
+      if (pubsDone === job.pubs && r >= expectedTotal()) {
+        // the end is the last delivery (the final PONG may come after it)
+        if (endAt === 0) endAt = job.subs === 0 ? pubDoneAt : lastRecvAt > 0 ? lastRecvAt : performance.now()
         clearInterval(timer)
         resolve()
         return true
@@ -239,7 +247,7 @@ export const runFlow = async (job: NatsFlowJob): Promise<JobResult> => {
         lastProgress = now
       } else if (now - lastProgress > STALL_MS) {
         errors.push(
-          `stalled: no progress for ${STALL_MS} ms (published ${pubSent}/${job.count}, received ${r}/${expectedTotal})`
+          `stalled: no progress for ${STALL_MS} ms (published ${pubSent}, received ${r}/${expectedTotal()})`
         )
         for (const c of [...subs, ...pubConns]) if (c.closed) errors.push(`connection closed: ${c.closeReason}`)
         endAt = lastRecvAt > 0 ? lastRecvAt : now
@@ -260,7 +268,6 @@ export const runFlow = async (job: NatsFlowJob): Promise<JobResult> => {
       s.sock.on("data", () => {
         lastRecvAt = performance.now()
         if (pubsDone === job.pubs) check()
-        else if (received() >= expectedTotal && endAt === 0) endAt = lastRecvAt
       })
     }
   })
@@ -278,17 +285,20 @@ export const runFlow = async (job: NatsFlowJob): Promise<JobResult> => {
   let excess = 0
   if (job.subs > 0) {
     if (job.queue) {
-      loss = Math.max(0, expectedTotal - got)
-      excess = Math.max(0, got - expectedTotal)
+      loss = Math.max(0, expectedTotal() - got)
+      excess = Math.max(0, got - expectedTotal())
     } else {
       for (const s of subs) {
-        loss += Math.max(0, expectedPerSub - s.reader.msgs)
-        excess += Math.max(0, s.reader.msgs - expectedPerSub)
+        loss += Math.max(0, expectedPerSub() - s.reader.msgs)
+        excess += Math.max(0, s.reader.msgs - expectedPerSub())
       }
     }
   }
-  // never published: lost for every receiver already counted above; for publish-only it is the loss
-  if (job.subs === 0) loss = job.count - sentTotal
+  // publish only: batches whose PONG never came (a stall) are what the server may have dropped
+  if (job.subs === 0) {
+    for (const p of pumps) if (!p.done) loss += Math.min(p.sent, p.pingsOut * batch.perBatch)
+    if (job.durationMs === 0) loss += job.count - sentTotal
+  }
   const metrics: Record<string, number> = {
     rate: (headline * 1000) / elapsedMs,
     mbps: (headline * job.size * 1000) / elapsedMs / 1e6,
