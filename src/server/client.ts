@@ -37,7 +37,7 @@ export class Client implements NatsOpHandler {
   readonly kind = "Client"
   readonly type = "nats"
   readonly parser: NatsParser
-  readonly out = new OutBuf(512)
+  readonly out: OutBuf
   readonly subs = new Map<string, Subscription>()
 
   // From CONNECT.
@@ -94,6 +94,7 @@ export class Client implements NatsOpHandler {
     now: number
   ) {
     const o = server.options
+    this.out = new OutBuf(512, server.slabs)
     this.parser = new NatsParser(this, { maxControlLine: o.maxControlLine, maxPayload: o.maxPayload })
     this.start = now
     this.tracing = server.log.traceEnabled

@@ -5,6 +5,7 @@
 import type { ServerOptions } from "../config/options.js"
 import type { ClosedConnSnapshot } from "../core/monitor/source.js"
 import { encodeInfo, noRespondersHmsg, writeErr, writeMsg } from "../core/nats/encode.js"
+import { type OutBuf, SlabPool } from "../core/nats/outbuf.js"
 import { type Conn, type ConnHandlers, TlsHandshakeError } from "../services/transport.js"
 import type { LogService } from "../services/log.js"
 import { NATS_COMPAT_VERSION, VERSION } from "../version.js"
@@ -41,6 +42,8 @@ export class Server {
   readonly headersSupported: boolean
   readonly log: LogService
   readonly startTime: number
+  /** The output slabs busy connections (NATS and MQTT) write into, reused once written. */
+  readonly slabs = new SlabPool()
 
   // Totals for /varz.
   inMsgs = 0
@@ -246,8 +249,7 @@ export class Server {
     c.closed = true
     c.parser.stop()
     if (errText !== undefined) writeErr(c.out, errText)
-    const pending = c.out.takeAll()
-    if (pending !== undefined) c.conn.writev(pending)
+    flushTo(c.out, c.conn)
     c.conn.end()
     this.removeClient(c, reason)
   }
@@ -439,10 +441,7 @@ export class Server {
 
   /** Hand the client's pending bytes to its transport and note whether the transport keeps up. */
   private writeOut(c: Client): void {
-    const bufs = c.out.takeAll()
-    if (bufs === undefined) return
-    if (bufs.length === 1) c.conn.write(bufs[0])
-    else c.conn.writev(bufs)
+    if (!flushTo(c.out, c.conn)) return
     const queued = c.conn.writableLength()
     if (queued > 0) {
       // The write deadline runs from the last time the transport made progress.
@@ -494,6 +493,20 @@ export class Server {
     for (const a of this.accounts.values()) n += a.sublist.count()
     return n
   }
+}
+
+/** Hands everything pending in `out` to the transport in one write; false when nothing was. */
+export const flushTo = (out: OutBuf, conn: Conn): boolean => {
+  const bufs = out.takeAll()
+  if (bufs === undefined) return false
+  writeBufs(out, conn, bufs)
+  return true
+}
+
+/** Writes what one `takeAll()` of `out` returned, telling `out` when the transport is done with it. */
+export const writeBufs = (out: OutBuf, conn: Conn, bufs: ReadonlyArray<Buffer>): void => {
+  if (bufs.length === 1) conn.write(bufs[0], out.written)
+  else conn.writev(bufs, out.written)
 }
 
 /** Outbound bytes past which a connection is written before the end of the event-loop turn. */

@@ -20,20 +20,24 @@ import {
 } from "./transport.js"
 import { listenWebSocketNode } from "./websocket-node.js"
 
+/** Corked writes reach the kernel as one writev when uncorked; `done` rides on the last (Node completes them in order). */
+const writevTo = (socket: net.Socket, bufs: ReadonlyArray<Buffer>, done: (() => void) | undefined): void => {
+  if (socket.destroyed) return
+  socket.cork()
+  const last = bufs.length - 1
+  for (let i = 0; i < last; i++) socket.write(bufs[i])
+  socket.write(bufs[last], done)
+  socket.uncork()
+}
+
 const wrap = (socket: net.Socket): Conn => ({
   remoteAddress: normalizeAddress(socket.remoteAddress),
   remotePort: socket.remotePort ?? 0,
   tls: undefined,
-  write: (buf) => {
-    if (!socket.destroyed) socket.write(buf)
+  write: (buf, done) => {
+    if (!socket.destroyed) socket.write(buf, done)
   },
-  writev: (bufs) => {
-    if (socket.destroyed) return
-    // Corked writes reach the kernel as one writev when uncorked.
-    socket.cork()
-    for (let i = 0; i < bufs.length; i++) socket.write(bufs[i])
-    socket.uncork()
-  },
+  writev: (bufs, done) => writevTo(socket, bufs, done),
   writableLength: () => socket.writableLength,
   end: () => {
     if (socket.destroyed) return
@@ -158,17 +162,11 @@ const wrapSwitching = (socket: () => net.Socket, details: () => Conn["tls"], raw
     get tls() {
       return details()
     },
-    write: (buf) => {
+    write: (buf, done) => {
       const s = socket()
-      if (!s.destroyed) s.write(buf)
+      if (!s.destroyed) s.write(buf, done)
     },
-    writev: (bufs) => {
-      const s = socket()
-      if (s.destroyed) return
-      s.cork()
-      for (let i = 0; i < bufs.length; i++) s.write(bufs[i])
-      s.uncork()
-    },
+    writev: (bufs, done) => writevTo(socket(), bufs, done),
     writableLength: () => socket().writableLength,
     end: () => {
       const s = socket()

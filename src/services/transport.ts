@@ -8,10 +8,14 @@ import type { Effect, Scope } from "effect"
 export interface Conn {
   readonly remoteAddress: string
   readonly remotePort: number
-  /** Queue bytes for sending; never blocks. The buffer is owned by the transport afterwards. */
-  write(buf: Buffer): void
-  /** Queue several buffers as one write (one syscall where the transport can). */
-  writev(bufs: ReadonlyArray<Buffer>): void
+  /**
+   * Queue bytes for sending; never blocks. The buffer is owned by the transport until
+   * `done`: called once the transport no longer reads it (after the write, in the order
+   * of the writes); a transport that cannot tell never calls it, and none calls it early.
+   */
+  write(buf: Buffer, done?: () => void): void
+  /** Queue several buffers as one write (one syscall where the transport can); `done` as for `write`. */
+  writev(bufs: ReadonlyArray<Buffer>, done?: () => void): void
   /** Bytes handed to `write` that the transport has not yet sent. */
   writableLength(): number
   /** Flush what is queued, then close. Forcibly destroyed if the peer does not drain in time. */

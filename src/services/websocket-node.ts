@@ -65,11 +65,11 @@ const wrapWebSocket = (ws: WebSocket, req: http.IncomingMessage, socket: Duplex)
     remoteAddress: normalizeAddress(req.socket.remoteAddress),
     remotePort: req.socket.remotePort ?? 0,
     tls: socket instanceof tls.TLSSocket ? tlsDetails(socket) : undefined,
-    write: (buf) => {
-      if (open()) ws.send(buf, { binary: true })
+    write: (buf, done) => {
+      if (open()) ws.send(buf, { binary: true }, done)
     },
-    writev: (bufs) => {
-      if (open()) ws.send(bufs.length === 1 ? bufs[0] : Buffer.concat(bufs), { binary: true })
+    writev: (bufs, done) => {
+      if (open()) ws.send(bufs.length === 1 ? bufs[0] : Buffer.concat(bufs), { binary: true }, done)
     },
     // Bytes in the socket's buffer plus those ws still holds (compressing or corked).
     writableLength: () => ws.bufferedAmount,

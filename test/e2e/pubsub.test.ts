@@ -162,6 +162,21 @@ describe("pub/sub with the nats client", () => {
     expect(got).toEqual(sizes)
   })
 
+  it("gives a busy subscriber's output slabs back to the pool once the socket wrote them", async () => {
+    const sub = await open()
+    const pub = await open()
+    let got = 0
+    sub.subscribe("slabs.>", { callback: () => got++ })
+    await sub.flush()
+    const before = srv.server.slabs.freeCount
+    const payload = new Uint8Array(2048)
+    // published in one burst: the subscriber's flushes are large enough for pooled slabs
+    for (let i = 0; i < 2000; i++) pub.publish(`slabs.${i % 10}`, payload)
+    await pub.flush()
+    await eventually(() => got === 2000, "2000 messages")
+    await eventually(() => srv.server.slabs.freeCount > before, "slabs back in the pool")
+  })
+
   it("rejects a payload over max_payload", async () => {
     const nc = await open()
     // The client enforces max_payload itself; the server-side check is covered by the raw-socket tests.

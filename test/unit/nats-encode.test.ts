@@ -14,7 +14,7 @@ import {
   writeMsg,
   writeStatusHmsg
 } from "../../src/core/nats/encode.js"
-import { OutBuf } from "../../src/core/nats/outbuf.js"
+import { OutBuf, SlabPool } from "../../src/core/nats/outbuf.js"
 import { NatsParser } from "../../src/core/nats/parser.js"
 
 const text = (out: OutBuf): string => (out.take() ?? Buffer.alloc(0)).toString("utf8")
@@ -271,5 +271,83 @@ describe("OutBuf segments and payloads by reference", () => {
     expect(Buffer.concat(out.takeAll()!).toString("latin1")).toBe(expected)
     expect(out.length).toBe(0)
     expect(out.takeAll()).toBeUndefined()
+  })
+})
+
+describe("OutBuf slabs from a SlabPool", () => {
+  const SLAB = 1024
+  /** A busy flush: enough bytes that the OutBuf asks the pool (batches of 16 KiB and more). */
+  const fill = (out: OutBuf, bytes: number, ch = "x"): void => {
+    for (let n = 0; n < bytes; n += 100) out.writeAscii(ch.repeat(Math.min(100, bytes - n)))
+  }
+  const busy = (pool: SlabPool): OutBuf => new OutBuf(16 * 1024, pool)
+
+  it("writes busy batches into pooled slabs and gets them back only once their write is done", () => {
+    const pool = new SlabPool(32 * 1024, 8)
+    const out = busy(pool)
+    fill(out, 20_000)
+    const first = out.takeAll()!
+    expect(Buffer.concat(first).toString()).toBe("x".repeat(20_000))
+    expect(pool.freeCount).toBe(0) // still the transport's
+    fill(out, 20_000, "y")
+    const second = out.takeAll()!
+    // the first slab is not handed out again while its write is pending: the bytes stay
+    expect(Buffer.concat(first).toString()).toBe("x".repeat(20_000))
+    out.written()
+    expect(pool.freeCount).toBe(1)
+    out.written()
+    expect(pool.freeCount).toBe(2)
+    expect(Buffer.concat(second).toString()).toBe("y".repeat(20_000))
+  })
+
+  it("releases a slab filled within one batch with the take that carries its bytes", () => {
+    const pool = new SlabPool(SLAB * 16, 8)
+    const out = busy(pool)
+    fill(out, 40_000) // more than two slabs: sealed ones wait for this take too
+    const bufs = out.takeAll()!
+    expect(bufs.reduce((a, b) => a + b.length, 0)).toBe(40_000)
+    expect(pool.freeCount).toBe(0)
+    out.written()
+    expect(pool.freeCount).toBe(3)
+  })
+
+  it("holds no slab between flushes (an idle connection pins nothing)", () => {
+    const pool = new SlabPool(32 * 1024, 8)
+    const out = busy(pool)
+    fill(out, 20_000)
+    out.takeAll()
+    out.written()
+    expect(pool.freeCount).toBe(1)
+    expect(out.takeAll()).toBeUndefined()
+    expect(pool.freeCount).toBe(1)
+  })
+
+  it("gives a slab back at once when its bytes are dropped (clear)", () => {
+    const pool = new SlabPool(32 * 1024, 8)
+    const out = busy(pool)
+    fill(out, 20_000)
+    out.clear()
+    expect(pool.freeCount).toBe(1)
+    expect(out.length).toBe(0)
+  })
+
+  it("writes small batches into ordinary buffers, not pooled slabs", () => {
+    const pool = new SlabPool(32 * 1024, 8)
+    const out = new OutBuf(512, pool)
+    out.writeAscii("PONG\r\n")
+    out.takeAll()
+    out.written()
+    expect(pool.freeCount).toBe(0)
+  })
+
+  it("never waits on more than a bounded number of slabs for a transport that does not report writes", () => {
+    const pool = new SlabPool(32 * 1024, 8)
+    const out = busy(pool)
+    for (let i = 0; i < 200; i++) {
+      fill(out, 20_000)
+      out.takeAll()
+    }
+    // nothing came back (no `written`), and nothing was reused: every take kept its bytes
+    expect(pool.freeCount).toBe(0)
   })
 })

@@ -25,7 +25,7 @@ import {
 import type { Conn, ConnHandlers } from "../../services/transport.js"
 import { GLOBAL_ACCOUNT } from "../account.js"
 import type { Client } from "../client.js"
-import type { Server } from "../server.js"
+import { type Server, writeBufs } from "../server.js"
 import { ClosedReason } from "../reasons.js"
 import type { Subscription } from "../subscription.js"
 import { encodeInto } from "./codec.js"
@@ -357,8 +357,7 @@ export class MqttBridge {
 
   private writeBufs(c: MqttConnection, bufs: Array<Buffer>): void {
     c.lastActivity = this.server.now()
-    if (bufs.length === 1) c.conn.write(bufs[0])
-    else c.conn.writev(bufs)
+    writeBufs(c.out, c.conn, bufs)
     // A subscriber that does not read is cut off at max_pending, as NATS clients are; its will goes out.
     const pending = c.conn.writableLength()
     const maxPending = this.server.options.maxPending

@@ -53,7 +53,7 @@ export class MqttConnection {
   /** Sublist entries per MQTT filter. */
   readonly subs = new Map<string, Array<Subscription>>()
   /** Output of this event-loop turn, written once per flush. */
-  readonly out = new OutBuf(4096)
+  readonly out: OutBuf
   dirty = false
   closed = false
   lastActivity: number
@@ -84,6 +84,7 @@ export class MqttConnection {
     readonly start: number
   ) {
     this.lastActivity = start
+    this.out = new OutBuf(4096, server.slabs)
     this.session = new MqttSession(start, sessionDeps(server, client), config)
   }
 }
