@@ -6,6 +6,7 @@ import type { ServerOptions } from "../config/options.js"
 import { Log } from "../services/log.js"
 import { Transport, type TransportError } from "../services/transport.js"
 import { BusyPoll } from "./busy-poll.js"
+import { GcPacer, nodeMinorGc } from "./gc-pacer.js"
 import { wireImports } from "./imports.js"
 import { makeServerId, Server } from "./server.js"
 
@@ -48,8 +49,13 @@ export const startNatsServer = (
     const poll = options.busyPollUs > 0
       ? new BusyPoll(options.busyPollUs / 1000, { now: () => performance.now(), schedule: (f) => setImmediate(f) })
       : undefined
+    const minorGc = nodeMinorGc()
+    const pacer = minorGc === undefined ? undefined : new GcPacer(minorGc)
     const server = new Server(options, {
-      activity: poll === undefined ? undefined : (bytes) => poll.activity(bytes),
+      activity: (bytes) => {
+        poll?.activity(bytes)
+        pacer?.add(bytes)
+      },
       now,
       nanos: () => Number(clock.unsafeCurrentTimeNanos()),
       random,
