@@ -548,9 +548,12 @@ export class MqttSession {
     })
   }
 
-  private onDeliver(subject: string, payload: Uint8Array, msgQos: number, ref: string | number | undefined, now: number) {
-    if (this.phase !== "connected") return
-    // Devices get the same few subjects over and over: the last one's QoS and topic are kept.
+  /**
+   * The highest QoS any subscription grants on `subject` (-1: none matches), and its topic
+   * in `lastDeliverTopic`. Devices get the same few subjects over and over: the last
+   * one's answer is kept until the subscriptions change.
+   */
+  private grantFor(subject: string): number {
     if (subject !== this.lastDeliverSubject || this.lastDeliverVersion !== this.subsVersion) {
       let best = -1
       for (const [filter, s] of this.subs) {
@@ -561,10 +564,47 @@ export class MqttSession {
       this.lastDeliverBest = best
       this.lastDeliverVersion = this.subsVersion
     }
-    const best = this.lastDeliverBest
+    return this.lastDeliverBest
+  }
+
+  private onDeliver(subject: string, payload: Uint8Array, msgQos: number, ref: string | number | undefined, now: number) {
+    if (this.phase !== "connected") return
+    const best = this.grantFor(subject)
     if (best < 0) return
     // Forwarded to an established subscription: retain is 0 [MQTT-3.3.1-9].
     this.deliverOut(this.lastDeliverTopic, payload, minQos(msgQos, best), false, ref, now)
+  }
+
+  // ---- the hot paths: the same decisions as `step`, without building actions ----
+
+  /**
+   * A QoS 0 PUBLISH without RETAIN from the client: the subject to route it to, exactly as
+   * `step` would route it; undefined when `step` must take the packet (not connected, a
+   * topic that is not valid, or one the client may not publish to).
+   */
+  publishQos0(topic: string, now: number): string | undefined {
+    if (this.phase !== "connected") return undefined
+    if (topic !== this.lastPubTopic) {
+      this.lastPubTopic = topic
+      this.lastPubSubject = topicToSubject(topic)
+    }
+    const subject = this.lastPubSubject!
+    if (!subject.ok) return undefined
+    if (this.deps.canPublish !== undefined && !this.deps.canPublish(topic, subject.value)) return undefined
+    this.lastActivity = now
+    return subject.value
+  }
+
+  /**
+   * A routed message (`msgQos` its QoS): the topic to send it on when it goes out at QoS 0,
+   * as `step` would send it; null when it is not for this session (not connected, no
+   * matching subscription); undefined when it goes out at QoS 1/2 (`step` must take it).
+   */
+  deliverQos0(subject: string, msgQos: number): string | null | undefined {
+    if (this.phase !== "connected") return null
+    const best = this.grantFor(subject)
+    if (best < 0) return null
+    return minQos(msgQos, best) === 0 ? this.lastDeliverTopic : undefined
   }
 
   private onRetained(

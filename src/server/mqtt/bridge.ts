@@ -28,7 +28,7 @@ import type { Client } from "../client.js"
 import { type Server, writeBufs } from "../server.js"
 import { ClosedReason } from "../reasons.js"
 import type { Subscription } from "../subscription.js"
-import { encodeInto } from "./codec.js"
+import { encodeInto, encodePublishRange } from "./codec.js"
 import { closedRecord, MqttConnection } from "./connection.js"
 import type { MqttAccountStore, MqttPersistence, RetainedMsg } from "./persist.js"
 
@@ -155,8 +155,15 @@ export class MqttBridge {
     this.totalConnections++
     c.parser.on("packet", (packet: ClientPacket) => {
       if (c.closed) return
-      // Every PUBLISH the client sent, routed or not (a QoS 2 resend is a duplicate).
-      if (packet.cmd === "publish") c.inMsgs++
+      if (packet.cmd === "publish") {
+        // Every PUBLISH the client sent, routed or not (a QoS 2 resend is a duplicate).
+        c.inMsgs++
+        // The hot path: a QoS 0 PUBLISH the session routes as it is, without a step.
+        if (packet.qos === 0 && !packet.retain) {
+          const subject = c.session.publishQos0(packet.topic, this.chunkNow ?? this.server.now())
+          if (subject !== undefined) return this.publish(c, subject, packet.payload, 0, undefined)
+        }
+      }
       this.input(c, { type: "packet", packet })
     })
     c.parser.on("error", (e: Error) => {
@@ -482,6 +489,15 @@ export class MqttBridge {
         // Make sure the dedup marker is cleared at the end of this turn even if nothing is sent.
         this.markDirty(c)
         const from = hdrLen >= 0 ? start + hdrLen : start
+        // The hot path: a message that goes out at QoS 0 is written without a session step.
+        const topic = c.session.deliverQos0(subj, this.routingQos)
+        if (topic === null) return
+        if (topic !== undefined) {
+          if (c.closed) return
+          c.outMsgs++
+          c.outBytes += encodePublishRange(c.out, topic, buf, from, end, 0, false, false, undefined)
+          return
+        }
         const ref = this.routingRef
         const store = ref === undefined ? undefined : this.persisted(c)
         const before = store === undefined ? 0 : c.session.pendingCount

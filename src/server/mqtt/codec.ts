@@ -29,6 +29,22 @@ export const encodePublish = (
   dup: boolean,
   messageId: number | undefined
 ): number => {
+  const p = Buffer.isBuffer(payload) ? payload : Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength)
+  return encodePublishRange(out, topic, p, 0, p.length, qos, retain, dup, messageId)
+}
+
+/** `encodePublish` of the payload `src[start, end)` (no view of it is made). */
+export const encodePublishRange = (
+  out: OutBuf,
+  topic: string,
+  src: Buffer,
+  start: number,
+  end: number,
+  qos: number,
+  retain: boolean,
+  dup: boolean,
+  messageId: number | undefined
+): number => {
   // Topics are mostly ASCII: then the length is known without encoding, and the bytes go in by a loop.
   let ascii = true
   for (let k = 0; k < topic.length; k++) {
@@ -38,9 +54,10 @@ export const encodePublish = (
     }
   }
   const topicLen = ascii ? topic.length : Buffer.byteLength(topic, "utf8")
-  const remaining = 2 + topicLen + (qos > 0 ? 2 : 0) + payload.length
-  const byRef = payload.length >= PUBLISH_BY_REFERENCE
-  const headLen = 1 + varintLength(remaining) + remaining - (byRef ? payload.length : 0)
+  const size = end - start
+  const remaining = 2 + topicLen + (qos > 0 ? 2 : 0) + size
+  const byRef = size >= PUBLISH_BY_REFERENCE
+  const headLen = 1 + varintLength(remaining) + remaining - (byRef ? size : 0)
   const b = out.reserve(headLen)
   let i = out.cursor
   b[i++] = 0x30 | (dup ? 0x08 : 0) | (qos << 1) | (retain ? 0x01 : 0)
@@ -59,12 +76,11 @@ export const encodePublish = (
     b[i++] = (messageId ?? 0) >> 8
     b[i++] = (messageId ?? 0) & 0xff
   }
-  const p = Buffer.isBuffer(payload) ? payload : Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength)
   if (byRef) {
     out.commit(i)
-    out.writeRef(p, 0, p.length)
-  } else out.commit(putBytes(b, i, p, 0, p.length))
-  return headLen + (byRef ? payload.length : 0)
+    out.writeRef(src, start, end)
+  } else out.commit(putBytes(b, i, src, start, end))
+  return headLen + (byRef ? size : 0)
 }
 
 /** First bytes of the four-byte acknowledgements (PUBREL carries the required 0b0010 flags). */
