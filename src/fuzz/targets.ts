@@ -138,23 +138,23 @@ const frame = (first: number, ...parts: ReadonlyArray<Uint8Array | ReadonlyArray
   return Buffer.concat([Buffer.from([first, ...len]), body])
 }
 
-/** Packets (as text) and error reasons of one feeding; the parser's `error` event is its documented rejection. */
+/** Packets (as text) and error reasons of one feeding; the parser's `onError` is its documented rejection. */
 const mqttTrace = (chunks: ReadonlyArray<Buffer>): { readonly events: Array<string>; readonly packets: Array<ClientPacket> } => {
   const parser = new MqttParser()
   const events: Array<string> = []
   const packets: Array<ClientPacket> = []
   let failed = false
-  parser.on("packet", (p: ClientPacket) => {
+  parser.onPacket = (p: ClientPacket) => {
     check(!failed, "packet emitted after an error")
     events.push(`packet ${showPacket(p)}`)
     packets.push(p)
-  })
-  parser.on("error", (e: unknown) => {
+  }
+  parser.onError = (e: unknown) => {
     check(e instanceof MalformedPacket, `error event with ${String(e)}`)
     check(!failed, "second error emitted")
     failed = true
     events.push(`error ${(e as MalformedPacket).reason}`)
-  })
+  }
   for (const c of chunks) {
     const held = parser.parse(c)
     check(held >= 0 && held <= 5 + MAX_REMAINING_LENGTH, `parse returned ${held}`)

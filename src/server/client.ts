@@ -36,7 +36,7 @@ export interface ConnectOptions {
 export class Client implements NatsOpHandler {
   readonly kind = "Client"
   readonly type = "nats"
-  readonly parser: NatsParser
+  private parserValue: NatsParser | undefined
   readonly out: OutBuf
   readonly subs = new Map<string, Subscription>()
 
@@ -95,11 +95,21 @@ export class Client implements NatsOpHandler {
   ) {
     const o = server.options
     this.out = new OutBuf(512, server.slabs)
-    this.parser = new NatsParser(this, { maxControlLine: o.maxControlLine, maxPayload: o.maxPayload })
     this.start = now
     this.tracing = server.log.traceEnabled
     this.lastActivity = now
     this.nextPingAt = now + o.pingIntervalMs
+  }
+
+  /** The protocol parser, made on first use: the server's internal clients (MQTT connections, stream API) never parse. */
+  get parser(): NatsParser {
+    return this.parserValue ?? this.makeParser()
+  }
+
+  private makeParser(): NatsParser {
+    const o = this.server.options
+    this.parserValue = new NatsParser(this, { maxControlLine: o.maxControlLine, maxPayload: o.maxPayload })
+    return this.parserValue
   }
 
   /** Outbound bytes not yet on the wire: our buffer plus what the transport still holds. */

@@ -440,14 +440,14 @@ const predict = (bytes: Buffer, maxPacketBytes: number): { closes: boolean; idle
       if (a.type === "accept") feed({ type: "sessionReady" })
     }
   }
-  parser.on("packet", (p: ClientPacket) => {
+  parser.onPacket = (p: ClientPacket) => {
     if (!closes) feed({ type: "packet", packet: p })
-  })
-  parser.on("error", () => {
+  }
+  parser.onError = () => {
     closes = true
-  })
+  }
   const buffered = parser.parse(bytes)
-  if (parser.packet.length > maxPacketBytes) closes = true
+  if (parser.announced > maxPacketBytes) closes = true
   return { closes, idle: buffered === 0 }
 }
 

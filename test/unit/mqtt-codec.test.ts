@@ -15,8 +15,8 @@ const run = (chunks: ReadonlyArray<Buffer>) => {
   const p = new MqttParser()
   const packets: ClientPacket[] = []
   const errors: string[] = []
-  p.on("packet", (x: ClientPacket) => packets.push(x))
-  p.on("error", (e: MalformedPacket) => errors.push(e.reason))
+  p.onPacket = (x: ClientPacket) => packets.push(x)
+  p.onError = (e: MalformedPacket) => errors.push(e.reason)
   const buffered = chunks.map((c) => p.parse(c))
   return { parser: p, packets, errors, buffered }
 }
@@ -111,7 +111,7 @@ describe("MqttParser remaining length [MQTT-2.2.3]", () => {
   it("reads the largest four-byte length and holds only what arrived", () => {
     const r = run([Buffer.concat([Buffer.from([0x30, 0xff, 0xff, 0xff, 0x7f]), Buffer.alloc(1000)])])
     expect(r.errors).toEqual([])
-    expect(r.parser.packet.length).toBe(MAX_REMAINING_LENGTH)
+    expect(r.parser.announced).toBe(MAX_REMAINING_LENGTH)
     expect(r.buffered).toEqual([1005])
   })
 
@@ -190,7 +190,6 @@ describe("decodePacket bodies", () => {
 describe("MqttParser memory", () => {
   it("holds what arrived of an announced 256 MB packet, not the announced size", () => {
     const p = new MqttParser()
-    p.on("error", () => {})
     const before = process.memoryUsage().arrayBuffers
     let buffered = p.parse(Buffer.from([0x30, 0xff, 0xff, 0xff, 0x7f]))
     for (let i = 0; i < 16; i++) buffered = p.parse(Buffer.alloc(1024, 0x61))
@@ -212,8 +211,8 @@ const serve = (bytes: Buffer) => {
       if (a.type === "accept") feed(session.step({ type: "sessionReady" }, 0))
     }
   }
-  parser.on("packet", (p: ClientPacket) => closed === undefined && feed(session.step({ type: "packet", packet: p }, 0)))
-  parser.on("error", (e: MalformedPacket) => closed === undefined && feed(session.step({ type: "protocolError", reason: e.reason }, 0)))
+  parser.onPacket = (p: ClientPacket) => closed === undefined && feed(session.step({ type: "packet", packet: p }, 0))
+  parser.onError = (e: MalformedPacket) => closed === undefined && feed(session.step({ type: "protocolError", reason: e.reason }, 0))
   parser.parse(bytes)
   return { sent, closed }
 }
@@ -327,5 +326,18 @@ describe("encode of the acknowledgements", () => {
         expect(encode({ cmd, messageId }).equals(MqttPacket.generate({ cmd, messageId }))).toBe(true)
       }
     }
+  })
+
+  it("writes CONNACK (every return code, session present or not) and PINGRESP as mqtt-packet does", async () => {
+    const MqttPacket = await import("mqtt-packet")
+    const { encode } = await import("../../src/server/mqtt/codec.js")
+    for (const returnCode of [0, 1, 2, 3, 4, 5]) {
+      for (const sessionPresent of [false, true]) {
+        if (returnCode !== 0 && sessionPresent) continue // [MQTT-3.2.2-4]
+        const want = MqttPacket.generate({ cmd: "connack", returnCode, sessionPresent }, { protocolVersion: 4 })
+        expect(encode({ cmd: "connack", returnCode, sessionPresent }).equals(want)).toBe(true)
+      }
+    }
+    expect(encode({ cmd: "pingresp" }).equals(MqttPacket.generate({ cmd: "pingresp" }))).toBe(true)
   })
 })

@@ -153,7 +153,7 @@ export class MqttBridge {
     const c = new MqttConnection(this.server, this.sessionConfig, this.server.allocateCid(), conn, client, now)
     this.connections.set(c.cid, c)
     this.totalConnections++
-    c.parser.on("packet", (packet: ClientPacket) => {
+    c.parser.onPacket = (packet: ClientPacket) => {
       if (c.closed) return
       if (packet.cmd === "publish") {
         // Every PUBLISH the client sent, routed or not (a QoS 2 resend is a duplicate).
@@ -165,10 +165,10 @@ export class MqttBridge {
         }
       }
       this.input(c, { type: "packet", packet })
-    })
-    c.parser.on("error", (e: Error) => {
+    }
+    c.parser.onError = (e: Error) => {
       if (!c.closed) this.input(c, { type: "protocolError", reason: e.message })
-    })
+    }
     return {
       onData: (chunk) => {
         if (c.closed) return
@@ -186,7 +186,7 @@ export class MqttBridge {
           this.chunkNow = outer
         }
         // A packet announced (or buffered) past the limit is cut off before its bytes pile up.
-        const announced = c.parser.packet.length
+        const announced = c.parser.announced
         if (!c.closed && (announced > this.maxPacketBytes || buffered > this.maxPacketBytes)) {
           this.input(c, { type: "protocolError", reason: `packet of ${Math.max(announced, buffered)} bytes over the limit of ${this.maxPacketBytes}` })
         }

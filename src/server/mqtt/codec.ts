@@ -2,7 +2,6 @@
 // strictly (every malformed or hostile input is a close, never a guess); PUBLISH is
 // encoded directly (the hot path), the other packets through mqtt-packet at level 4.
 // Decoded packets use mqtt-packet's field names.
-import { EventEmitter } from "node:events"
 import * as MqttPacket from "mqtt-packet"
 import type { ClientPacket, ConnectFlags, ServerPacket } from "../../core/mqtt/index.js"
 import { OutBuf, putBytes } from "../../core/nats/outbuf.js"
@@ -108,6 +107,25 @@ export const encodeInto = (out: OutBuf, p: ServerPacket): number => {
     }
     case "publish":
       return encodePublish(out, p.topic, p.payload, p.qos, p.retain, p.dup, p.messageId)
+    case "connack": {
+      // written in place like the acknowledgements: mqtt-packet's generic generator costs about a microsecond
+      const b = out.reserve(4)
+      const i = out.cursor
+      b[i] = 0x20
+      b[i + 1] = 2
+      b[i + 2] = p.sessionPresent === true ? 1 : 0
+      b[i + 3] = p.returnCode
+      out.commit(i + 4)
+      return 4
+    }
+    case "pingresp": {
+      const b = out.reserve(2)
+      const i = out.cursor
+      b[i] = 0xd0
+      b[i + 1] = 0
+      out.commit(i + 2)
+      return 2
+    }
     case "suback": {
       const b = MqttPacket.generate({ cmd: "suback", messageId: p.messageId, granted: [...p.granted] }, GENERATE_OPTS)
       out.writeBytes(b, 0, b.length)
@@ -217,12 +235,12 @@ const EMPTY = Buffer.alloc(0)
  * that lie"). One per parser, reset for each packet.
  */
 class BodyReader {
-  buf: Buffer = Buffer.alloc(0)
+  buf: Buffer = EMPTY
   pos = 0
   end = 0
   /** The last topic name read and its bytes: a device publishes to the same topics over and over. */
   private lastTopic = ""
-  private lastTopicBytes: Buffer = Buffer.alloc(0)
+  private lastTopicBytes: Buffer = EMPTY
 
   reset(buf: Buffer, start: number, end: number): this {
     this.buf = buf
@@ -407,13 +425,15 @@ const decodeWith = (r: BodyReader, first: number): ClientPacket => {
 }
 
 /**
- * The byte-level framing machine: fixed header, remaining length, body. It emits
- * `packet` (a `ClientPacket`) and, once, `error` (a `MalformedPacket`); after an error
- * every later byte is ignored. A body is collected chunk by chunk as it arrives, so an
- * announced length costs nothing until its bytes come; `packet.length` shows the
+ * The byte-level framing machine: fixed header, remaining length, body. It calls
+ * `onPacket` with each `ClientPacket` and, once, `onError` with a `MalformedPacket`; after
+ * an error every later byte is ignored. A body is collected chunk by chunk as it arrives,
+ * so an announced length costs nothing until its bytes come; `announced` shows the
  * announced length so the shell can cut a client off before it sends that much.
  */
-export class MqttParser extends EventEmitter {
+export class MqttParser {
+  onPacket: (packet: ClientPacket) => void = () => {}
+  onError: (error: MalformedPacket) => void = () => {}
   private state: ParseState = ParseState.Header
   private first = 0
   private length = 0
@@ -423,9 +443,9 @@ export class MqttParser extends EventEmitter {
   private have = 0
   private readonly reader = new BodyReader()
 
-  /** The packet being read: its announced remaining length (0 between packets). */
-  get packet(): { readonly length: number } {
-    return { length: this.state === ParseState.Body ? this.length : 0 }
+  /** The announced remaining length of the packet being read (0 between packets). */
+  get announced(): number {
+    return this.state === ParseState.Body ? this.length : 0
   }
 
   /** Feeds a chunk; returns the bytes held for an incomplete packet. */
@@ -505,14 +525,14 @@ export class MqttParser extends EventEmitter {
       this.fail(e.reason)
       return
     }
-    this.emit("packet", packet)
+    this.onPacket(packet)
   }
 
   private fail(reason: string): number {
     this.state = ParseState.Failed
     this.chunks = []
     this.have = 0
-    this.emit("error", new MalformedPacket(reason))
+    this.onError(new MalformedPacket(reason))
     return 0
   }
 }
