@@ -263,7 +263,8 @@ export const SCENARIOS: ReadonlyArray<Scenario> = [
       { key: "srvCpuPct", label: "srv CPU", format: "pct" },
       { key: "genCpuPct", label: "gen CPU", format: "pct" }
     ],
-    defaultCount: () => 2000,
+    // long enough that the 64-at-a-time phase lasts about a second (at 2000 it was ~0.3 s)
+    defaultCount: () => 8000,
     countUnit: "connections",
     lossUnit: "connections",
     freshServer: true,
