@@ -135,6 +135,11 @@ export interface StreamStore {
   readonly nextMatchingEntry: (filters: string | ReadonlyArray<string>, fromSeq: number) => MsgEntry | undefined
   /** False when there was no such message. */
   readonly remove: (seq: number) => Effect.Effect<boolean, StoreError>
+  /**
+   * `remove` for synchronous callers, many at once (one tombstone write for the lot):
+   * the number removed; sequences already gone are skipped. Durable after a later `sync()`.
+   */
+  readonly removeSync: (seqs: ReadonlyArray<number>) => number | StoreError
   /** Number of messages removed. */
   readonly purge: (opts?: PurgeOptions) => Effect.Effect<number, StoreError>
   /** Drop messages past max_age at `nowMs`; number removed. */
@@ -238,6 +243,7 @@ export const makeStreamStore = <L>(
   }
 
   const dropped: IndexEntry<L>[] = [] // reused: the publish path allocates no array per message
+  const gone: IndexEntry<L>[] = [] // reused by removeSync
   const storeSync = (subject: string, headers: Uint8Array | undefined, payload: Uint8Array, ts: number): number | StoreError => {
     if (closed) return closedError()
     const hdrLen = headers === undefined ? 0 : headers.length
@@ -307,6 +313,17 @@ export const makeStreamStore = <L>(
         return e === undefined ? Effect.succeed(undefined) : backend.read(e)
       }),
     nextMatchingEntry: (filters, fromSeq) => (closed ? undefined : index.nextMatching(filterList(filters), fromSeq)),
+    removeSync: (seqs) => {
+      if (closed) return closedError()
+      for (let i = 0; i < seqs.length; i++) {
+        const e = index.remove(seqs[i])
+        if (e !== undefined) gone.push(e)
+      }
+      const n = gone.length
+      if (n > 0) backend.removed(gone)
+      gone.length = 0
+      return n
+    },
     remove: (seq) =>
       open(() => {
         const e = index.remove(seq)

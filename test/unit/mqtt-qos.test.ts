@@ -1,3 +1,4 @@
+import fc from "fast-check"
 import { describe, expect, it } from "vitest"
 import { AckOrder, MAX_PACKET_ID, OutWindow, recordTakeover } from "../../src/core/mqtt/qos.js"
 import { bytes, connected, ofType, pkt, sent } from "../../src/core/mqtt/testing.js"
@@ -277,5 +278,56 @@ describe("flapping protection", () => {
     r = recordTakeover(r.record, 1150, 1000, 2) // 0 and 100 fell out of the window
     expect(r.record.times).toEqual([200, 1150])
     expect(r.flapping).toBe(false)
+  })
+})
+
+describe("the outbound window's deadline order", () => {
+  // A model: live entries in order of last send; the next deadline is the first one's,
+  // the due ones a prefix. Acks come in any order, resends move an entry to the end.
+  it("nextDeadline and due agree with a model under sends, out-of-order acks and resends, and stay bounded", () => {
+    fc.assert(
+      fc.property(
+        fc.array(
+          fc.oneof(
+            fc.record({ op: fc.constant("send" as const), n: fc.integer({ min: 1, max: 40 }) }),
+            fc.record({ op: fc.constant("ack" as const), pick: fc.nat() }),
+            fc.record({ op: fc.constant("resend" as const), pick: fc.nat() }),
+            fc.record({ op: fc.constant("tick" as const), dt: fc.integer({ min: 0, max: 50 }) })
+          ),
+          { maxLength: 300 }
+        ),
+        (ops) => {
+          const ACK_WAIT = 100
+          const w = new OutWindow(100_000, 0)
+          let model: Array<number> = [] // packet ids in order of last send
+          let now = 0
+          for (const o of ops) {
+            if (o.op === "send") {
+              for (let i = 0; i < o.n; i++) {
+                const id = w.nextPacketId()!
+                w.addSent({ qos: 1, topic: "t", payload: bytes(""), retain: false }, id, now + ACK_WAIT)
+                model.push(id)
+              }
+            } else if (o.op === "ack" && model.length > 0) {
+              const id = model[o.pick % model.length]
+              w.inflight.delete(id)
+              model = model.filter((x) => x !== id)
+            } else if (o.op === "resend" && model.length > 0) {
+              const id = model[o.pick % model.length]
+              w.touch(w.inflight.get(id)!, now + ACK_WAIT)
+              model = [...model.filter((x) => x !== id), id]
+            } else if (o.op === "tick") {
+              now += o.dt
+            }
+            const first = model[0]
+            expect(w.nextDeadline()).toBe(first === undefined ? undefined : w.inflight.get(first)!.deadline)
+            const due = model.filter((id) => w.inflight.get(id)!.deadline <= now)
+            expect(w.due(now).map((e) => e.packetId)).toEqual(due)
+            expect((w as unknown as { order: Array<unknown> }).order.length).toBeLessThanOrEqual(2 * model.length + 1024 + 40)
+          }
+        }
+      ),
+      { numRuns: 300 }
+    )
   })
 })

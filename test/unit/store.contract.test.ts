@@ -155,6 +155,39 @@ export const storeContract = (label: string, make: MakeLayer, storage: StoreConf
       expect(out).toEqual([true, false, false])
     })
 
+    it("removeSync removes many at once, skips missing ones, and the removals survive a reopen", async () => {
+      const out = await run((store) =>
+        Effect.gen(function*() {
+          const s = yield* store.create("S", cfg())
+          for (const subject of ["a", "b", "a", "c", "a", "b"]) put(s, subject)
+          // the first two (the floor moves past them), an interior one, one missing, one twice
+          const n = s.removeSync([1, 2, 4, 9, 4])
+          const none = s.removeSync([])
+          const st = s.state()
+          yield* s.sync()
+          yield* s.close()
+          const closed = s.removeSync([3])
+          const again = yield* store.open("S")
+          return {
+            n,
+            none,
+            st,
+            st2: again.state(),
+            left: [3, 5, 6].map((seq) => again.subjectOf(seq)),
+            gone: [1, 2, 4].map((seq) => again.subjectOf(seq)),
+            closed: typeof closed === "object" ? closed.reason : closed
+          }
+        })
+      )
+      expect(out.n).toBe(3)
+      expect(out.none).toBe(0)
+      expect(out.st).toMatchObject({ messages: 3, first_seq: 3, last_seq: 6, num_deleted: 1 })
+      expect(out.st2).toEqual(out.st)
+      expect(out.left).toEqual(["a", "a", "b"])
+      expect(out.gone).toEqual([undefined, undefined, undefined])
+      expect(out.closed).toBe("Closed")
+    })
+
     it("purges everything and continues the sequence", async () => {
       const out = await withStream({}, (s) =>
         Effect.gen(function*() {

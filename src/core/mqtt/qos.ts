@@ -20,6 +20,8 @@ export interface OutFlight {
   deadline: number
   /** Order of the first send (resends after reconnect keep it [MQTT-4.6.0-1]). */
   seq: number
+  /** The window's mark of the entry's current place in deadline order (see OutWindow). */
+  slot: number
 }
 
 /** A message waiting for a free slot in the window. */
@@ -34,13 +36,21 @@ export interface Queued {
 /**
  * The outbound window: in-flight entries keyed by packet id, plus a bounded queue
  * of messages waiting for a free slot or packet id. `ack_wait` is one constant, so
- * keeping the map in order of last send (`touch` moves an entry to the end) keeps
- * it in deadline order: the next deadline is the first entry, the due ones a prefix.
+ * the order of last send is deadline order: `order` lists entries as they were sent
+ * (a resend appends the entry again under a new slot), the next deadline is its first
+ * live record, the due ones a prefix. Records of entries acknowledged (gone from
+ * `inflight`) or sent again since (another slot) are stale and skipped. A Map alone
+ * would do in principle, but finding its first live entry walks over every deleted
+ * one still in its table: hundreds per call under a full window.
  */
 export class OutWindow {
   readonly inflight = new Map<number, OutFlight>()
   readonly queue: Queued[] = []
   private lastId = 0
+  private order: OutFlight[] = []
+  private orderSlots: number[] = []
+  private head = 0
+  private slots = 0
 
   constructor(
     readonly maxAckPending: number,
@@ -69,10 +79,12 @@ export class OutWindow {
   private seq = 0
 
   /** Adds an entry sent (or re-sent) just now; its deadline is the latest. */
-  add(entry: Omit<OutFlight, "seq"> & { seq?: number }): void {
+  add(entry: Omit<OutFlight, "seq" | "slot"> & { seq?: number }): void {
     const seq = entry.seq ?? ++this.seq
     if (seq > this.seq) this.seq = seq
-    this.inflight.set(entry.packetId, { ...entry, seq })
+    const e: OutFlight = { ...entry, seq, slot: 0 }
+    this.inflight.set(entry.packetId, e)
+    this.enqueue(e)
   }
 
   /** A queued message goes out now under `packetId` (one object, no copies: the delivery path). */
@@ -86,33 +98,82 @@ export class OutWindow {
       phase: "publish",
       ref: q.ref,
       deadline,
-      seq: ++this.seq
+      seq: ++this.seq,
+      slot: 0
     }
     this.inflight.set(packetId, e)
+    this.enqueue(e)
     return e
   }
 
   /** Sets a new (latest) deadline on an entry and moves it to the end. */
   touch(entry: OutFlight, deadline: number): void {
     entry.deadline = deadline
-    this.inflight.delete(entry.packetId)
-    this.inflight.set(entry.packetId, entry)
+    this.enqueue(entry)
   }
 
   /** Earliest redelivery deadline, if any. */
   nextDeadline(): number | undefined {
-    for (const e of this.inflight.values()) return e.deadline
-    return undefined
+    return this.headLive()?.deadline
   }
 
   /** Entries due at `now`, earliest first. */
   due(now: number): OutFlight[] {
     const out: OutFlight[] = []
-    for (const e of this.inflight.values()) {
+    this.headLive()
+    for (let i = this.head; i < this.order.length; i++) {
+      const e = this.order[i]
+      if (!this.live(i)) continue
       if (e.deadline > now) break
       out.push(e)
     }
     return out
+  }
+
+  /** Appends `e` to deadline order under a new slot (its older records go stale). */
+  private enqueue(e: OutFlight): void {
+    e.slot = ++this.slots
+    this.order.push(e)
+    this.orderSlots.push(e.slot)
+    // Stale records behind a live head (acknowledged out of order) are swept out once
+    // they outnumber the live ones: the arrays stay within about twice the window.
+    if (this.order.length - this.head > 2 * this.inflight.size + 1024) this.sweep()
+  }
+
+  private sweep(): void {
+    const order: OutFlight[] = []
+    const slots: number[] = []
+    for (let i = this.head; i < this.order.length; i++) {
+      if (!this.live(i)) continue
+      order.push(this.order[i])
+      slots.push(this.orderSlots[i])
+    }
+    this.order = order
+    this.orderSlots = slots
+    this.head = 0
+  }
+
+  private live(i: number): boolean {
+    const e = this.order[i]
+    return e.slot === this.orderSlots[i] && this.inflight.get(e.packetId) === e
+  }
+
+  /** The first live record (stale ones before it dropped), or undefined when none. */
+  private headLive(): OutFlight | undefined {
+    while (this.head < this.order.length && !this.live(this.head)) this.head++
+    if (this.head === this.order.length) {
+      this.order.length = 0
+      this.orderSlots.length = 0
+      this.head = 0
+      return undefined
+    }
+    // Drop the consumed prefix now and then, so the arrays stay about as long as the window.
+    if (this.head >= 1024 && this.head * 2 >= this.order.length) {
+      this.order = this.order.slice(this.head)
+      this.orderSlots = this.orderSlots.slice(this.head)
+      this.head = 0
+    }
+    return this.order[this.head]
   }
 
   /** In-flight entries in order of first send. */

@@ -3,7 +3,6 @@
 // see ConsumerMachine.holds). A message nobody would hold is never stored, and
 // whatever a consumer lets go (ack, +TERM, max_deliver, delivery under ack none,
 // deletion) is removed at once unless another consumer still holds it.
-import { Effect } from "effect"
 import type { StreamStore } from "../../services/store.js"
 
 export interface Holder {
@@ -17,12 +16,20 @@ export const heldBy = (holders: ReadonlyArray<Holder>, seq: number, subject: str
 
 /** Remove each of `seqs` that no holder holds; number removed. */
 export const releaseUnheld = (store: StreamStore, holders: ReadonlyArray<Holder>, seqs: Iterable<number>): number => {
+  // Removed in batches (one tombstone write each), bounded so a whole-stream sweep stays small.
+  const unheld: Array<number> = []
   let n = 0
+  const flush = () => {
+    const r = store.removeSync(unheld)
+    if (typeof r === "number") n += r
+    unheld.length = 0
+  }
   for (const seq of seqs) {
     const subject = store.subjectOf(seq)
-    if (subject === undefined || heldBy(holders, seq, subject)) continue
-    if (Effect.runSync(Effect.orElseSucceed(store.remove(seq), () => false))) n++
+    if (subject !== undefined && !heldBy(holders, seq, subject)) unheld.push(seq)
+    if (unheld.length >= 4096) flush()
   }
+  if (unheld.length > 0) flush()
   return n
 }
 

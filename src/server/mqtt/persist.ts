@@ -144,12 +144,9 @@ export class MqttAccountStore {
       this.removals.unshift(...seqs)
       return
     }
-    for (const seq of seqs) this.removeNow(seq)
-  }
-
-  private removeNow(seq: number): void {
-    const r = Effect.runSync(Effect.either(this.store(MqttStream.msgs).remove(seq)))
-    if (r._tag === "Left") this.owner.log.error(`MQTT: could not remove message ${seq} from ${MqttStream.msgs}: ${r.left.message}`)
+    if (seqs.length === 0) return
+    const r = this.store(MqttStream.msgs).removeSync(seqs)
+    if (typeof r !== "number") this.owner.log.error(`MQTT: could not remove ${seqs.length} messages from ${MqttStream.msgs}: ${r.message}`)
   }
 
   /** The durable copy of a change the bridge made to `retained`. */
@@ -298,12 +295,14 @@ export class MqttAccountStore {
       }
       // Messages nobody holds any more (delivered before the last stop): reclaimed.
       let from = 1
+      const unheld: Array<number> = []
       for (;;) {
         const m = yield* Effect.either(msgs.loadNextMatching(">", from))
         if (m._tag === "Left" || m.right === undefined) break
         from = m.right.seq + 1
-        if (!self.refs.has(m.right.seq)) self.removeNow(m.right.seq)
+        if (!self.refs.has(m.right.seq)) unheld.push(m.right.seq)
       }
+      self.settleRemovals(unheld, true)
     })
   }
 }
