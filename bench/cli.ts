@@ -4,7 +4,7 @@
 // Runs each scenario against Switchyard and every installed peer, each started fresh
 // on free loopback ports and stopped by its own pid, alternating systems run by run
 // (A, B, A, B, ...) so ratios come from the same conditions; prints a table of
-// medians, writes <out>/<name>.json and <out>/<name>.svg (name: latest).
+// medians, writes <out>/<name>.json, <out>/<name>.svg and <out>/<name>.md (name: latest).
 import { spawnSync } from "node:child_process"
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import * as os from "node:os"
@@ -12,10 +12,10 @@ import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { processStatusBytes } from "./loadgen/procfs.js"
 import { freePort, installCleanup, runJob, type Server, startServer } from "./proc.js"
-import { type Cell, type CellSummary, ratios, renderSvg, renderTable, sizeLabel, summarize } from "./report.js"
+import { type Cell, type CellSummary, type Ratio, ratios, renderMarkdown, renderSvg, renderTable, sizeLabel, summarize } from "./report.js"
 import { findScenario, type RunBound, type Scenario, SCENARIOS, SIZES } from "./scenarios.js"
 import { type Availability, type Ports, SYSTEMS, type SystemDef } from "./systems.js"
-import { checkTargets, DEFAULT_SCENARIOS, renderTargets } from "./targets.js"
+import { checkTargets, DEFAULT_SCENARIOS, renderTargets, targetGroups } from "./targets.js"
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..")
 
@@ -53,10 +53,10 @@ const usage = `usage: npm run bench -- [options]
   --systems LIST    ${SYSTEMS.map((s) => s.name).join(", ")} (default: all installed)
   --iterations N    runs per system and cell, alternating systems (default: 3)
   --out DIR         where the result files go (default: bench/results)
-  --name NAME       result files NAME.json / NAME.svg (default: latest)
+  --name NAME       result files NAME.json / NAME.svg / NAME.md (default: latest)
   --pin MODE        auto: pin server and generator to different CPUs where the scenario
                     asks (request-reply latency); all: in every scenario; none (default: auto)
-  --render FILE     redraw FILE.svg from an earlier FILE.json (no runs) and exit
+  --render FILE     redraw FILE.svg and FILE.md from an earlier FILE.json (no runs) and exit
   --no-build        do not run tsc -p tsconfig.build.json first
   --list            print scenarios and systems and exit`
 
@@ -381,8 +381,26 @@ const main = async (): Promise<void> => {
   writeFileSync(path.join(opts.out, `${opts.name}.json`), JSON.stringify(json, null, 2) + "\n")
   const caption = chartCaption(when, m, versions, summaries, opts.iterations)
   writeFileSync(path.join(opts.out, `${opts.name}.svg`), renderSvg(opts.scenarios, summaries, SYSTEMS, subject, caption) + "\n")
-  console.log(`\nwrote ${path.relative(ROOT, path.join(opts.out, `${opts.name}.json`))} and ${opts.name}.svg`)
+  writeFileSync(
+    path.join(opts.out, `${opts.name}.md`),
+    renderMarkdown(opts.scenarios, summaries, rs, targetGroups(targets), subject, markdownHeader(when, m, versions, summaries, opts.iterations))
+  )
+  console.log(`\nwrote ${path.relative(ROOT, path.join(opts.out, `${opts.name}.json`))}, ${opts.name}.svg and ${opts.name}.md`)
 }
+
+const markdownHeader = (
+  when: string,
+  m: { readonly cpus: number; readonly cpuModel: string; readonly memGB?: number; readonly os?: string; readonly node: string },
+  versions: Record<string, string>,
+  summaries: ReadonlyArray<CellSummary>,
+  iterations: number
+): string =>
+  `Measured ${when.slice(0, 16).replace("T", " ")} UTC on ${m.cpus} × ${m.cpuModel}${m.memGB !== undefined ? `, ${m.memGB} GB` : ""}${
+    m.os !== undefined ? `, ${m.os}` : ""
+  }, Node ${m.node}: ${Object.entries(versions)
+    .filter(([k]) => summaries.some((x) => x.system === k))
+    .map(([k, v]) => `${k} ${v}`)
+    .join(", ")}. Medians of ${iterations} runs per system, the systems alternating within each cell.`
 
 const chartCaption = (
   when: string,
@@ -404,13 +422,18 @@ const rerender = (file: string): void => {
     versions: Record<string, string>
     options: { scenarios: Array<string>; iterations: number }
     summaries: Array<CellSummary>
+    ratios: Array<Ratio>
   }
   const scs = j.options.scenarios.map(findScenario).filter((s): s is Scenario => s !== undefined)
   const subject = SYSTEMS.find((s) => s.subject)!.name
   const caption = chartCaption(j.when, j.machine, j.versions, j.summaries, j.options.iterations)
-  const out = file.replace(/\.json$/, "") + ".svg"
-  writeFileSync(out, renderSvg(scs, j.summaries, SYSTEMS, subject, caption) + "\n")
-  console.log(`wrote ${path.relative(ROOT, out)}`)
+  const base = file.replace(/\.json$/, "")
+  writeFileSync(base + ".svg", renderSvg(scs, j.summaries, SYSTEMS, subject, caption) + "\n")
+  writeFileSync(
+    base + ".md",
+    renderMarkdown(scs, j.summaries, j.ratios, targetGroups(checkTargets(j.ratios)), subject, markdownHeader(j.when, j.machine, j.versions, j.summaries, j.options.iterations))
+  )
+  console.log(`wrote ${path.relative(ROOT, base + ".svg")} and ${path.relative(ROOT, base + ".md")}`)
 }
 
 const formatHead = (format: Scenario["metrics"][number]["format"], v: number): string =>

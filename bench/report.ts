@@ -347,3 +347,87 @@ export const renderSvg = (
   out.push(`</svg>`)
   return out.join("\n")
 }
+
+// ---------------------------------------------------------------- Markdown summary
+
+/** Short peer names for the Markdown cells. */
+const PEER_ABBREV: Record<string, string> = { "nats-server": "N", mosquitto: "M", aedes: "A", "switchyard-b": "B" }
+
+const mdRatio = (r: Ratio): string => {
+  const who = PEER_ABBREV[r.peer] ?? r.peer
+  if (r.ratio === undefined) return `${who} n/a`
+  const x = r.ratio >= 10 ? r.ratio.toFixed(0) : r.ratio.toFixed(2)
+  return `${who} ${x}×${r.note !== undefined ? " (peer lossy)" : ""}`
+}
+
+/** One cell: the subject's median, then its ratio to each peer ("2.90M · N 1.05× · M 19×"). */
+const mdCell = (
+  sc: Scenario,
+  m: Metric,
+  summaries: ReadonlyArray<CellSummary>,
+  rs: ReadonlyArray<Ratio>,
+  subject: string,
+  size: number
+): string => {
+  const me = summaries.find((s) => s.scenario === sc.id && s.size === size && s.system === subject)
+  if (me === undefined) return ""
+  if (me.failed) return "FAILED"
+  if (me.lossy) return `**LOST ${me.loss}**`
+  const head = fmt(m.format, me.stats[m.key]?.median)
+  const peers = rs.filter((r) => r.scenario === sc.id && r.size === size && r.metric === m.key).map(mdRatio)
+  return [head, ...peers].join(" · ")
+}
+
+/**
+ * The run as Markdown, for the README: every compared metric of every scenario that ran,
+ * sizes as columns, each cell the subject's median and its ratio to each peer; then the
+ * verdict on the targets. `header` says when, where and what was measured.
+ */
+export const renderMarkdown = (
+  scenarios: ReadonlyArray<Scenario>,
+  summaries: ReadonlyArray<CellSummary>,
+  rs: ReadonlyArray<Ratio>,
+  checks: ReadonlyArray<{ readonly what: string; readonly cells: ReadonlyArray<{ readonly label: string; readonly ratio: number | undefined; readonly met: boolean }> }>,
+  subject: string,
+  header: string
+): string => {
+  const ran = scenarios.filter((sc) => summaries.some((s) => s.scenario === sc.id))
+  const sized = ran.filter((sc) => sc.sized)
+  const unsized = ran.filter((sc) => !sc.sized)
+  const sizes = [...new Set(summaries.filter((s) => s.size > 0).map((s) => s.size))].sort((a, b) => a - b)
+  const peers = [...new Set(summaries.map((s) => s.system).filter((s) => s !== subject))]
+  const legend = peers.map((p) => `${PEER_ABBREV[p] ?? p} = ${p}`).join(", ")
+  const lines: Array<string> = [header, ""]
+  lines.push(
+    `Each cell: ${subject}'s median, then ${subject} ÷ peer (${legend}); for latency and memory lower is better, for rates higher.`
+  )
+  if (sized.length > 0) {
+    lines.push("", `| scenario | metric | ${sizes.map(sizeLabel).join(" | ")} |`, `|---|---|${sizes.map(() => "---").join("|")}|`)
+    for (const sc of sized) {
+      for (const m of sc.metrics.filter((x) => x.compare === true)) {
+        const cells = sizes.map((size) => mdCell(sc, m, summaries, rs, subject, size))
+        lines.push(`| ${sc.title} | ${m.label} | ${cells.join(" | ")} |`)
+      }
+    }
+  }
+  if (unsized.length > 0) {
+    lines.push("", "| scenario | metric | result |", "|---|---|---|")
+    for (const sc of unsized) {
+      for (const m of sc.metrics.filter((x) => x.compare === true)) {
+        lines.push(`| ${sc.title} | ${m.label} | ${mdCell(sc, m, summaries, rs, subject, 0)} |`)
+      }
+    }
+  }
+  if (checks.length > 0) {
+    const cells = checks.flatMap((c) => c.cells)
+    lines.push("", `Targets: ${cells.filter((c) => c.met).length} of ${cells.length} cells meet theirs.`, "")
+    for (const c of checks) {
+      const all = c.cells.every((x) => x.met)
+      const detail = c.cells
+        .map((x) => `${x.label} ${x.ratio === undefined ? "n/a" : `${x.ratio.toFixed(2)}×`}${x.met ? "" : " ✗"}`)
+        .join(", ")
+      lines.push(`- ${all ? "**met**" : "**not met**"} — ${c.what}: ${detail}`)
+    }
+  }
+  return lines.join("\n") + "\n"
+}

@@ -85,3 +85,12 @@ export const renderTargets = (checks: ReadonlyArray<TargetCheck>): string => {
   }
   return lines.join("\n")
 }
+
+/** The verdict grouped by target, for the Markdown summary (renderMarkdown). */
+export const targetGroups = (checks: ReadonlyArray<TargetCheck>) =>
+  TARGETS.map((t) => ({
+    what: t.what,
+    cells: checks
+      .filter((c) => c.target === t)
+      .map((c) => ({ label: `${c.scenario}${sizeText(c.size)}`, ratio: c.ratio, met: c.met }))
+  })).filter((g) => g.cells.length > 0)

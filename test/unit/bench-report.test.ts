@@ -1,0 +1,85 @@
+// The benchmark harness's bookkeeping: medians, ratios, the verdict on the targets and
+// the Markdown summary. What matters most: a lossy or failed Switchyard cell never gets a
+// ratio (so it can never look fast), and a target whose cells did not run is not "met".
+import { describe, expect, it } from "vitest"
+import type { JobResult } from "../../bench/loadgen/jobs.js"
+import { type Cell, ratios, renderMarkdown, summarize } from "../../bench/report.js"
+import { findScenario } from "../../bench/scenarios.js"
+import { checkTargets, targetGroups } from "../../bench/targets.js"
+
+const run = (metrics: Record<string, number>, loss = 0, ok = true): JobResult =>
+  ({ ok, metrics, loss, excess: 0, errors: [] }) as unknown as JobResult
+
+const cell = (scenario: string, size: number, system: string, rates: ReadonlyArray<number>, loss = 0): Cell => ({
+  scenario,
+  size,
+  system,
+  runs: rates.map((rate, i) => run({ rate }, i === 0 ? loss : 0))
+})
+
+const oneToOne = findScenario("1to1")!
+const mqtt0 = findScenario("mqtt0")!
+
+describe("bench report", () => {
+  it("summarizes runs as median and min–max", () => {
+    const s = summarize(cell("1to1", 16, "switchyard", [300, 100, 200]))
+    expect(s.stats.rate).toEqual({ median: 200, min: 100, max: 300 })
+    expect(s.lossy).toBe(false)
+    expect(s.failed).toBe(false)
+  })
+
+  it("gives a ratio of medians, and none to a lossy or failed Switchyard cell", () => {
+    const summaries = [
+      summarize(cell("1to1", 16, "switchyard", [200, 200, 200])),
+      summarize(cell("1to1", 16, "nats-server", [100, 100, 100])),
+      summarize(cell("1to1", 1024, "switchyard", [900, 900, 900], 5)),
+      summarize(cell("1to1", 1024, "nats-server", [100, 100, 100])),
+      summarize({ scenario: "1to1", size: 16384, system: "switchyard", runs: [run({}, 0, false)] }),
+      summarize(cell("1to1", 16384, "nats-server", [100, 100, 100]))
+    ]
+    const rs = ratios([oneToOne], summaries, "switchyard")
+    const at = (size: number) => rs.find((r) => r.size === size && r.metric === "rate")!
+    expect(at(16).ratio).toBe(2)
+    expect(at(1024).ratio).toBeUndefined()
+    expect(at(1024).note).toMatch(/lost/)
+    expect(at(16384).ratio).toBeUndefined()
+    expect(at(16384).note).toMatch(/failed/)
+  })
+
+  it("checks targets only on cells that ran, and a cell without a ratio does not meet its target", () => {
+    const summaries = [
+      summarize(cell("1to1", 16, "switchyard", [200])),
+      summarize(cell("1to1", 16, "nats-server", [100])),
+      summarize(cell("1to1", 128, "switchyard", [40])),
+      summarize(cell("1to1", 128, "nats-server", [100])),
+      summarize(cell("1to1", 1024, "switchyard", [900], 1)),
+      summarize(cell("1to1", 1024, "nats-server", [100]))
+    ]
+    const checks = checkTargets(ratios([oneToOne], summaries, "switchyard"))
+    expect(checks.map((c) => [c.size, c.met])).toEqual([
+      [16, true],
+      [128, false],
+      [1024, false]
+    ])
+    // fan-out and the other scenarios did not run: nothing is said about them
+    expect(checks.every((c) => c.scenario === "1to1")).toBe(true)
+  })
+
+  it("renders the run as Markdown: medians, ratios per peer, lost cells marked, the verdict", () => {
+    const summaries = [
+      summarize(cell("mqtt0", 16, "switchyard", [3_000_000])),
+      summarize(cell("mqtt0", 16, "mosquitto", [150_000])),
+      summarize(cell("mqtt0", 16, "aedes", [100_000])),
+      summarize(cell("mqtt0", 1024, "switchyard", [900_000], 3)),
+      summarize(cell("mqtt0", 1024, "mosquitto", [110_000])),
+      summarize(cell("mqtt0", 1024, "aedes", [90_000]))
+    ]
+    const rs = ratios([mqtt0], summaries, "switchyard")
+    const md = renderMarkdown([mqtt0], summaries, rs, targetGroups(checkTargets(rs)), "switchyard", "HEADER")
+    expect(md.startsWith("HEADER\n")).toBe(true)
+    expect(md).toContain("| scenario | metric | 16 B | 1 KiB |")
+    expect(md).toContain("| 3.00M · M 20× · A 30× | **LOST 3** |")
+    expect(md).toContain("Targets: 2 of 4 cells meet theirs.")
+    expect(md).toContain("- **not met** — MQTT QoS 0 ≤ 1 KiB: ≥ 3 × mosquitto: mqtt0 16 B 20.00×, mqtt0 1 KiB n/a ✗")
+  })
+})
