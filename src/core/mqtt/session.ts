@@ -59,6 +59,11 @@ export interface SessionDeps {
   readonly canSubscribe?: (filter: string) => boolean
   /** Whether the client may publish to `topic` (translated to `subject`). */
   readonly canPublish?: (topic: string, subject: string) => boolean
+  /**
+   * An acknowledgement took an outbound message out of the window (PUBACK, PUBCOMP): the
+   * session never reads its payload again. Called once per message.
+   */
+  readonly released?: (payload: Uint8Array) => void
 }
 
 /** The highest QoS the server grants. */
@@ -478,6 +483,7 @@ export class MqttSession {
     const e = this.out.inflight.get(id)
     if (e === undefined || e.qos !== 1) return // unsolicited: ignored
     this.out.inflight.delete(id)
+    this.deps.released?.(e.payload)
     if (e.ref !== undefined) this.emit({ type: "ack", ref: e.ref })
     this.fillWindow(now)
   }
@@ -498,6 +504,7 @@ export class MqttSession {
     const e = this.out.inflight.get(id)
     if (e === undefined || e.phase !== "pubrel") return
     this.out.inflight.delete(id)
+    this.deps.released?.(e.payload)
     this.emit({ type: "persist", stream: "$MQTT_out", key: this.recordKey(id), record: undefined })
     this.fillWindow(now)
   }

@@ -29,6 +29,7 @@ import { type Server, writeBufs } from "../server.js"
 import { ClosedReason } from "../reasons.js"
 import type { Subscription } from "../subscription.js"
 import { encodeInto, encodePublishRange } from "./codec.js"
+import { HeldPayloads } from "./held.js"
 import { closedRecord, MqttConnection } from "./connection.js"
 import type { MqttAccountStore, MqttPersistence, RetainedMsg } from "./persist.js"
 
@@ -69,6 +70,8 @@ export class MqttBridge {
   private dirty: Array<MqttConnection> = []
   private flushScheduled = false
   private readonly flushFn = () => this.flush()
+  /** Payloads of QoS 1/2 messages in the sessions' windows (see held.ts). */
+  private readonly held = new HeldPayloads()
   // QoS of the MQTT PUBLISH being routed right now (routing is synchronous); 0 for NATS-originated messages.
   private routingQos = 0
   // The `$MQTT_msgs` sequence of the message being routed, when it is stored.
@@ -150,7 +153,7 @@ export class MqttBridge {
   accept(conn: Conn): ConnHandlers {
     const now = this.server.now()
     const client = this.server.internalClient(GLOBAL_ACCOUNT, "mqtt")
-    const c = new MqttConnection(this.server, this.sessionConfig, this.server.allocateCid(), conn, client, now)
+    const c = new MqttConnection(this.server, this.sessionConfig, this.server.allocateCid(), conn, client, now, this.held)
     this.connections.set(c.cid, c)
     this.totalConnections++
     c.parser.onPacket = (packet: ClientPacket) => {
@@ -501,7 +504,8 @@ export class MqttBridge {
         const ref = this.routingRef
         const store = ref === undefined ? undefined : this.persisted(c)
         const before = store === undefined ? 0 : c.session.pendingCount
-        this.input(c, { type: "deliver", subject: subj, payload: buf.subarray(from, end), qos: this.routingQos, ref })
+        // Held until acknowledged: a copy in a reusable slab, not a view pinning the read chunk.
+        this.input(c, { type: "deliver", subject: subj, payload: this.held.hold(buf, from, end), qos: this.routingQos, ref })
         // A persistent session that took the stored message holds it until acknowledged.
         if (store !== undefined && c.session.pendingCount > before) store.ref(ref!)
       })

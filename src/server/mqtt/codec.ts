@@ -8,7 +8,12 @@ import { OutBuf, putBytes } from "../../core/nats/outbuf.js"
 
 const GENERATE_OPTS = { protocolVersion: 4 }
 
-/** Payloads from this size on are written by reference (their own writev slot), not copied. */
+/**
+ * QoS 0 payloads from this size on are written by reference (their own writev slot), not
+ * copied. QoS 1/2 payloads are always copied: a session may hold them in a slab that is
+ * reused once the client acknowledges (see held.ts), and a write still queued on a slow
+ * socket must not read a reused slab.
+ */
 export const PUBLISH_BY_REFERENCE = 4096
 
 const varintLength = (n: number): number => (n < 128 ? 1 : n < 16_384 ? 2 : n < 2_097_152 ? 3 : 4)
@@ -55,7 +60,7 @@ export const encodePublishRange = (
   const topicLen = ascii ? topic.length : Buffer.byteLength(topic, "utf8")
   const size = end - start
   const remaining = 2 + topicLen + (qos > 0 ? 2 : 0) + size
-  const byRef = size >= PUBLISH_BY_REFERENCE
+  const byRef = qos === 0 && size >= PUBLISH_BY_REFERENCE
   const headLen = 1 + varintLength(remaining) + remaining - (byRef ? size : 0)
   const b = out.reserve(headLen)
   let i = out.cursor

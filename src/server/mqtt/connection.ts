@@ -19,6 +19,7 @@ import type { Server } from "../server.js"
 import type { Subscription } from "../subscription.js"
 import { mqttAuthenticator } from "./auth.js"
 import { MqttParser } from "./codec.js"
+import type { HeldPayloads } from "./held.js"
 import { OutBuf } from "../../core/nats/outbuf.js"
 
 /**
@@ -27,8 +28,9 @@ import { OutBuf } from "../../core/nats/outbuf.js"
  * override; a password is also tried as a token); the account, user and permissions it
  * grants are taken by the connection's internal client.
  */
-const sessionDeps = (server: Server, client: Client): SessionDeps => ({
+const sessionDeps = (server: Server, client: Client, held: HeldPayloads | undefined): SessionDeps => ({
   random: server.env.random,
+  ...(held !== undefined && { released: (payload: Uint8Array) => held.release(payload) }),
   authenticate: (connect: ConnectPacket): AuthResult => {
     const password = connect.password === undefined ? undefined : Buffer.from(connect.password).toString("utf8")
     const verdict = mqttAuthenticator(server).check({ username: connect.username, password })
@@ -81,11 +83,12 @@ export class MqttConnection {
     readonly cid: number,
     readonly conn: Conn,
     readonly client: Client,
-    readonly start: number
+    readonly start: number,
+    held?: HeldPayloads
   ) {
     this.lastActivity = start
     this.out = new OutBuf(4096, server.slabs)
-    this.session = new MqttSession(start, sessionDeps(server, client), config)
+    this.session = new MqttSession(start, sessionDeps(server, client, held), config)
   }
 }
 
