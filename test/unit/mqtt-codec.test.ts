@@ -312,6 +312,17 @@ describe("encodePublish", () => {
           const byRef = parts.some((b) => b.buffer === payload.buffer && b.byteOffset === payload.byteOffset && b.length === payload.length)
           expect(byRef).toBe(qos === 0 && size >= PUBLISH_BY_REFERENCE)
           expect(parts.some((b) => b.buffer === payload.buffer)).toBe(byRef)
+          // With the owner of its memory (a Pinner), any QoS goes by reference, pinned.
+          const pinned = new OutBuf(64)
+          let retained = 0
+          const pin = { retain: () => void retained++, release: () => void retained-- }
+          encodePublish(pinned, topic, payload, qos, retain, dup, qos > 0 ? messageId : undefined, pin)
+          const pinnedParts = pinned.takeAll()!
+          expect(Buffer.concat(pinnedParts).equals(want)).toBe(true)
+          expect(pinnedParts.some((b) => b.buffer === payload.buffer)).toBe(size >= PUBLISH_BY_REFERENCE)
+          expect(retained).toBe(size >= PUBLISH_BY_REFERENCE ? 1 : 0)
+          pinned.written()
+          expect(retained).toBe(0)
         }
       ),
       { numRuns: 500 }

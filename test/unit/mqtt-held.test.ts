@@ -53,13 +53,15 @@ describe("HeldPayloads", () => {
     expect(again.toString()).toBe("dddddddd")
   })
 
-  it("never changes a payload that is still held, under any order of holds and releases", () => {
+  it("never changes a payload that is still held or retained, under any order of holds, retains and releases", () => {
     fc.assert(
       fc.property(
         fc.array(
           fc.oneof(
             fc.record({ op: fc.constant("hold" as const), len: fc.integer({ min: 0, max: 40 }), twice: fc.boolean() }),
-            fc.record({ op: fc.constant("release" as const), pick: fc.nat() })
+            fc.record({ op: fc.constant("release" as const), pick: fc.nat() }),
+            // a socket write queued by reference: one more reader until released
+            fc.record({ op: fc.constant("retain" as const), pick: fc.nat() })
           ),
           { maxLength: 400 }
         ),
@@ -75,7 +77,11 @@ describe("HeldPayloads", () => {
               if (o.twice) live.push({ view: held.hold(src, 2, 2 + o.len), expect: text })
               // a copy must not depend on its source (larger ones are views by design)
               if (o.len <= 32) src.fill(0x2a)
-            } else if (live.length > 0) {
+            } else if (o.op === "retain" && live.length > 0) {
+              const l = live[o.pick % live.length]!
+              held.retain(l.view)
+              live.push({ ...l })
+            } else if (o.op === "release" && live.length > 0) {
               const [gone] = live.splice(o.pick % live.length, 1)
               held.release(gone!.view)
             }

@@ -351,3 +351,73 @@ describe("OutBuf slabs from a SlabPool", () => {
     expect(pool.freeCount).toBe(0)
   })
 })
+
+describe("OutBuf references pinned until their write is done", () => {
+  /** A Pinner that counts what is retained, per payload. */
+  const counting = () => {
+    const live = new Map<Uint8Array, number>()
+    return {
+      live,
+      retain: (p: Uint8Array) => void live.set(p, (live.get(p) ?? 0) + 1),
+      release: (p: Uint8Array) => void live.set(p, (live.get(p) ?? 0) - 1)
+    }
+  }
+
+  it("retains a payload when queued and releases it once the write that carries it is done", () => {
+    const pin = counting()
+    const out = new OutBuf(64)
+    const a = Buffer.alloc(5000, 1)
+    const b = Buffer.alloc(5000, 2)
+    out.writeRefPinned(a, 0, a.length, pin)
+    const first = out.takeAll()!
+    expect(first.some((x) => x.buffer === a.buffer)).toBe(true) // by reference, not a copy
+    out.writeRefPinned(b, 0, b.length, pin)
+    out.takeAll()
+    expect([pin.live.get(a), pin.live.get(b)]).toEqual([1, 1])
+    out.written()
+    expect([pin.live.get(a), pin.live.get(b)]).toEqual([0, 1])
+    out.written()
+    expect(pin.live.get(b)).toBe(0)
+  })
+
+  it("releases at once what clear() drops, and nothing already taken", () => {
+    const pin = counting()
+    const out = new OutBuf(64)
+    const taken = Buffer.alloc(5000, 1)
+    const dropped = Buffer.alloc(5000, 2)
+    out.writeRefPinned(taken, 0, taken.length, pin)
+    out.takeAll()
+    out.writeRefPinned(dropped, 0, dropped.length, pin)
+    out.clear()
+    expect([pin.live.get(taken), pin.live.get(dropped)]).toEqual([1, 0])
+    out.written()
+    expect(pin.live.get(taken)).toBe(0)
+  })
+
+  it("copies a payload of another owner instead of pinning it", () => {
+    const mine = counting()
+    const other = counting()
+    const out = new OutBuf(64)
+    const a = Buffer.alloc(5000, 1)
+    const b = Buffer.alloc(5000, 2)
+    out.writeRefPinned(a, 0, a.length, mine)
+    out.writeRefPinned(b, 0, b.length, other)
+    const bufs = out.takeAll()!
+    expect(bufs.some((x) => x.buffer === b.buffer)).toBe(false)
+    expect(Buffer.concat(bufs).equals(Buffer.concat([a, b]))).toBe(true)
+    expect(other.live.size).toBe(0)
+  })
+
+  it("stops tracking (never releases) past a bound when the transport does not report writes", () => {
+    const pin = counting()
+    const out = new OutBuf(64)
+    const a = Buffer.alloc(5000, 1)
+    for (let i = 0; i < 20_000; i++) {
+      out.writeRefPinned(a, 0, a.length, pin)
+      out.takeAll()
+    }
+    // every retain still stands: nothing was released early
+    expect(pin.live.get(a)).toBe(20_000)
+    expect((out as unknown as { pinned: Array<unknown> }).pinned.length).toBeLessThanOrEqual(8192)
+  })
+})

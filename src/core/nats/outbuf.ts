@@ -93,6 +93,18 @@ export class SlabPool {
   }
 }
 
+/**
+ * An owner of reusable memory that payloads written by reference may live in: `retain`
+ * keeps a payload's memory from reuse until the matching `release`.
+ */
+export interface Pinner {
+  retain(payload: Uint8Array): void
+  release(payload: Uint8Array): void
+}
+
+/** Pinned references whose writes never report done are let go (never released: their memory is just not reused) past this many. */
+const MAX_PINNED = 8192
+
 /** Batches from this size on go into pooled slabs. */
 const POOLED_FROM = 16 * 1024
 /** Pooled slabs whose writes never report done (a transport that cannot tell) are not waited for past this many. */
@@ -116,6 +128,11 @@ export class OutBuf {
   /** Pooled slabs no longer written to, each with the take whose write frees it (in order). */
   private readonly retired: Array<Buffer> = []
   private readonly retiredTake: Array<number> = []
+  /** Payloads queued by reference from a Pinner's memory, each with the take whose write lets it go. */
+  private pinned: Array<Buffer> = []
+  private pinnedTake: Array<number> = []
+  private pinnedHead = 0
+  private pinner: Pinner | undefined = undefined
 
   constructor(
     private readonly initialSize: number = 4096,
@@ -135,6 +152,20 @@ export class OutBuf {
       this.pool!.release(this.retired.shift()!)
       this.retiredTake.shift()
     }
+    if (this.pinnedHead < this.pinned.length) this.unpin(this.writes)
+  }
+
+  /** Releases the pinned payloads of takes up to `take`. */
+  private unpin(take: number): void {
+    const pinner = this.pinner!
+    let h = this.pinnedHead
+    while (h < this.pinned.length && this.pinnedTake[h] <= take) pinner.release(this.pinned[h++])
+    if (h === this.pinned.length) {
+      this.pinned = []
+      this.pinnedTake = []
+      h = 0
+    }
+    this.pinnedHead = h
   }
 
   private retire(slab: Buffer, take: number): void {
@@ -171,6 +202,30 @@ export class OutBuf {
     this.seal()
     this.segs.push(src.subarray(start, end))
     this.segBytes += end - start
+  }
+
+  /**
+   * `writeRef` of a payload in memory that `pinner` reuses once released: it is retained
+   * until the write that carries it is done (`written`), or released at once if the
+   * pending bytes are dropped (`clear`).
+   */
+  writeRefPinned(src: Buffer, start: number, end: number, pinner: Pinner): void {
+    if (end <= start) return
+    // One owner per connection in practice; another one's payload is copied, not pinned.
+    if (this.pinner !== undefined && this.pinner !== pinner) return this.writeBytes(src, start, end)
+    this.writeRef(src, start, end)
+    this.pinner = pinner
+    if (this.pinned.length - this.pinnedHead >= MAX_PINNED) {
+      // The transport does not report writes done: stop tracking the older half (never
+      // released, so their memory is never reused: safe).
+      const from = this.pinnedHead + MAX_PINNED / 2
+      this.pinned = this.pinned.slice(from)
+      this.pinnedTake = this.pinnedTake.slice(from)
+      this.pinnedHead = 0
+    }
+    pinner.retain(src)
+    this.pinned.push(src)
+    this.pinnedTake.push(this.takes + 1)
   }
 
   /** Moves the slab's pending bytes to the segment list (no copy). */
@@ -263,6 +318,8 @@ export class OutBuf {
   clear(): void {
     this.segs = []
     this.segBytes = 0
+    // pinned payloads of the dropped batch are not written: let them go now
+    if (this.pinnedHead < this.pinned.length) this.dropPending()
     if (this.buf !== undefined && this.pooled) {
       // none of its bytes was handed out (a pooled slab serves one take): free at once
       this.pool!.release(this.buf)
@@ -274,6 +331,14 @@ export class OutBuf {
       this.start = 0
     }
     this.pos = this.start
+  }
+
+  private dropPending(): void {
+    const next = this.takes + 1
+    let n = this.pinned.length
+    while (n > this.pinnedHead && this.pinnedTake[n - 1] === next) this.pinner!.release(this.pinned[--n])
+    this.pinned.length = n
+    this.pinnedTake.length = n
   }
 
   /**

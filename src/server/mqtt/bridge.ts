@@ -295,7 +295,7 @@ export class MqttBridge {
         c.held = true
       } else if (packet.qos === 1 && c.recordDirty === undefined && this.persisted(c) !== undefined) c.recordDirty = "lazy"
     }
-    c.outBytes += encodeInto(c.out, packet)
+    c.outBytes += encodeInto(c.out, packet, this.held)
     this.markDirty(c)
   }
 

@@ -4,15 +4,15 @@
 // Decoded packets use mqtt-packet's field names.
 import * as MqttPacket from "mqtt-packet"
 import type { ClientPacket, ConnectFlags, ServerPacket } from "../../core/mqtt/index.js"
-import { OutBuf, putBytes } from "../../core/nats/outbuf.js"
+import { OutBuf, type Pinner, putBytes } from "../../core/nats/outbuf.js"
 
 const GENERATE_OPTS = { protocolVersion: 4 }
 
 /**
- * QoS 0 payloads from this size on are written by reference (their own writev slot), not
- * copied. QoS 1/2 payloads are always copied: a session may hold them in a slab that is
- * reused once the client acknowledges (see held.ts), and a write still queued on a slow
- * socket must not read a reused slab.
+ * Payloads from this size on are written by reference (their own writev slot), not
+ * copied. A QoS 1/2 payload may live in a slab its session reuses once the client
+ * acknowledges (held.ts): it goes by reference only with that slab's owner (`pin`), which
+ * keeps the slab until the write is done; without one it is copied.
  */
 export const PUBLISH_BY_REFERENCE = 4096
 
@@ -31,10 +31,11 @@ export const encodePublish = (
   qos: number,
   retain: boolean,
   dup: boolean,
-  messageId: number | undefined
+  messageId: number | undefined,
+  pin?: Pinner
 ): number => {
   const p = Buffer.isBuffer(payload) ? payload : Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength)
-  return encodePublishRange(out, topic, p, 0, p.length, qos, retain, dup, messageId)
+  return encodePublishRange(out, topic, p, 0, p.length, qos, retain, dup, messageId, pin)
 }
 
 /** `encodePublish` of the payload `src[start, end)` (no view of it is made). */
@@ -47,7 +48,8 @@ export const encodePublishRange = (
   qos: number,
   retain: boolean,
   dup: boolean,
-  messageId: number | undefined
+  messageId: number | undefined,
+  pin?: Pinner
 ): number => {
   // Topics are mostly ASCII: then the length is known without encoding, and the bytes go in by a loop.
   let ascii = true
@@ -60,7 +62,7 @@ export const encodePublishRange = (
   const topicLen = ascii ? topic.length : Buffer.byteLength(topic, "utf8")
   const size = end - start
   const remaining = 2 + topicLen + (qos > 0 ? 2 : 0) + size
-  const byRef = qos === 0 && size >= PUBLISH_BY_REFERENCE
+  const byRef = size >= PUBLISH_BY_REFERENCE && (qos === 0 || pin !== undefined)
   const headLen = 1 + varintLength(remaining) + remaining - (byRef ? size : 0)
   const b = out.reserve(headLen)
   let i = out.cursor
@@ -82,7 +84,8 @@ export const encodePublishRange = (
   }
   if (byRef) {
     out.commit(i)
-    out.writeRef(src, start, end)
+    if (pin !== undefined) out.writeRefPinned(src, start, end, pin)
+    else out.writeRef(src, start, end)
   } else out.commit(putBytes(b, i, src, start, end))
   return headLen + (byRef ? size : 0)
 }
@@ -95,7 +98,7 @@ const ACK_HEADER = { puback: 0x40, pubrec: 0x50, pubrel: 0x62, pubcomp: 0x70 } a
  * packets of the hot path, written in place; the others through mqtt-packet. Returns
  * the bytes appended.
  */
-export const encodeInto = (out: OutBuf, p: ServerPacket): number => {
+export const encodeInto = (out: OutBuf, p: ServerPacket, pin?: Pinner): number => {
   switch (p.cmd) {
     case "puback":
     case "pubrec":
@@ -111,7 +114,7 @@ export const encodeInto = (out: OutBuf, p: ServerPacket): number => {
       return 4
     }
     case "publish":
-      return encodePublish(out, p.topic, p.payload, p.qos, p.retain, p.dup, p.messageId)
+      return encodePublish(out, p.topic, p.payload, p.qos, p.retain, p.dup, p.messageId, pin)
     case "connack": {
       // written in place like the acknowledgements: mqtt-packet's generic generator costs about a microsecond
       const b = out.reserve(4)

@@ -11,10 +11,13 @@
 // A slab is reused once every payload in it was released, so a release must come
 // exactly once per `hold` and only when nothing reads the payload any more: the session
 // releases when an acknowledgement removes the message from its window (PUBACK,
-// PUBCOMP). A held payload is never written by reference (see encodePublishRange), so a
-// socket write still queued cannot see a reused slab. A payload that is never released
+// PUBCOMP). A held payload written by reference is retained by the output buffer until
+// the socket write that carries it is done (OutBuf.writeRefPinned), so a write still
+// queued on a slow socket never reads a reused slab. A payload that is never released
 // (its session closed, or it moved to a stored session) only keeps its slab from reuse:
 // the slab is garbage once no payload in it is reachable.
+
+import type { Pinner } from "../../core/nats/outbuf.js"
 
 /** Bytes per slab: the size of a socket read, so a held payload pins no more than its chunk did. */
 export const HELD_SLAB = 64 * 1024
@@ -29,7 +32,7 @@ interface Slab {
   live: number
 }
 
-export class HeldPayloads {
+export class HeldPayloads implements Pinner {
   private current: Slab | undefined
   private at = 0
   private readonly slabs = new WeakMap<ArrayBufferLike, Slab>()
@@ -69,7 +72,13 @@ export class HeldPayloads {
     return view
   }
 
-  /** A payload `hold` returned is no longer read by the session that held it. */
+  /** Another reader of a held payload (a socket write queued by reference): its slab waits for the matching `release`. */
+  retain(payload: Uint8Array): void {
+    const slab = this.slabs.get(payload.buffer)
+    if (slab !== undefined && slab.live > 0) slab.live++
+  }
+
+  /** A payload `hold` (or `retain`) returned is no longer read by whoever held it. */
   release(payload: Uint8Array): void {
     const slab = this.slabs.get(payload.buffer)
     if (slab === undefined || slab.live <= 0) return
