@@ -341,6 +341,26 @@ describe("encode of the acknowledgements", () => {
     }
   })
 
+  it("writes SUBACK (any number of return codes, failures too) and UNSUBACK as mqtt-packet does", async () => {
+    const fc = (await import("fast-check")).default
+    const MqttPacket = await import("mqtt-packet")
+    const { encode } = await import("../../src/server/mqtt/codec.js")
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 65535 }),
+        // past 125 codes the remaining length takes two bytes
+        fc.array(fc.constantFrom(0, 1, 2, 0x80), { minLength: 1, maxLength: 300 }),
+        (messageId, granted) => {
+          const want = MqttPacket.generate({ cmd: "suback", messageId, granted }, { protocolVersion: 4 })
+          expect(encode({ cmd: "suback", messageId, granted }).equals(want)).toBe(true)
+          const unsub = MqttPacket.generate({ cmd: "unsuback", messageId, granted: [] }, { protocolVersion: 4 })
+          expect(encode({ cmd: "unsuback", messageId }).equals(unsub)).toBe(true)
+        }
+      ),
+      { numRuns: 300 }
+    )
+  })
+
   it("writes CONNACK (every return code, session present or not) and PINGRESP as mqtt-packet does", async () => {
     const MqttPacket = await import("mqtt-packet")
     const { encode } = await import("../../src/server/mqtt/codec.js")

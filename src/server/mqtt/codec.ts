@@ -1,12 +1,10 @@
 // The MQTT 3.1.1 wire format of the server side. `MqttParser` decodes what clients send
-// strictly (every malformed or hostile input is a close, never a guess); PUBLISH is
-// encoded directly (the hot path), the other packets through mqtt-packet at level 4.
-// Decoded packets use mqtt-packet's field names.
-import * as MqttPacket from "mqtt-packet"
+// strictly (every malformed or hostile input is a close, never a guess); every server
+// packet is written in place into the connection's output (the server does not load
+// mqtt-packet, whose encoder keeps 65,536 cached Buffers in the heap; the tests check our
+// bytes against it). Decoded packets use mqtt-packet's field names.
 import type { ClientPacket, ConnectFlags, ServerPacket } from "../../core/mqtt/index.js"
 import { OutBuf, type Pinner, putBytes } from "../../core/nats/outbuf.js"
-
-const GENERATE_OPTS = { protocolVersion: 4 }
 
 /**
  * Payloads from this size on are written by reference (their own writev slot), not
@@ -67,13 +65,7 @@ export const encodePublishRange = (
   const b = out.reserve(headLen)
   let i = out.cursor
   b[i++] = 0x30 | (dup ? 0x08 : 0) | (qos << 1) | (retain ? 0x01 : 0)
-  let n = remaining
-  do {
-    let d = n % 128
-    n = Math.floor(n / 128)
-    if (n > 0) d |= 0x80
-    b[i++] = d
-  } while (n > 0)
+  i = putVarint(b, i, remaining)
   b[i++] = topicLen >> 8
   b[i++] = topicLen & 0xff
   if (ascii) for (let k = 0; k < topicLen; k++) b[i++] = topic.charCodeAt(k)
@@ -93,11 +85,7 @@ export const encodePublishRange = (
 /** First bytes of the four-byte acknowledgements (PUBREL carries the required 0b0010 flags). */
 const ACK_HEADER = { puback: 0x40, pubrec: 0x50, pubrel: 0x62, pubcomp: 0x70 } as const
 
-/**
- * A server packet (MQTT 3.1.1) appended to `out`: PUBLISH and the acknowledgements, the
- * packets of the hot path, written in place; the others through mqtt-packet. Returns
- * the bytes appended.
- */
+/** A server packet (MQTT 3.1.1) written in place at the end of `out`. Returns the bytes appended. */
 export const encodeInto = (out: OutBuf, p: ServerPacket, pin?: Pinner): number => {
   switch (p.cmd) {
     case "puback":
@@ -135,16 +123,43 @@ export const encodeInto = (out: OutBuf, p: ServerPacket, pin?: Pinner): number =
       return 2
     }
     case "suback": {
-      const b = MqttPacket.generate({ cmd: "suback", messageId: p.messageId, granted: [...p.granted] }, GENERATE_OPTS)
-      out.writeBytes(b, 0, b.length)
-      return b.length
+      // fixed header, remaining length, packet id, one return code per filter (0/1/2 or 0x80)
+      const n = p.granted.length
+      const remaining = 2 + n
+      const len = 1 + varintLength(remaining) + remaining
+      const b = out.reserve(len)
+      let i = out.cursor
+      b[i++] = 0x90
+      i = putVarint(b, i, remaining)
+      b[i++] = p.messageId >> 8
+      b[i++] = p.messageId & 0xff
+      for (let k = 0; k < n; k++) b[i++] = p.granted[k]
+      out.commit(i)
+      return len
     }
-    default: {
-      const b = MqttPacket.generate(p as MqttPacket.Packet, GENERATE_OPTS)
-      out.writeBytes(b, 0, b.length)
-      return b.length
+    case "unsuback": {
+      const b = out.reserve(4)
+      const i = out.cursor
+      b[i] = 0xb0
+      b[i + 1] = 2
+      b[i + 2] = p.messageId >> 8
+      b[i + 3] = p.messageId & 0xff
+      out.commit(i + 4)
+      return 4
     }
   }
+}
+
+/** MQTT's remaining length (7 bits a byte, high bit = more) at b[i]; returns the position after it. */
+const putVarint = (b: Buffer, i: number, value: number): number => {
+  let n = value
+  do {
+    let d = n % 128
+    n = Math.floor(n / 128)
+    if (n > 0) d |= 0x80
+    b[i++] = d
+  } while (n > 0)
+  return i
 }
 
 /** The wire bytes of a server packet (MQTT 3.1.1). */
