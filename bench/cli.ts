@@ -379,60 +379,46 @@ const main = async (): Promise<void> => {
     cells
   }
   writeFileSync(path.join(opts.out, `${opts.name}.json`), JSON.stringify(json, null, 2) + "\n")
-  const caption = chartCaption(when, m, versions, summaries, opts.iterations)
-  writeFileSync(path.join(opts.out, `${opts.name}.svg`), renderSvg(opts.scenarios, summaries, SYSTEMS, subject, caption) + "\n")
-  writeFileSync(
-    path.join(opts.out, `${opts.name}.md`),
-    renderMarkdown(opts.scenarios, summaries, rs, targetGroups(targets), subject, markdownHeader(when, m, versions, summaries, opts.iterations))
-  )
+  writeViews(path.join(opts.out, opts.name), { when, machine: m, versions, iterations: opts.iterations, scenarios: opts.scenarios, summaries, ratios: rs })
   console.log(`\nwrote ${path.relative(ROOT, path.join(opts.out, `${opts.name}.json`))}, ${opts.name}.svg and ${opts.name}.md`)
 }
 
-const markdownHeader = (
-  when: string,
-  m: { readonly cpus: number; readonly cpuModel: string; readonly memGB?: number; readonly os?: string; readonly node: string },
-  versions: Record<string, string>,
-  summaries: ReadonlyArray<CellSummary>,
-  iterations: number
-): string =>
-  `Measured ${when.slice(0, 16).replace("T", " ")} UTC on ${m.cpus} × ${m.cpuModel}${m.memGB !== undefined ? `, ${m.memGB} GB` : ""}${
-    m.os !== undefined ? `, ${m.os}` : ""
-  }, Node ${m.node}: ${Object.entries(versions)
-    .filter(([k]) => summaries.some((x) => x.system === k))
-    .map(([k, v]) => `${k} ${v}`)
-    .join(", ")}. Medians of ${iterations} runs per system, the systems alternating within each cell.`
+/** What the chart and the Markdown summary are drawn from (a run just done, or a saved JSON). */
+interface RunView {
+  readonly when: string
+  readonly machine: { readonly cpus: number; readonly cpuModel: string; readonly memGB?: number; readonly os?: string; readonly node: string }
+  readonly versions: Record<string, string>
+  readonly iterations: number
+  readonly scenarios: ReadonlyArray<Scenario>
+  readonly summaries: ReadonlyArray<CellSummary>
+  readonly ratios: ReadonlyArray<Ratio>
+}
 
-const chartCaption = (
-  when: string,
-  m: { readonly cpus: number; readonly cpuModel: string; readonly node: string },
-  versions: Record<string, string>,
-  summaries: ReadonlyArray<CellSummary>,
-  iterations: number
-): string =>
-  `${when.slice(0, 16).replace("T", " ")} UTC · ${m.cpus} × ${m.cpuModel} · Node ${m.node} · ${Object.entries(versions)
-    .filter(([k]) => summaries.some((x) => x.system === k))
-    .map(([k, v]) => `${k} ${v.split(" ")[0]}`)
-    .join(" · ")} · medians of ${iterations}, whiskers min–max`
-
-/** `--render results.json`: the chart again from the stored summaries, e.g. after a renderer change. */
-const rerender = (file: string): void => {
-  const j = JSON.parse(readFileSync(file, "utf8")) as {
-    when: string
-    machine: { cpus: number; cpuModel: string; node: string }
-    versions: Record<string, string>
-    options: { scenarios: Array<string>; iterations: number }
-    summaries: Array<CellSummary>
-    ratios: Array<Ratio>
-  }
-  const scs = j.options.scenarios.map(findScenario).filter((s): s is Scenario => s !== undefined)
+/** `base`.svg (the chart) and `base`.md (the table and the verdict). */
+const writeViews = (base: string, v: RunView): void => {
   const subject = SYSTEMS.find((s) => s.subject)!.name
-  const caption = chartCaption(j.when, j.machine, j.versions, j.summaries, j.options.iterations)
+  const m = v.machine
+  const at = `${v.when.slice(0, 16).replace("T", " ")} UTC`
+  // the versions of the systems that were measured
+  const ran = Object.entries(v.versions).filter(([k]) => v.summaries.some((x) => x.system === k))
+  const caption = `${at} · ${m.cpus} × ${m.cpuModel} · Node ${m.node} · ${ran
+    .map(([k, ver]) => `${k} ${ver.split(" ")[0]}`)
+    .join(" · ")} · medians of ${v.iterations}, whiskers min–max`
+  const header = `Measured ${at} on ${m.cpus} × ${m.cpuModel}${m.memGB !== undefined ? `, ${m.memGB} GB` : ""}${
+    m.os !== undefined ? `, ${m.os}` : ""
+  }, Node ${m.node}: ${ran.map(([k, ver]) => `${k} ${ver}`).join(", ")}. Medians of ${v.iterations} runs per system, the systems alternating within each cell.`
+  writeFileSync(base + ".svg", renderSvg(v.scenarios, v.summaries, SYSTEMS, subject, caption) + "\n")
+  writeFileSync(base + ".md", renderMarkdown(v.scenarios, v.summaries, v.ratios, targetGroups(checkTargets(v.ratios)), subject, header))
+}
+
+/** `--render results.json`: the chart and the summary again from the stored results, e.g. after a renderer change. */
+const rerender = (file: string): void => {
+  const j = JSON.parse(readFileSync(file, "utf8")) as Omit<RunView, "iterations" | "scenarios"> & {
+    options: { scenarios: Array<string>; iterations: number }
+  }
+  const scenarios = j.options.scenarios.map(findScenario).filter((s): s is Scenario => s !== undefined)
   const base = file.replace(/\.json$/, "")
-  writeFileSync(base + ".svg", renderSvg(scs, j.summaries, SYSTEMS, subject, caption) + "\n")
-  writeFileSync(
-    base + ".md",
-    renderMarkdown(scs, j.summaries, j.ratios, targetGroups(checkTargets(j.ratios)), subject, markdownHeader(j.when, j.machine, j.versions, j.summaries, j.options.iterations))
-  )
+  writeViews(base, { ...j, iterations: j.options.iterations, scenarios })
   console.log(`wrote ${path.relative(ROOT, base + ".svg")} and ${path.relative(ROOT, base + ".md")}`)
 }
 

@@ -244,6 +244,17 @@ export const makeStreamStore = <L>(
 
   const dropped: IndexEntry<L>[] = [] // reused: the publish path allocates no array per message
   const gone: IndexEntry<L>[] = [] // reused by removeSync
+  const removeSync = (seqs: ReadonlyArray<number>): number | StoreError => {
+    if (closed) return closedError()
+    for (let i = 0; i < seqs.length; i++) {
+      const e = index.remove(seqs[i])
+      if (e !== undefined) gone.push(e)
+    }
+    const n = gone.length
+    if (n > 0) backend.removed(gone)
+    gone.length = 0
+    return n
+  }
   const storeSync = (subject: string, headers: Uint8Array | undefined, payload: Uint8Array, ts: number): number | StoreError => {
     if (closed) return closedError()
     const hdrLen = headers === undefined ? 0 : headers.length
@@ -313,23 +324,11 @@ export const makeStreamStore = <L>(
         return e === undefined ? Effect.succeed(undefined) : backend.read(e)
       }),
     nextMatchingEntry: (filters, fromSeq) => (closed ? undefined : index.nextMatching(filterList(filters), fromSeq)),
-    removeSync: (seqs) => {
-      if (closed) return closedError()
-      for (let i = 0; i < seqs.length; i++) {
-        const e = index.remove(seqs[i])
-        if (e !== undefined) gone.push(e)
-      }
-      const n = gone.length
-      if (n > 0) backend.removed(gone)
-      gone.length = 0
-      return n
-    },
+    removeSync,
     remove: (seq) =>
-      open(() => {
-        const e = index.remove(seq)
-        if (e === undefined) return Effect.succeed(false)
-        backend.removed([e])
-        return Effect.succeed(true)
+      Effect.suspend(() => {
+        const r = removeSync([seq])
+        return typeof r === "number" ? Effect.succeed(r > 0) : Effect.fail(r)
       }),
     purge: (opts) =>
       open(() => {

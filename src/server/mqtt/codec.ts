@@ -82,8 +82,8 @@ export const encodePublishRange = (
   return headLen + (byRef ? size : 0)
 }
 
-/** First bytes of the four-byte acknowledgements (PUBREL carries the required 0b0010 flags). */
-const ACK_HEADER = { puback: 0x40, pubrec: 0x50, pubrel: 0x62, pubcomp: 0x70 } as const
+/** First bytes of the four-byte packets that carry only a packet id (PUBREL has the required 0b0010 flags). */
+const ACK_HEADER = { puback: 0x40, pubrec: 0x50, pubrel: 0x62, pubcomp: 0x70, unsuback: 0xb0 } as const
 
 /** A server packet (MQTT 3.1.1) written in place at the end of `out`. Returns the bytes appended. */
 export const encodeInto = (out: OutBuf, p: ServerPacket, pin?: Pinner): number => {
@@ -91,7 +91,8 @@ export const encodeInto = (out: OutBuf, p: ServerPacket, pin?: Pinner): number =
     case "puback":
     case "pubrec":
     case "pubrel":
-    case "pubcomp": {
+    case "pubcomp":
+    case "unsuback": {
       const b = out.reserve(4)
       const i = out.cursor
       b[i] = ACK_HEADER[p.cmd]
@@ -136,16 +137,6 @@ export const encodeInto = (out: OutBuf, p: ServerPacket, pin?: Pinner): number =
       for (let k = 0; k < n; k++) b[i++] = p.granted[k]
       out.commit(i)
       return len
-    }
-    case "unsuback": {
-      const b = out.reserve(4)
-      const i = out.cursor
-      b[i] = 0xb0
-      b[i + 1] = 2
-      b[i + 2] = p.messageId >> 8
-      b[i + 3] = p.messageId & 0xff
-      out.commit(i + 4)
-      return 4
     }
   }
 }

@@ -28,9 +28,9 @@ import { OutBuf } from "../../core/nats/outbuf.js"
  * override; a password is also tried as a token); the account, user and permissions it
  * grants are taken by the connection's internal client.
  */
-const sessionDeps = (server: Server, client: Client, held: HeldPayloads | undefined): SessionDeps => ({
+const sessionDeps = (server: Server, client: Client, held: HeldPayloads): SessionDeps => ({
   random: server.env.random,
-  ...(held !== undefined && { released: (payload: Uint8Array) => held.release(payload) }),
+  released: (payload) => held.release(payload),
   authenticate: (connect: ConnectPacket): AuthResult => {
     const password = connect.password === undefined ? undefined : Buffer.from(connect.password).toString("utf8")
     const verdict = mqttAuthenticator(server).check({ username: connect.username, password })
@@ -84,7 +84,8 @@ export class MqttConnection {
     readonly conn: Conn,
     readonly client: Client,
     readonly start: number,
-    held?: HeldPayloads
+    /** Where the session's in-flight QoS 1/2 payloads live (released on acknowledgement). */
+    held: HeldPayloads
   ) {
     this.lastActivity = start
     this.out = new OutBuf(4096, server.slabs)
