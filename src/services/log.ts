@@ -16,6 +16,8 @@ export interface LogService {
   readonly info: (msg: string) => void
   readonly debug: (msg: string) => void
   readonly trace: (msg: string) => void
+  /** Close and open `log_file` again (logrotate moved it away: SIGUSR1). False when logging to stderr. */
+  readonly reopen: () => boolean
 }
 
 export class Log extends Context.Tag("switchyard/Log")<Log, LogService>() {}
@@ -32,7 +34,8 @@ export const formatLogTime = (ms: number): string => {
 export const makeLog = (
   options: LogOptions,
   write: (line: string) => void,
-  now: () => number = Date.now
+  now: () => number = Date.now,
+  reopen: () => boolean = () => false
 ): LogService => {
   const prefix = `[${process.pid}] `
   const line = (level: LogLevel, msg: string) =>
@@ -46,7 +49,8 @@ export const makeLog = (
     warn: (m) => line("WRN", m),
     info: (m) => line("INF", m),
     debug: options.debug || options.trace ? (m) => line("DBG", m) : noop,
-    trace: options.trace ? (m) => line("TRC", m) : noop
+    trace: options.trace ? (m) => line("TRC", m) : noop,
+    reopen
   }
 }
 
@@ -58,11 +62,20 @@ export const layerLog = (options: LogOptions): Layer.Layer<Log> =>
       if (options.logFile === undefined) {
         return makeLog(options, (l) => process.stderr.write(l))
       }
+      const file = options.logFile
+      // Reopened in place: lines written before and after a rotation all reach a file.
       const fd = yield* Effect.acquireRelease(
-        Effect.sync(() => fs.openSync(options.logFile!, "a")),
-        (fd) => Effect.sync(() => fs.closeSync(fd))
+        Effect.sync(() => ({ current: fs.openSync(file, "a") })),
+        (fd) => Effect.sync(() => fs.closeSync(fd.current))
       )
-      return makeLog(options, (l) => fs.writeSync(fd, l))
+      const reopen = (): boolean => {
+        const next = fs.openSync(file, "a")
+        const old = fd.current
+        fd.current = next
+        fs.closeSync(old)
+        return true
+      }
+      return makeLog(options, (l) => fs.writeSync(fd.current, l), Date.now, reopen)
     })
   )
 
