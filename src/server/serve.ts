@@ -47,7 +47,7 @@ export const serve = (
     }
     const running = yield* startNatsServer(options)
     const jetstream = options.jetstream === undefined ? undefined : yield* startJetStreamOnDisk(running.server, options.jetstream).pipe(
-      Effect.mapError((e) => new StartupError(`Could not start JetStream: ${e.message}`))
+      Effect.mapError((e) => new StartupError(`Could not start JetStream: ${e.detail}`))
     )
     if (jetstream !== undefined) log.info(`Starting JetStream, store directory "${options.jetstream!.storeDir}"`)
     const mqtt = options.mqtt === undefined ? undefined : yield* startMqtt(running.server, options.mqtt, jetstream)

@@ -3,9 +3,22 @@ import * as fs from "node:fs"
 import { Effect, Layer } from "effect"
 import { Disk, DiskError, type DiskFile, type DiskService } from "./disk.js"
 
+/**
+ * Node's message without the file names it carries ("ENOSPC: no space left on device,
+ * write", not "..., open '/var/lib/...'"): those stay in DiskError.path, for the log.
+ */
+export const withoutPaths = (e: unknown): string => {
+  let message = e instanceof Error ? e.message : String(e)
+  const x = e as NodeJS.ErrnoException & { dest?: string }
+  for (const p of [x?.path, x?.dest]) {
+    if (typeof p === "string" && p !== "") message = message.split(` -> '${p}'`).join("").split(` '${p}'`).join("").split(p).join("<file>")
+  }
+  return message
+}
+
 const toDiskError = (path: string) => (e: unknown): DiskError => {
   const code = (e as NodeJS.ErrnoException)?.code
-  const message = e instanceof Error ? e.message : String(e)
+  const message = withoutPaths(e)
   const reason = code === "ENOENT" ? "NotFound" : code === "EEXIST" ? "Exists" : code === "ENOSPC" || code === "EDQUOT" ? "NoSpace" : "Io"
   return new DiskError({ reason, path, message })
 }

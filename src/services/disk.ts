@@ -8,6 +8,7 @@
 import { Context, Data } from "effect"
 import type { Effect } from "effect"
 
+/** `message` says what failed without the file names, which are in `path`. */
 export class DiskError extends Data.TaggedError("DiskError")<{
   readonly reason: "NotFound" | "Exists" | "NoSpace" | "Io"
   readonly path: string

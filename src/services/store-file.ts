@@ -102,7 +102,7 @@ const NEW_EXT = ".new"
 const MAX_PROBLEMS = 100
 
 const fromDisk = (e: DiskError): StoreError =>
-  storeError(e.reason === "NoSpace" ? "NoSpace" : e.reason === "NotFound" ? "NotFound" : "Io", `${e.path}: ${e.message}`)
+  storeError(e.reason === "NoSpace" ? "NoSpace" : e.reason === "NotFound" ? "NotFound" : "Io", e.message, e.path)
 
 const asBuffer = (u: Uint8Array): Buffer => (Buffer.isBuffer(u) ? u : Buffer.from(u.buffer, u.byteOffset, u.length))
 
@@ -453,7 +453,7 @@ const openFileStream = (ctx: StreamCtx, cfg: StoreConfig, rec: Recovered, extraP
   const decode = (e: IndexEntry<Loc>, buf: Buffer, off: number, trusted: boolean): StoredMsg | StoreError => {
     const len = e.loc.len
     if ((!trusted && recordAt(buf, off, off + len) !== len) || recordSeq(buf, off) !== e.seq) {
-      return storeError("Corrupt", `${e.loc.blk.path}: message ${e.seq} is damaged`)
+      return storeError("Corrupt", `message ${e.seq} is damaged`, e.loc.blk.path)
     }
     const m = msgBody(buf, off, len)
     return { seq: e.seq, subject: e.subject, ts: m.ts, headers: m.headers, payload: m.payload }

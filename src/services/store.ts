@@ -25,10 +25,20 @@ export type StoreErrorReason =
   | "BadArgument"
   | Rejection
 
+/**
+ * `message` may reach clients (JetStream API error descriptions), so it never names a
+ * file: the file goes in `path`, and log lines use `detail`, which has both.
+ */
 export class StoreError extends Data.TaggedError("StoreError")<{
   readonly reason: StoreErrorReason
   readonly message: string
-}> {}
+  readonly path?: string | undefined
+}> {
+  /** For the server log: the message and, when there is one, the file it is about. */
+  get detail(): string {
+    return this.path === undefined ? this.message : `${this.message} (${this.path})`
+  }
+}
 
 export interface StoredMsg {
   readonly seq: number
@@ -181,7 +191,8 @@ export interface StoreService {
 
 export class Store extends Context.Tag("switchyard/Store")<Store, StoreService>() {}
 
-export const storeError = (reason: StoreErrorReason, message: string): StoreError => new StoreError({ reason, message })
+export const storeError = (reason: StoreErrorReason, message: string, path?: string): StoreError =>
+  new StoreError({ reason, message, path })
 
 const rejectionMessage: Record<Rejection, string> = {
   MaxMsgSize: "message size exceeds maximum allowed",

@@ -112,7 +112,7 @@ export class JetStream {
     for (const a of this.accounts.values()) for (const s of a.streams.values()) if (!s.closed) streams.push(s)
     return Effect.forEach(
       streams,
-      (s) => Effect.catchAll(s.store.sync(), (e) => Effect.sync(() => this.log.error(`JetStream stream '${s.name}': sync failed: ${e.message}`))),
+      (s) => Effect.catchAll(s.store.sync(), (e) => Effect.sync(() => this.log.error(`JetStream stream '${s.name}': sync failed: ${e.detail}`))),
       { discard: true }
     )
   }
@@ -181,7 +181,7 @@ export class JetStream {
       for (const name of yield* js.store.list()) {
         const r = yield* Effect.either(Effect.flatMap(js.store.open(name), (st) => Effect.map(st.readMeta(STREAM_META), (m) => [st, m] as const)))
         if (r._tag === "Left" || r.right[1] === undefined) {
-          const why = r._tag === "Left" ? r.left.message : "its stream configuration is missing"
+          const why = r._tag === "Left" ? r.left.detail : "its stream configuration is missing"
           js.problems.push(`JetStream stream '${name}' could not be recovered: ${why}`)
           js.log.error(`Error recovering stream '${name}': ${why}`)
           continue
@@ -211,7 +211,7 @@ export class JetStream {
       (s) =>
         s.store.compact().pipe(
           Effect.tap((bytes) => Effect.sync(() => bytes > 0 && this.log.debug(`JetStream stream '${s.name}': compaction reclaimed ${bytes} bytes`))),
-          Effect.catchAll((e) => Effect.sync(() => this.log.warn(`JetStream stream '${s.name}': compaction failed: ${e.message}`)))
+          Effect.catchAll((e) => Effect.sync(() => this.log.warn(`JetStream stream '${s.name}': compaction failed: ${e.detail}`)))
         ),
       { discard: true }
     )

@@ -440,7 +440,7 @@ export class MqttBridge {
       // Kept until every persistent session it is routed to has it acknowledged.
       const r = store.storeMessage(subject, payload, qos)
       if (typeof r !== "number") {
-        this.server.log.error(`MQTT client "${c.session.clientId}": message on '${subject}' could not be stored: ${r.message}`)
+        this.server.log.error(`MQTT client "${c.session.clientId}": message on '${subject}' could not be stored: ${r.detail}`)
         if (confirm !== undefined) return this.storeFailed(c)
       } else ref = r
     }

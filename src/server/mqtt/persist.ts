@@ -84,7 +84,7 @@ export class MqttAccountStore {
 
   private drop(name: MqttStreamName, subject: string): void {
     const r = Effect.runSync(Effect.either(this.store(name).purge({ subject })))
-    if (r._tag === "Left") this.owner.log.error(`MQTT: could not remove '${subject}' from stream '${name}': ${r.left.message}`)
+    if (r._tag === "Left") this.owner.log.error(`MQTT: could not remove '${subject}' from stream '${name}': ${r.left.detail}`)
   }
 
   /** Store a QoS 1/2 message published by an MQTT client; its sequence is the delivery ref. */
@@ -146,13 +146,13 @@ export class MqttAccountStore {
     }
     if (seqs.length === 0) return
     const r = this.store(MqttStream.msgs).removeSync(seqs)
-    if (typeof r !== "number") this.owner.log.error(`MQTT: could not remove ${seqs.length} messages from ${MqttStream.msgs}: ${r.message}`)
+    if (typeof r !== "number") this.owner.log.error(`MQTT: could not remove ${seqs.length} messages from ${MqttStream.msgs}: ${r.detail}`)
   }
 
   /** The durable copy of a change the bridge made to `retained`. */
   storeRetained(topic: string, subject: string, payload: Uint8Array, qos: QoS): void {
     const r = this.put(MqttStream.rmsgs, retainedSubject(subject), qosHeader(qos), payload)
-    if (typeof r !== "number") this.owner.log.error(`MQTT: retained message for '${topic}' not stored: ${r.message}`)
+    if (typeof r !== "number") this.owner.log.error(`MQTT: retained message for '${topic}' not stored: ${r.detail}`)
   }
 
   deleteRetained(subject: string): void {
@@ -161,7 +161,7 @@ export class MqttAccountStore {
 
   writeSession(snap: SessionSnapshot): void {
     const r = this.put(MqttStream.sess, sessSubject(sessionHash(snap.clientId)), undefined, encodeSessionRecord(snap, this.lastMessageSeq()))
-    if (typeof r !== "number") this.owner.log.error(`MQTT: session of client "${snap.clientId}" not stored: ${r.message}`)
+    if (typeof r !== "number") this.owner.log.error(`MQTT: session of client "${snap.clientId}" not stored: ${r.detail}`)
   }
 
   /** Forget a session: its record, its QoS 2 state, and its hold on stored messages. */
@@ -181,7 +181,7 @@ export class MqttAccountStore {
     const subject = stream === MqttStream.qos2in ? qos2InSubject(hash, packetId) : pubrelSubject(hash, packetId)
     if (!present) return this.drop(stream, subject)
     const r = this.put(stream, subject, undefined, Buffer.from(JSON.stringify({ id: clientId, pid: packetId })))
-    if (typeof r !== "number") this.owner.log.error(`MQTT: QoS 2 state of client "${clientId}" not stored: ${r.message}`)
+    if (typeof r !== "number") this.owner.log.error(`MQTT: QoS 2 state of client "${clientId}" not stored: ${r.detail}`)
   }
 
   /** Read everything back after a restart: retained messages, sessions with what they still owe. */
@@ -429,7 +429,7 @@ export class MqttPersistence {
     const everyWrite = typeof this.js.options.syncInterval !== "number"
     const commit = (s: StreamStore) => (everyWrite ? s.sync() : s.flush())
     Effect.runPromise(Effect.either(Effect.forEach(stores, commit, { concurrency: "unbounded", discard: true }))).then((r) => {
-      if (r._tag === "Left") this.log.error(`MQTT: stream sync failed: ${r.left.message}`)
+      if (r._tag === "Left") this.log.error(`MQTT: stream sync failed: ${r.left.detail}`)
       for (const [a, seqs] of removals) a.settleRemovals(seqs, r._tag === "Right")
       for (const cb of cbs) cb(r._tag === "Right")
       if (this.waiting.length > 0) this.runCommit()
