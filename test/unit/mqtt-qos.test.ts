@@ -139,7 +139,10 @@ describe("QoS 1 inbound", () => {
   it("a PUBLISH not permitted is acknowledged but not routed", () => {
     const { session } = connected({ deps: { canPublish: () => false } })
     const a = session.step(pkt({ cmd: "publish", topic: "a", payload: bytes("x"), qos: 1, retain: false, dup: false, messageId: 3 }), 0)
-    expect(noDeadline(a)).toEqual([{ type: "send", packet: { cmd: "puback", messageId: 3 } }])
+    expect(noDeadline(a)).toEqual([
+      { type: "denied", op: "publish", topic: "a" },
+      { type: "send", packet: { cmd: "puback", messageId: 3 } }
+    ])
   })
 })
 

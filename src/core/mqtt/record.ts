@@ -73,6 +73,8 @@ interface StoredPending {
 export interface SessionRecord {
   readonly v: 1
   readonly id: string
+  /** The owner (user) of the session; absent in records written before owners were kept. */
+  readonly u?: string
   readonly subs: ReadonlyArray<{ readonly f: string; readonly q: QoS }>
   readonly pid: number
   readonly cursor: number
@@ -89,6 +91,7 @@ export const encodeSessionRecord = (snap: SessionSnapshot, cursor: number): Buff
   const rec: SessionRecord = {
     v: 1,
     id: snap.clientId,
+    ...(snap.owner === undefined ? {} : { u: snap.owner }),
     subs: snap.subscriptions.map((s) => ({ f: s.filter, q: s.qos })),
     pid: snap.lastPacketId,
     cursor,
@@ -102,7 +105,7 @@ export const encodeSessionRecord = (snap: SessionSnapshot, cursor: number): Buff
 export const decodeSessionRecord = (bytes: Uint8Array): SessionRecord | undefined => {
   try {
     const r = JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("utf8")) as SessionRecord
-    if (r?.v !== 1 || typeof r.id !== "string" || !Array.isArray(r.subs) || !Array.isArray(r.out) || !Array.isArray(r.queued)) return undefined
+    if (r?.v !== 1 || typeof r.id !== "string" || (r.u !== undefined && typeof r.u !== "string") || !Array.isArray(r.subs) || !Array.isArray(r.out) || !Array.isArray(r.queued)) return undefined
     return r
   } catch {
     return undefined

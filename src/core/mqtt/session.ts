@@ -57,7 +57,14 @@ export interface SessionDeps {
   readonly random: () => number
   readonly authenticate?: (connect: ConnectPacket) => AuthResult
   readonly canSubscribe?: (filter: string) => boolean
-  /** Whether the client may publish to `topic` (translated to `subject`). */
+  /**
+   * Whether the client may receive a message on the literal `subject` (its subscribe
+   * permissions, deny included). Live messages are filtered by the router; this is asked
+   * of the ones the session sends on its own: retained messages on SUBSCRIBE and the
+   * stored messages of a resumed session.
+   */
+  readonly canReceive?: (subject: string) => boolean
+  /** Whether the client may publish to `topic` (translated to `subject`); asked of the will too. */
   readonly canPublish?: (topic: string, subject: string) => boolean
   /**
    * An acknowledgement took an outbound message out of the window (PUBACK, PUBCOMP): the
@@ -65,6 +72,14 @@ export interface SessionDeps {
    */
   readonly released?: (payload: Uint8Array) => void
 }
+
+/**
+ * Whether `owner` may resume the stored session: only the user that created it. A session
+ * stored before owners were kept goes to the first user of its account to resume it, with
+ * only what that user's permissions allow (see `restore`).
+ */
+export const mayResume = (stored: SessionSnapshot, owner: string | undefined): boolean =>
+  stored.owner === undefined || stored.owner === (owner ?? "")
 
 /** The highest QoS the server grants. */
 export const MAX_QOS: QoS = 2
@@ -102,6 +117,8 @@ export class MqttSession {
   private readyValue = false
   private clientIdValue = ""
   private clean = true
+  /** The user the connection authenticated as (from `sessionReady`; "" without auth): the owner of what it stores. */
+  private owner = ""
   private keepaliveMs = 0
   private lastActivity: number
   private readonly openedAt: number
@@ -195,6 +212,7 @@ export class MqttSession {
   snapshot(): SessionSnapshot {
     return {
       clientId: this.clientIdValue,
+      owner: this.owner,
       subscriptions: [...this.subs].map(([filter, s]) => ({ filter, qos: s.qos })),
       outbound: this.out.inSendOrder().map((e) => ({
         packetId: e.packetId,
@@ -225,7 +243,7 @@ export class MqttSession {
         this.lastActivity = now
         return this.onPacket(input.packet, now)
       case "sessionReady":
-        return this.onSessionReady(input.stored, now)
+        return this.onSessionReady(input.stored, input.owner, now)
       case "published":
         return this.onPublished(input.packetId)
       case "deliver":
@@ -259,9 +277,14 @@ export class MqttSession {
     this.close(`${CloseReason.ProtocolViolation}: ${reason}`, true)
   }
 
+  /**
+   * The will goes out only if the client may still publish to its topic: it was checked at
+   * CONNECT, and permissions can have changed since (a reload).
+   */
   private publishWill(will: Will): void {
     const subject = topicToSubject(will.topic)
     if (!subject.ok) return
+    if (!this.mayPublish(will.topic, subject.value)) return this.emit({ type: "denied", op: "will", topic: will.topic })
     const qos = minQos(will.qos, MAX_QOS)
     this.emitRetain(will.topic, subject.value, will.payload, qos, will.retain)
     this.emit({ type: "publish", subject: subject.value, payload: will.payload, qos, retain: will.retain })
@@ -332,6 +355,16 @@ export class MqttSession {
     const auth = this.deps.authenticate?.(connect) ?? ConnackCode.Accepted
     if (auth !== ConnackCode.Accepted) return this.refuse(auth)
     this.clientIdValue = clientId
+    // A will the client could not publish itself is refused with the connection: it would
+    // otherwise be a way around publish permissions (a will on `$JS/API/...`, say).
+    const will = connect.will
+    if (will !== undefined) {
+      const subject = topicToSubject(will.topic)
+      if (subject.ok && !this.mayPublish(will.topic, subject.value)) {
+        this.emit({ type: "denied", op: "will", topic: will.topic })
+        return this.refuse(ConnackCode.NotAuthorized)
+      }
+    }
     this.clean = connect.clean
     this.keepaliveMs = connect.keepalive * 1000
     this.will = connect.will
@@ -339,14 +372,21 @@ export class MqttSession {
     this.emit({ type: "accept", clientId, cleanSession: connect.clean, assignedId: assigned })
   }
 
-  private onSessionReady(stored: SessionSnapshot | undefined, now: number): void {
+  private onSessionReady(stored: SessionSnapshot | undefined, owner: string | undefined, now: number): void {
     if (this.phase !== "connecting") return
+    this.owner = owner ?? ""
     let present = false
     if (!this.clean && stored !== undefined) {
       // The store key is a hash of the id: a different full id is a collision, never resumed.
       if (stored.clientId !== this.clientIdValue) return this.refuse(ConnackCode.IdentifierRejected)
-      this.restore(stored, now)
-      present = true
+      if (mayResume(stored, owner)) {
+        this.restore(stored, now)
+        present = true
+      } else {
+        // Another user's session: never resumed (its subscriptions and messages are that
+        // user's); it is discarded and this connection starts a fresh one [MQTT-3.2.2-3].
+        this.emit({ type: "discardStored", stored })
+      }
     }
     this.phase = "connected"
     this.readyValue = true
@@ -365,16 +405,33 @@ export class MqttSession {
     }
   }
 
+  /**
+   * Take a stored session up again, with what its user may still have: a subscription or a
+   * stored message the permissions no longer allow (changed since, or a session stored
+   * before owners were kept) is dropped, never delivered.
+   */
   private restore(s: SessionSnapshot, now: number): void {
+    let dropped = false
     for (const sub of s.subscriptions) {
       const subjects = subscriptionSubjects(sub.filter)
-      if (subjects.ok) {
-        this.subs.set(sub.filter, { qos: sub.qos, subjects: subjects.value })
-        this.subsVersion++
+      if (!subjects.ok) continue
+      if (!(this.deps.canSubscribe?.(sub.filter) ?? true)) {
+        this.emit({ type: "denied", op: "subscribe", topic: sub.filter })
+        dropped = true
+        continue
       }
+      this.subs.set(sub.filter, { qos: sub.qos, subjects: subjects.value })
+      this.subsVersion++
     }
-    for (const o of s.outbound) this.out.add({ ...o, deadline: now + this.config.ackWaitMs })
-    for (const q of s.queued) this.out.queue.push({ ...q })
+    for (const o of s.outbound) {
+      if (o.phase === "publish" && !this.mayReceive(o.topic)) this.emit({ type: "drop", reason: "not_permitted", ref: o.ref })
+      else this.out.add({ ...o, deadline: now + this.config.ackWaitMs })
+    }
+    for (const q of s.queued) {
+      if (!this.mayReceive(q.topic)) this.emit({ type: "drop", reason: "not_permitted", ref: q.ref })
+      else this.out.queue.push({ ...q })
+    }
+    if (dropped) this.persistSubscriptions()
     for (const id of s.inboundQos2) this.inQos2.ids.set(id, { confirmed: true })
     this.out.setLastId(s.lastPacketId)
   }
@@ -428,6 +485,7 @@ export class MqttSession {
       return
     }
     if (!allowed) {
+      this.emit({ type: "denied", op: "publish", topic: p.topic })
       if (qos === 1) this.acknowledge(id, "puback")
       if (qos === 2) this.confirmQos2(id)
       return
@@ -516,7 +574,12 @@ export class MqttSession {
     const granted: number[] = []
     for (const { topic: filter, qos } of list) {
       const subjects = subscriptionSubjects(filter)
-      if (!subjects.ok || !(this.deps.canSubscribe?.(filter) ?? true)) {
+      if (!subjects.ok) {
+        granted.push(SUBACK_FAILURE)
+        continue
+      }
+      if (!(this.deps.canSubscribe?.(filter) ?? true)) {
+        this.emit({ type: "denied", op: "subscribe", topic: filter })
         granted.push(SUBACK_FAILURE)
         continue
       }
@@ -623,9 +686,24 @@ export class MqttSession {
     const s = this.subs.get(filter)
     if (s === undefined) return
     for (const m of messages) {
-      // Sent because of a new subscription: retain is 1 [MQTT-3.3.1-6, -8].
-      if (topicMatchesFilter(m.topic, filter)) this.deliverOut(m.topic, m.payload, minQos(m.qos, s.qos), true, undefined, now)
+      // Sent because of a new subscription: retain is 1 [MQTT-3.3.1-6, -8]; only what the
+      // client may receive (a filter can be allowed while some topics under it are denied).
+      if (topicMatchesFilter(m.topic, filter) && this.mayReceive(m.topic)) {
+        this.deliverOut(m.topic, m.payload, minQos(m.qos, s.qos), true, undefined, now)
+      }
     }
+  }
+
+  private mayPublish(topic: string, subject: string): boolean {
+    return this.deps.canPublish?.(topic, subject) ?? true
+  }
+
+  /** Whether a message on `topic` may go to this client under its subscribe permissions. */
+  private mayReceive(topic: string): boolean {
+    const canReceive = this.deps.canReceive
+    if (canReceive === undefined) return true
+    const subject = topicToSubject(topic)
+    return subject.ok && canReceive(subject.value)
   }
 
   private deliverOut(

@@ -47,6 +47,8 @@ export const connected = (
     now?: number
     connect?: Partial<ConnectPacket>
     stored?: SessionSnapshot
+    /** The user the connection authenticated as (the session's owner). */
+    owner?: string
     config?: Partial<SessionConfig>
     deps?: Partial<SessionDeps>
   } = {}
@@ -58,6 +60,6 @@ export const connected = (
     { ...defaultSessionConfig, ...opts.config }
   )
   const connectActions = session.step(pkt(connectPacket(opts.connect)), now)
-  const readyActions = session.step({ type: "sessionReady", stored: opts.stored }, now)
+  const readyActions = session.step({ type: "sessionReady", stored: opts.stored, owner: opts.owner }, now)
   return { session, connectActions, readyActions }
 }

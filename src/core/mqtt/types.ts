@@ -81,6 +81,11 @@ export const SUBACK_FAILURE = 0x80
 /** What a persistent session keeps between connections (in `$MQTT_sess` and friends). */
 export interface SessionSnapshot {
   readonly clientId: string
+  /**
+   * The user that created the session (within its account): only that user resumes it.
+   * Undefined for sessions stored before owners were kept.
+   */
+  readonly owner?: string | undefined
   readonly subscriptions: ReadonlyArray<{ readonly filter: string; readonly qos: QoS }>
   readonly outbound: ReadonlyArray<{
     readonly packetId: number
@@ -106,8 +111,11 @@ export interface SessionSnapshot {
 
 export type SessionInput =
   | { readonly type: "packet"; readonly packet: ClientPacket }
-  /** The shell finished takeover/loading for an accepted CONNECT; `stored` is the persisted session, if any. */
-  | { readonly type: "sessionReady"; readonly stored?: SessionSnapshot | undefined }
+  /**
+   * The shell finished takeover/loading for an accepted CONNECT; `stored` is the persisted
+   * session, if any; `owner` the user this connection authenticated as ("" without auth).
+   */
+  | { readonly type: "sessionReady"; readonly stored?: SessionSnapshot | undefined; readonly owner?: string | undefined }
   /** The shell made a routed message durable (`confirm` of a `publish` action). */
   | { readonly type: "published"; readonly packetId: number }
   /** A message routed to this client (once per message, whatever the number of matching subscriptions). */
@@ -180,6 +188,20 @@ export type SessionAction =
   | { readonly type: "unsubscribe"; readonly filter: string; readonly subjects: ReadonlyArray<string> }
   /** The stored outbound message `ref` is acknowledged and may be removed. */
   | { readonly type: "ack"; readonly ref: string | number }
-  /** A message could not be queued (window and queue full): it stays unsent. */
-  | { readonly type: "drop"; readonly reason: "max_pending"; readonly ref?: string | number | undefined }
+  /**
+   * A message will not be sent: the window and queue are full (`max_pending`), or the
+   * client may no longer receive it (`not_permitted`: a stored message of a resumed session).
+   */
+  | { readonly type: "drop"; readonly reason: "max_pending" | "not_permitted"; readonly ref?: string | number | undefined }
+  /**
+   * Refused by the client's permissions (the shell logs it): a PUBLISH, a SUBSCRIBE filter,
+   * the will (at CONNECT, refused with CONNACK 5; or when it was due), or a stored
+   * subscription the resuming user may not have.
+   */
+  | { readonly type: "denied"; readonly op: "publish" | "subscribe" | "will"; readonly topic: string }
+  /**
+   * The stored session under this client id belongs to another user: it is not resumed but
+   * discarded (its record, QoS 2 state and hold on stored messages), and a fresh one starts.
+   */
+  | { readonly type: "discardStored"; readonly stored: SessionSnapshot }
   | { readonly type: "deadline"; readonly at: number }

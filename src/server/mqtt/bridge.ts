@@ -25,6 +25,7 @@ import {
 import type { Conn, ConnHandlers } from "../../services/transport.js"
 import { GLOBAL_ACCOUNT } from "../account.js"
 import type { Client } from "../client.js"
+import type { ClientPermissions } from "../permissions.js"
 import { type Server, writeBufs } from "../server.js"
 import { ClosedReason } from "../reasons.js"
 import type { Subscription } from "../subscription.js"
@@ -39,6 +40,10 @@ const FLAP_MAX_TAKEOVERS = 3
 
 const sessionKey = (account: string, clientId: string): string => `${account}\n${clientId}`
 
+/** How MQTT log lines name a connection: address, connection id, client id. */
+const mqttLogPrefix = (c: MqttConnection): string =>
+  `${c.conn.remoteAddress}:${c.conn.remotePort} - mid:${c.cid} - "${c.session.clientId}"`
+
 /** A persistent session whose client is away: still subscribed, queueing QoS 1/2 messages. */
 interface Detached {
   readonly key: string
@@ -46,6 +51,11 @@ interface Detached {
   readonly snapshot: SessionSnapshot
   readonly queued: Array<SessionSnapshot["queued"][number]>
   readonly filters: ReadonlyArray<{ readonly filter: string; readonly qos: QoS; readonly subjects: ReadonlyArray<string> }>
+  /**
+   * The owner's permissions when known (it disconnected since the start): nothing it may not
+   * receive is queued. Sessions loaded after a restart are filtered when they resume.
+   */
+  readonly perms: ClientPermissions | undefined
   subs: Array<Subscription>
   lastBuf: Buffer | undefined
   lastStart: number
@@ -245,10 +255,26 @@ export class MqttBridge {
         }
         return
       }
+      case "denied":
+        return this.logDenied(c, a.op, a.topic)
+      case "discardStored": {
+        const store = this.storeOf(c.client.account.name)
+        store?.deleteSession(a.stored, a.stored.clientId)
+        this.server.log.warn(
+          `${mqttLogPrefix(c)} - session of user "${a.stored.owner ?? ""}" not resumed by user "${c.client.user}": discarded, a new session starts`
+        )
+        return
+      }
       // Deadlines are polled by the tick loop through nextDeadline().
       case "deadline":
         return
     }
+  }
+
+  /** Permission refusals are logged as the NATS ones are (nats-server's wording). */
+  private logDenied(c: MqttConnection, op: "publish" | "subscribe" | "will", topic: string): void {
+    const what = op === "subscribe" ? "Subscription Violation" : op === "will" ? "Will Publish Violation" : "Publish Violation"
+    this.server.log.error(`${mqttLogPrefix(c)} - ${what} - User "${c.client.user}", Topic "${topic}"`)
   }
 
   /** QoS 2 and subscription state of a persistent session: written now, output held until durable. */
@@ -415,13 +441,14 @@ export class MqttBridge {
       stored = { ...d.snapshot, queued: d.queued }
     }
     const store = this.storeOf(c.client.account.name)
+    const owner = c.client.user
     if (clean) {
       // A clean session discards what was stored under the id [MQTT-3.1.2-6].
       if (stored !== undefined) store?.deleteSession(stored, c.session.clientId)
-      this.input(c, { type: "sessionReady", stored: undefined })
+      this.input(c, { type: "sessionReady", stored: undefined, owner })
       return
     }
-    this.input(c, { type: "sessionReady", stored })
+    this.input(c, { type: "sessionReady", stored, owner })
     // The resumed session resends what is unacknowledged at once [MQTT-4.4.0-1]: that burst
     // (bounded by the in-flight window) may exceed max_pending without the client being slow;
     // cut for it, a client with a backlog would reconnect into the same cut forever.
@@ -562,19 +589,25 @@ export class MqttBridge {
           store.writeSession(snap)
           this.persistence!.commit(() => {})
         }
-        this.detach(key, account, snap, [...snap.queued])
+        this.detach(key, account, snap, [...snap.queued], c.client.perms)
       }
     }
   }
 
   /** Keep a persistent session subscribed while its client is away. */
-  private detach(key: string, account: string, snapshot: SessionSnapshot, queued: Array<SessionSnapshot["queued"][number]>): void {
+  private detach(
+    key: string,
+    account: string,
+    snapshot: SessionSnapshot,
+    queued: Array<SessionSnapshot["queued"][number]>,
+    perms: ClientPermissions | undefined = undefined
+  ): void {
     const filters: Array<Detached["filters"][number]> = []
     for (const s of snapshot.subscriptions) {
       const subjects = subscriptionSubjects(s.filter)
       if (subjects.ok) filters.push({ filter: s.filter, qos: s.qos, subjects: subjects.value })
     }
-    const d: Detached = { key, account, snapshot, queued, filters, subs: [], lastBuf: undefined, lastStart: -1, full: false }
+    const d: Detached = { key, account, snapshot, queued, filters, perms, subs: [], lastBuf: undefined, lastStart: -1, full: false }
     let client = this.offlineClients.get(account)
     if (client === undefined) {
       client = this.server.internalClient(account, "mqtt-sessions")
@@ -605,6 +638,8 @@ export class MqttBridge {
     for (const f of d.filters) if (f.qos > best && filterMatchesSubject(f.filter, f.subjects, subject)) best = f.qos
     const qos = Math.min(best, this.routingQos) as QoS
     if (qos === 0) return
+    // What the owner may not receive is not kept for it (its subscribe permissions, deny included).
+    if (d.perms !== undefined && !d.perms.canSubscribe(subject)) return
     if (d.queued.length >= this.sessionConfig.maxQueued) {
       if (!d.full) this.server.log.warn(`MQTT session "${d.snapshot.clientId}": ${d.queued.length} messages queued while away; newer ones are dropped`)
       d.full = true

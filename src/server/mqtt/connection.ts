@@ -43,6 +43,7 @@ const sessionDeps = (server: Server, client: Client, held: HeldPayloads): Sessio
     return ConnackCode.Accepted
   },
   canPublish: (_topic, subject) => client.perms === undefined || client.perms.canPublish(subject, server),
+  canReceive: (subject) => client.perms === undefined || client.perms.canSubscribe(subject),
   canSubscribe: (filter) => {
     const subjects = subscriptionSubjects(filter)
     return client.perms === undefined || (subjects.ok && subjects.value.every((s) => client.perms!.canSubscribe(s)))

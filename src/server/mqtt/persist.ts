@@ -286,6 +286,7 @@ export class MqttAccountStore {
         for (const q of queued) if (typeof q.ref === "number") self.ref(q.ref)
         self.sessions.set(rec.id, {
           clientId: rec.id,
+          owner: rec.u,
           subscriptions: rec.subs.map((s) => ({ filter: s.f, qos: s.q })),
           outbound,
           queued,
