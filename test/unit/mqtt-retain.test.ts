@@ -5,6 +5,13 @@ const publish = (topic: string, payload: string, retain: boolean, qos = 0) =>
   pkt({ cmd: "publish", topic, payload: bytes(payload), qos, retain, dup: false, messageId: qos > 0 ? 1 : undefined })
 
 describe("retained messages", () => {
+  it("[MQTT-3.3.1-6] the retained lookup of new subscriptions is asked for after their SUBACK, never for a refused filter", () => {
+    const { session } = connected({ deps: { canSubscribe: (f) => f !== "no/#" } })
+    const a = session.step(pkt({ cmd: "subscribe", messageId: 4, subscriptions: [{ topic: "a/+", qos: 1 }, { topic: "no/#", qos: 0 }, { topic: "b", qos: 0 }] }), 0)
+    const order = a.filter((x) => x.type === "send" || x.type === "wantRetained").map((x) => (x.type === "send" ? x.packet.cmd : `${x.type} ${x.filter}`))
+    expect(order).toEqual(["suback", "wantRetained a/+", "wantRetained b"])
+  })
+
   it("[MQTT-3.3.1-5] a retained PUBLISH stores the message (and is routed as usual)", () => {
     const { session } = connected()
     const a = session.step(publish("a/b", "v1", true, 1), 0)

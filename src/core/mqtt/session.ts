@@ -572,6 +572,7 @@ export class MqttSession {
     if (list.length === 0) return this.violation("SUBSCRIBE without topic filters") // [MQTT-3.8.3-3]
     if (list.some((s) => s.qos < 0 || s.qos > 2)) return this.violation("SUBSCRIBE QoS 3") // [MQTT-3.8.3-4]
     const granted: number[] = []
+    const added: string[] = []
     for (const { topic: filter, qos } of list) {
       const subjects = subscriptionSubjects(filter)
       if (!subjects.ok) {
@@ -588,10 +589,13 @@ export class MqttSession {
       this.subs.set(filter, { qos: g, subjects: subjects.value })
       this.subsVersion++
       granted.push(g)
+      added.push(filter)
       this.emit({ type: "subscribe", filter, subjects: subjects.value, qos: g, restored: false })
     }
     this.send({ cmd: "suback", messageId, granted })
     this.persistSubscriptions()
+    // Retained messages follow the SUBACK that grants their subscription, never precede it.
+    for (const filter of added) this.emit({ type: "wantRetained", filter })
   }
 
   private onUnsubscribe(messageId: number, filters: ReadonlyArray<string>): void {

@@ -176,7 +176,7 @@ export type SessionAction =
     readonly cleanSession: boolean
     readonly assignedId: boolean
   }
-  /** Add (or replace) the subscription `filter` on `subjects`; the shell then inputs `retained`. */
+  /** Add (or replace) the subscription `filter` on `subjects`. */
   | {
     readonly type: "subscribe"
     readonly filter: string
@@ -186,6 +186,11 @@ export type SessionAction =
     readonly restored: boolean
   }
   | { readonly type: "unsubscribe"; readonly filter: string; readonly subjects: ReadonlyArray<string> }
+  /**
+   * After the SUBACK: the shell looks up the retained messages matching a new
+   * subscription's filter and inputs them as `retained` [MQTT-3.3.1-6].
+   */
+  | { readonly type: "wantRetained"; readonly filter: string }
   /** The stored outbound message `ref` is acknowledged and may be removed. */
   | { readonly type: "ack"; readonly ref: string | number }
   /**

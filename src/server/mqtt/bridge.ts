@@ -241,7 +241,13 @@ export class MqttBridge {
       case "accept":
         return this.onAccept(c, a.clientId, a.cleanSession)
       case "subscribe":
-        return this.subscribe(c, a.filter, a.subjects, a.qos, a.restored)
+        return this.subscribe(c, a.filter, a.subjects, a.qos)
+      case "wantRetained": {
+        const messages: Array<RetainedMsg> = []
+        for (const r of this.retainedOf(c).values()) if (topicMatchesFilter(r.topic, a.filter)) messages.push(r)
+        if (messages.length > 0) this.input(c, { type: "retained", filter: a.filter, messages })
+        return
+      }
       case "unsubscribe":
         return this.unsubscribe(c, a.filter)
       case "persist":
@@ -506,7 +512,7 @@ export class MqttBridge {
     return false
   }
 
-  private subscribe(c: MqttConnection, filter: string, subjects: ReadonlyArray<string>, qos: QoS, restored: boolean): void {
+  private subscribe(c: MqttConnection, filter: string, subjects: ReadonlyArray<string>, qos: QoS): void {
     this.unsubscribe(c, filter)
     const list: Array<Subscription> = []
     const holds = qos > 0 && !c.session.cleanSession
@@ -540,10 +546,6 @@ export class MqttBridge {
       list.push(sub)
     }
     c.subs.set(filter, list)
-    if (restored) return
-    const messages: Array<RetainedMsg> = []
-    for (const r of this.retainedOf(c).values()) if (topicMatchesFilter(r.topic, filter)) messages.push(r)
-    if (messages.length > 0) this.input(c, { type: "retained", filter, messages })
   }
 
   private unsubscribe(c: MqttConnection, filter: string): void {
