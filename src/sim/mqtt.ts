@@ -269,7 +269,10 @@ export class MqttSim {
         return false
       }
       // A silent device waits for the server to end its connection (keep-alive), then comes back.
-      if (c.state !== "ready" || c.silent || c.link.writableLength() > 0 || d.outflight.size > 0 || (!d.subscribed && d.subs.length > 0)) return false
+      // Bytes written a moment ago and moving are not unsettled: a keep-alive PINGRESP every
+      // period would otherwise be seen at every check when the two periods line up.
+      const stuck = c.link.writableLength() > 0 && this.net.q.now - c.link.lastProgressAt > 100
+      if (c.state !== "ready" || c.silent || stuck || d.outflight.size > 0 || (!d.subscribed && d.subs.length > 0)) return false
     }
     return true
   }

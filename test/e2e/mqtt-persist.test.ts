@@ -220,6 +220,79 @@ describe("persistent sessions across a restart", () => {
   })
 })
 
+describe("inbound QoS 2: PUBREC first, forwarded once its de-duplication record is durable", () => {
+  it("a client subscribed to its own topic gets the PUBREC before the copy of its message (raw bytes)", async () => {
+    await start()
+    const c = await rawConnect("q2-self", false)
+    c.send({ cmd: "subscribe", messageId: 1, subscriptions: [{ topic: "q2/self", qos: 2 }] })
+    await c.waitFor((p) => p.cmd === "suback", "SUBACK")
+    c.send({ cmd: "publish", topic: "q2/self", payload: Buffer.from("once"), qos: 2, messageId: 5, retain: false, dup: false })
+    await eventually(() => c.packets.some((p) => p.cmd === "publish"), "the copy")
+    const order = c.packets.filter((p) => p.cmd === "pubrec" || p.cmd === "publish").map((p) => p.cmd)
+    expect(order).toEqual(["pubrec", "publish"])
+  })
+
+  it("the de-duplication record is on disk before the message reaches anyone: a resend after a restart is not forwarded again", async () => {
+    await start()
+    const sink = await client("q2-sink", false)
+    await sink.client.subscribeAsync("q2/t", { qos: 2 })
+    const pub = await rawConnect("q2-src", false)
+    pub.send({ cmd: "publish", topic: "q2/t", payload: Buffer.from("one"), qos: 2, messageId: 9, retain: false, dup: false })
+    // The subscriber has it: by then the record must be durable. The publisher never answers
+    // the PUBREC, as if the connection died; the server restarts; the publisher resends.
+    await sink.waitFor((m) => m.topic === "q2/t")
+    await drop(sink)
+    await js!.restart()
+    const back = await client("q2-sink", false)
+    const again = await rawConnect("q2-src", false)
+    again.send({ cmd: "publish", topic: "q2/t", payload: Buffer.from("one"), qos: 2, messageId: 9, retain: false, dup: true })
+    await again.waitFor((p) => p.cmd === "pubrec", "PUBREC for the resend")
+    await back.client.subscribeAsync("q2/marker", { qos: 1 })
+    again.send({ cmd: "publish", topic: "q2/marker", payload: Buffer.from("m"), qos: 1, messageId: 10, retain: false, dup: false })
+    await back.waitFor((m) => m.topic === "q2/marker")
+    // A copy it had not acknowledged may come again, marked DUP; a second routing would not be.
+    expect(back.received.filter((m) => m.topic === "q2/t" && !m.dup)).toEqual([])
+  })
+
+  it("a stored copy that reached the disk without its $MQTT_qos2in record (a power cut between the two) still de-duplicates the resend", async () => {
+    await start()
+    const sink = await client("q2h-sink", false)
+    await sink.client.subscribeAsync("q2h/t", { qos: 2 })
+    await drop(sink) // away: the copy is stored for it
+    const pub = await rawConnect("q2h-src", false)
+    pub.send({ cmd: "publish", topic: "q2h/t", payload: Buffer.from("one"), qos: 2, messageId: 11, retain: false, dup: false })
+    await pub.waitFor((p) => p.cmd === "pubrec", "PUBREC")
+    await js!.restart(() => {
+      const dir = findDir(js!.storeDir, (name) => name.includes("MQTT_qos2in"))
+      expect(dir, "the $MQTT_qos2in stream's folder").toBeDefined()
+      for (const f of readdirSync(join(dir!, "msgs"))) rmSync(join(dir!, "msgs", f))
+    })
+    const back = await client("q2h-sink", false)
+    await back.waitFor((m) => m.topic === "q2h/t")
+    // The publisher never saw the PUBREC (as far as it knows): it resends.
+    const again = await rawConnect("q2h-src", false)
+    again.send({ cmd: "publish", topic: "q2h/t", payload: Buffer.from("one"), qos: 2, messageId: 11, retain: false, dup: true })
+    await again.waitFor((p) => p.cmd === "pubrec", "PUBREC for the resend")
+    await back.client.subscribeAsync("q2h/marker", { qos: 1 })
+    again.send({ cmd: "publish", topic: "q2h/marker", payload: Buffer.from("m"), qos: 1, messageId: 12, retain: false, dup: false })
+    await back.waitFor((m) => m.topic === "q2h/marker")
+    expect(back.received.filter((m) => m.topic === "q2h/t").map((m) => m.payload)).toEqual(["one"])
+  })
+
+  it("mqtt.js publishing to its own subscription sees PUBREC, then the message", async () => {
+    await start()
+    const c = await client("q2-mqttjs", true)
+    const seen: Array<string> = []
+    c.client.on("packetreceive", (p) => {
+      if (p.cmd === "pubrec" || p.cmd === "publish") seen.push(p.cmd)
+    })
+    await c.client.subscribeAsync("q2/js", { qos: 2 })
+    await c.client.publishAsync("q2/js", "x", { qos: 2 })
+    await c.waitFor((m) => m.topic === "q2/js")
+    expect(seen).toEqual(["pubrec", "publish"])
+  })
+})
+
 describe("retained messages in $MQTT_rmsgs", () => {
   it("survive a restart, and an empty retained publish deletes one for good", async () => {
     await start()

@@ -200,15 +200,15 @@ describe("QoS 2 inbound", () => {
   const pub = (dup = false) =>
     pkt({ cmd: "publish", topic: "q", payload: bytes("once"), qos: 2, retain: false, dup, messageId: 9 })
 
-  it("[MQTT-4.3.3-2] PUBREC after durability, duplicates suppressed until PUBREL, then PUBCOMP", () => {
+  it("[MQTT-4.3.3-2] PUBREC after durability (the shell keeps the record with the message), duplicates suppressed until PUBREL, then PUBCOMP", () => {
     const { session } = connected({ connect: { clientId: "dev" } })
     const first = session.step(pub(), 0)
-    expect(ofType(first, "publish")).toHaveLength(1)
+    expect(ofType(first, "publish")).toMatchObject([{ qos: 2, confirm: 9 }])
     expect(sent(first)).toEqual([])
     const dupEarly = session.step(pub(true), 0)
     expect(ofType(dupEarly, "publish")).toHaveLength(0)
     const conf = session.step({ type: "published", packetId: 9 }, 0)
-    expect(ofType(conf, "persist")).toEqual([{ type: "persist", stream: "$MQTT_qos2in", key: "dev/9", record: { packetId: 9 } }])
+    expect(ofType(conf, "persist")).toEqual([])
     expect(sent(conf)).toEqual([{ cmd: "pubrec", messageId: 9 }])
     const dup = session.step(pub(true), 0)
     expect(ofType(dup, "publish")).toHaveLength(0)
@@ -218,6 +218,14 @@ describe("QoS 2 inbound", () => {
     expect(sent(rel)).toEqual([{ cmd: "pubcomp", messageId: 9 }])
     // After PUBREL the id is free: the same id is a new message.
     expect(ofType(session.step(pub(), 0), "publish")).toHaveLength(1)
+  })
+
+  it("PUBREL before its PUBREC was sent is a protocol violation (it would free the id under a message not yet acknowledged)", () => {
+    const { session } = connected()
+    session.step(pub(), 0)
+    const a = session.step(pkt({ cmd: "pubrel", messageId: 9 }), 0)
+    expect(sent(a)).toEqual([])
+    expect(session.closeReason).toBe("Protocol Violation: PUBREL before PUBREC")
   })
 
   it("PUBREL for an unknown id still gets PUBCOMP", () => {

@@ -46,6 +46,25 @@ const QOS_HEADERS = [0, 1, 2].map((q) => Buffer.from(`NATS/1.0\r\nMqtt-QoS: ${q}
 
 export const qosHeader = (qos: QoS): Buffer => QOS_HEADERS[qos]
 
+/**
+ * The header of a stored QoS 2 message from a persistent session: besides its QoS, who
+ * sent it (session hash, packet id) and the last `$MQTT_qos2in` sequence before its
+ * de-duplication record, which is written right after it. The copy and the record live in
+ * two files synced side by side: after a power cut the copy may be on disk without its
+ * record (the record's stream ends at or before that sequence), and recovery restores the
+ * record, so the publisher's resend is known as one. A record written and later removed
+ * (its PUBREL came) leaves the stream past it: that exchange is over.
+ */
+export const qos2InHeader = (hash: string, packetId: number, recordsBefore: number): Buffer =>
+  Buffer.from(`NATS/1.0\r\nMqtt-QoS: 2\r\nMqtt-In: ${hash} ${packetId} ${recordsBefore}\r\n\r\n`)
+
+/** The sender of a stored QoS 2 message and where its de-duplication record went, when its header says. */
+export const inboundOfHeader = (headers: Uint8Array | undefined): { hash: string; packetId: number; recordsBefore: number } | undefined => {
+  if (headers === undefined) return undefined
+  const m = /Mqtt-In: ([0-9a-f]+) (\d+) (\d+)/.exec(Buffer.from(headers.buffer, headers.byteOffset, headers.byteLength).toString("latin1"))
+  return m === null ? undefined : { hash: m[1], packetId: Number(m[2]), recordsBefore: Number(m[3]) }
+}
+
 /** The QoS a stored MQTT message was published with (1 when the header is missing). */
 export const qosOfHeader = (headers: Uint8Array | undefined): QoS => {
   if (headers === undefined) return 1

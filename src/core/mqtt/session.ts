@@ -491,6 +491,8 @@ export class MqttSession {
       return
     }
     this.emitRetain(p.topic, subject.value, p.payload, qos, p.retain)
+    // The shell writes a QoS 2 message's de-duplication record with it and forwards it only
+    // once both are durable, so a resend after a crash is known as one [MQTT-4.3.3-2].
     if (qos === 2) this.inQos2.ids.set(id, { confirmed: false })
     if (qos > 0) this.acks.expect(id)
     this.emit({
@@ -524,13 +526,18 @@ export class MqttSession {
     if (this.phase !== "connected") return
     const q2 = this.inQos2.ids.get(id)
     if (q2 !== undefined) {
-      if (!q2.confirmed) this.confirmQos2(id)
+      if (!q2.confirmed) {
+        q2.confirmed = true
+        this.acknowledge(id, "pubrec")
+      }
       return
     }
     this.acknowledge(id, "puback")
   }
 
   private onPubrel(id: number): void {
+    // A PUBREL answers a PUBREC: before it, the client is ahead of the flow [MQTT-4.3.3].
+    if (this.inQos2.ids.get(id)?.confirmed === false) return this.violation("PUBREL before PUBREC")
     if (this.inQos2.ids.delete(id)) {
       this.emit({ type: "persist", stream: "$MQTT_qos2in", key: this.recordKey(id), record: undefined })
     }

@@ -148,7 +148,9 @@ export type SessionAction =
   | { readonly type: "close"; readonly reason: string }
   /**
    * Route a message to NATS. With `confirm`, the shell inputs `published(confirm)`
-   * once the message is durable (QoS 1/2 acknowledgment waits for it).
+   * once the message is durable (QoS 1/2 acknowledgment waits for it). For QoS 2 the
+   * shell also keeps the de-duplication record (`$MQTT_qos2in`) of a persistent session,
+   * durable before the message is forwarded or acknowledged.
    */
   | {
     readonly type: "publish"

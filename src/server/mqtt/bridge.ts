@@ -44,6 +44,19 @@ const sessionKey = (account: string, clientId: string): string => `${account}\n$
 const mqttLogPrefix = (c: MqttConnection): string =>
   `${c.conn.remoteAddress}:${c.conn.remotePort} - mid:${c.cid} - "${c.session.clientId}"`
 
+/**
+ * An inbound message waiting for a commit before it is forwarded: a QoS 2 message, for
+ * its de-duplication record, or any message its publisher sent after one.
+ */
+interface Deferred {
+  readonly c: MqttConnection
+  readonly subject: string
+  readonly buf: Buffer
+  readonly qos: QoS
+  readonly ref: number | undefined
+  readonly confirm: number | undefined
+}
+
 /** A persistent session whose client is away: still subscribed, queueing QoS 1/2 messages. */
 interface Detached {
   readonly key: string
@@ -75,6 +88,8 @@ export class MqttBridge {
   private touchedDetached: Array<Detached> = []
   /** Connection, packet id pairs (flat) of publishes to confirm once this turn's writes are durable. */
   private confirms: Array<MqttConnection | number> = []
+  /** Publishes to forward and acknowledge once this turn's writes are durable (see Deferred). */
+  private deferred: Array<Deferred> = []
   readonly sessionConfig
   private readonly flaps = new Map<string, FlapRecord>()
   private dirty: Array<MqttConnection> = []
@@ -354,10 +369,12 @@ export class MqttBridge {
     }
     for (const d of this.touchedDetached) d.lastBuf = undefined
     this.touchedDetached = []
-    if (held !== undefined || this.confirms.length > 0 || this.persistence?.hasRemovals() === true) {
+    if (held !== undefined || this.confirms.length > 0 || this.deferred.length > 0 || this.persistence?.hasRemovals() === true) {
       const batch = held
       const confirms = this.confirms
       this.confirms = []
+      const deferred = this.deferred
+      this.deferred = []
       this.persistence!.commit((ok) => {
         if (batch !== undefined)
           for (const [c, bufs] of batch) {
@@ -372,6 +389,7 @@ export class MqttBridge {
           if (ok) this.input(c, { type: "published", packetId: confirms[i + 1] as number })
           else this.storeFailed(c)
         }
+        if (deferred.length > 0) this.routeDeferred(deferred, ok)
       })
     }
   }
@@ -468,26 +486,42 @@ export class MqttBridge {
   private publish(c: MqttConnection, subject: string, payload: Uint8Array, qos: QoS, confirm: number | undefined): void {
     const buf = Buffer.isBuffer(payload) ? payload : Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength)
     const store = qos > 0 ? this.storeOf(c.client.account.name) : undefined
+    const later = c.deferred > 0 || (qos === 2 && confirm !== undefined && this.storeOf(c.client.account.name) !== undefined)
+    // A persistent session's QoS 2 PUBLISH: its de-duplication record goes to disk with it.
+    const dedup = qos === 2 && confirm !== undefined ? this.persisted(c) : undefined
     let ref: number | undefined
     if (store !== undefined && this.heldDurably(c, subject)) {
       // Kept until every persistent session it is routed to has it acknowledged.
-      const r = store.storeMessage(subject, payload, qos)
+      const inbound = dedup === undefined ? undefined : { clientId: c.session.clientId, packetId: confirm! }
+      const r = store.storeMessage(subject, payload, qos, later, inbound)
       if (typeof r !== "number") {
         this.server.log.error(`MQTT client "${c.session.clientId}": message on '${subject}' could not be stored: ${r.detail}`)
         if (confirm !== undefined) return this.storeFailed(c)
       } else ref = r
     }
-    const outerQos = this.routingQos
-    const outerRef = this.routingRef
-    this.routingQos = qos
-    this.routingRef = ref
-    try {
-      this.server.internalPublish(c.client, subject, "", undefined, buf)
-    } finally {
-      this.routingQos = outerQos
-      this.routingRef = outerRef
+    if (dedup !== undefined) {
+      // After its stored copy, which it names (see MqttAccountStore.qos2State); the session
+      // record is rewritten in the same commit, as for every QoS 2 state change.
+      dedup.qos2State("$MQTT_qos2in", c.session.clientId, confirm!, true, ref)
+      c.recordDirty = "now"
+      this.hold(c)
     }
-    if (ref !== undefined) store!.releaseIfUnheld(ref)
+    if (later) {
+      // A QoS 2 message is forwarded only once the commit that makes its de-duplication
+      // record (and its stored copy) durable is done, and after its PUBREC: a crash before
+      // then leaves the publisher to resend, and the resend is known as one. What the same
+      // client publishes after it waits behind it, so its messages keep their order.
+      c.deferred++
+      this.deferred.push({ c, subject, buf, qos, ref, confirm })
+      this.scheduleFlush()
+      return
+    }
+    if (qos === 2 && confirm !== undefined) {
+      // Without streams the PUBREC has nothing to wait for: it goes first, then the copies.
+      if (!c.closed) this.input(c, { type: "published", packetId: confirm })
+      return this.route(c, subject, buf, qos, ref)
+    }
+    this.route(c, subject, buf, qos, ref)
     if (confirm === undefined || c.closed) return
     // A routed message counts as accepted once what it depends on is on disk: with streams,
     // the commit that follows this turn's flush (one for all of them) when anything was
@@ -498,6 +532,49 @@ export class MqttBridge {
     }
     this.confirms.push(c, confirm)
     this.scheduleFlush()
+  }
+
+  /** Route a message from `c` through the engine, with its QoS and stored copy (`ref`) for the MQTT subscribers. */
+  private route(c: MqttConnection, subject: string, buf: Buffer, qos: QoS, ref: number | undefined): void {
+    const outerQos = this.routingQos
+    const outerRef = this.routingRef
+    this.routingQos = qos
+    this.routingRef = ref
+    try {
+      this.server.internalPublish(c.client, subject, "", undefined, buf)
+    } finally {
+      this.routingQos = outerQos
+      this.routingRef = outerRef
+    }
+    if (ref === undefined) return
+    const store = this.storeOf(c.client.account.name)
+    store?.routed(ref)
+    store?.releaseIfUnheld(ref)
+  }
+
+  /**
+   * Messages held back until this commit, in the order they came: a QoS 2 one is
+   * acknowledged (PUBREC) and then forwarded; the others are forwarded and then
+   * acknowledged (their stored copies are in this commit). They are forwarded even when
+   * the commit failed or the publisher has gone: a QoS 2 message's de-duplication record
+   * in memory (and perhaps on disk) says "received", so the publisher's resend would not
+   * bring it again. A failed commit still cuts the publisher off, unacknowledged.
+   */
+  private routeDeferred(list: ReadonlyArray<Deferred>, ok: boolean): void {
+    for (const d of list) {
+      const c = d.c
+      c.deferred--
+      const ackFirst = d.qos === 2
+      if (ackFirst) this.confirmDeferred(c, d.confirm, ok)
+      this.route(c, d.subject, d.buf, d.qos, d.ref)
+      if (!ackFirst) this.confirmDeferred(c, d.confirm, ok)
+    }
+  }
+
+  private confirmDeferred(c: MqttConnection, confirm: number | undefined, ok: boolean): void {
+    if (confirm === undefined || c.closed) return
+    if (ok) this.input(c, { type: "published", packetId: confirm })
+    else this.storeFailed(c)
   }
 
   /**

@@ -75,6 +75,8 @@ export class MqttConnection {
   held = false
   /** Output batches waiting for a commit: later output queues behind them. */
   awaiting = 0
+  /** Its publishes waiting for a commit before they are forwarded: later ones queue behind them. */
+  deferred = 0
   /** The session record must be rewritten: before this turn's output ("now") or soon ("lazy"). */
   recordDirty: "now" | "lazy" | undefined
 

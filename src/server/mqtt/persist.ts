@@ -14,6 +14,8 @@ import {
   pendingMessage,
   pubrelSubject,
   qos2InSubject,
+  inboundOfHeader,
+  qos2InHeader,
   qosHeader,
   qosOfHeader,
   retainedSubject,
@@ -50,6 +52,16 @@ const streamConfig = (name: MqttStreamName) => ({
 
 const STREAMS: ReadonlyArray<MqttStreamName> = [MqttStream.sess, MqttStream.msgs, MqttStream.rmsgs, MqttStream.qos2in, MqttStream.out]
 
+/** The stored copy a `$MQTT_qos2in` record names, if any. */
+const qos2InCopy = (payload: Uint8Array): number | undefined => {
+  try {
+    const r = JSON.parse(Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength).toString("utf8")) as { s?: unknown }
+    return typeof r.s === "number" ? r.s : undefined
+  } catch {
+    return undefined
+  }
+}
+
 const tokenAt = (subject: string, fromEnd: number): string => {
   const t = subject.split(".")
   return t[t.length - 1 - fromEnd] ?? ""
@@ -65,6 +77,12 @@ export class MqttAccountStore {
   private readonly refs = new Map<number, number>()
   /** Messages nobody holds any more, removed once the commit after their release completed. */
   private removals: Array<number> = []
+  /**
+   * Stored messages not routed yet (held back until a commit, oldest first): a session
+   * record's cursor stays below them, since its session has not seen them.
+   */
+  private unrouted: Array<number> = []
+  private unroutedHead = 0
 
   constructor(
     readonly owner: MqttPersistence,
@@ -87,14 +105,40 @@ export class MqttAccountStore {
     if (r._tag === "Left") this.owner.log.error(`MQTT: could not remove '${subject}' from stream '${name}': ${r.left.detail}`)
   }
 
-  /** Store a QoS 1/2 message published by an MQTT client; its sequence is the delivery ref. */
-  storeMessage(subject: string, payload: Uint8Array, qos: QoS): number | StoreError {
-    return this.put(MqttStream.msgs, msgSubject(subject), qosHeader(qos), payload)
+  /**
+   * Store a QoS 1/2 message published by an MQTT client; its sequence is the delivery ref.
+   * `routedLater`: it is routed after this turn (in the order stored), then `routed` says so.
+   */
+  storeMessage(
+    subject: string,
+    payload: Uint8Array,
+    qos: QoS,
+    routedLater = false,
+    inbound?: { readonly clientId: string; readonly packetId: number }
+  ): number | StoreError {
+    const header = inbound === undefined
+      ? qosHeader(qos)
+      : qos2InHeader(sessionHash(inbound.clientId), inbound.packetId, this.streams[MqttStream.qos2in].store.state().last_seq)
+    const r = this.put(MqttStream.msgs, msgSubject(subject), header, payload)
+    if (routedLater && typeof r === "number") this.unrouted.push(r)
+    return r
   }
 
-  /** The last state of the `$MQTT_msgs` sequence space: every message up to it was routed. */
-  lastMessageSeq(): number {
-    return this.streams[MqttStream.msgs].store.state().last_seq
+  /** A message stored with `routedLater` has been routed (they are routed in the order stored). */
+  routed(seq: number): void {
+    if (this.unrouted[this.unroutedHead] !== seq) return
+    this.unroutedHead++
+    if (this.unroutedHead === this.unrouted.length) {
+      this.unrouted = []
+      this.unroutedHead = 0
+    }
+  }
+
+  /** The cursor of a session record: every `$MQTT_msgs` message up to it was routed. */
+  routedCursor(): number {
+    return this.unroutedHead < this.unrouted.length
+      ? this.unrouted[this.unroutedHead] - 1
+      : this.streams[MqttStream.msgs].store.state().last_seq
   }
 
   ref(seq: number): void {
@@ -160,7 +204,7 @@ export class MqttAccountStore {
   }
 
   writeSession(snap: SessionSnapshot): void {
-    const r = this.put(MqttStream.sess, sessSubject(sessionHash(snap.clientId)), undefined, encodeSessionRecord(snap, this.lastMessageSeq()))
+    const r = this.put(MqttStream.sess, sessSubject(sessionHash(snap.clientId)), undefined, encodeSessionRecord(snap, this.routedCursor()))
     if (typeof r !== "number") this.owner.log.error(`MQTT: session of client "${snap.clientId}" not stored: ${r.detail}`)
   }
 
@@ -175,12 +219,17 @@ export class MqttAccountStore {
     for (const q of snap.queued) if (typeof q.ref === "number") this.unref(q.ref)
   }
 
-  /** `$MQTT_qos2in` / `$MQTT_out` records: present (true) or gone (false). */
-  qos2State(stream: "$MQTT_qos2in" | "$MQTT_out", clientId: string, packetId: number, present: boolean): void {
+  /**
+   * `$MQTT_qos2in` / `$MQTT_out` records: present (true) or gone (false). An inbound QoS 2
+   * record names the stored copy of its message (`copy`, its `$MQTT_msgs` sequence), written
+   * just before it: recovery drops a record whose copy never reached the disk.
+   */
+  qos2State(stream: "$MQTT_qos2in" | "$MQTT_out", clientId: string, packetId: number, present: boolean, copy?: number): void {
     const hash = sessionHash(clientId)
     const subject = stream === MqttStream.qos2in ? qos2InSubject(hash, packetId) : pubrelSubject(hash, packetId)
     if (!present) return this.drop(stream, subject)
-    const r = this.put(stream, subject, undefined, Buffer.from(JSON.stringify({ id: clientId, pid: packetId })))
+    const body = copy === undefined ? { id: clientId, pid: packetId } : { id: clientId, pid: packetId, s: copy }
+    const r = this.put(stream, subject, undefined, Buffer.from(JSON.stringify(body)))
     if (typeof r !== "number") this.owner.log.error(`MQTT: QoS 2 state of client "${clientId}" not stored: ${r.detail}`)
   }
 
@@ -208,6 +257,33 @@ export class MqttAccountStore {
       const qos2in = ids(MqttStream.qos2in)
       const pubrel = ids(MqttStream.out)
       const msgs = self.streams[MqttStream.msgs].store
+      // Every stored message once: the QoS 2 copies whose de-duplication record did not reach
+      // the disk with them (a power cut between the two files' syncs) get it back. A record
+      // written and later removed (PUBREL) is below the stream's last sequence: that
+      // exchange is over, and its packet id may be in use again.
+      const stored: Array<number> = []
+      const recordsUpTo = self.streams[MqttStream.qos2in].store.state().last_seq
+      for (let from = 1;;) {
+        const m = yield* Effect.either(msgs.loadNextMatching(">", from))
+        if (m._tag === "Left" || m.right === undefined) break
+        from = m.right.seq + 1
+        stored.push(m.right.seq)
+        const inbound = inboundOfHeader(m.right.headers)
+        if (inbound === undefined || recordsUpTo > inbound.recordsBefore) continue
+        let set = qos2in.get(inbound.hash)
+        if (set === undefined) qos2in.set(inbound.hash, (set = new Set()))
+        set.add(inbound.packetId)
+      }
+      // And the reverse: a record whose stored copy did not reach the disk (the copy's stream
+      // ends before it) is dropped, so the publisher's resend is forwarded, not lost.
+      const copiesUpTo = msgs.state().last_seq
+      const q2 = self.streams[MqttStream.qos2in].store
+      for (const [subject, st] of q2.subjectsState(">")) {
+        const rec = yield* Effect.either(q2.load(st.last))
+        if (rec._tag === "Left") continue
+        const copy = qos2InCopy(rec.right.payload)
+        if (copy !== undefined && copy > copiesUpTo) qos2in.get(tokenAt(subject, 1))?.delete(Number(tokenAt(subject, 0)))
+      }
       const bodies = new Map<number, { topic: string; payload: Uint8Array; qos: QoS }>()
       const body = (seq: number) =>
         Effect.gen(function*() {
@@ -295,15 +371,7 @@ export class MqttAccountStore {
         })
       }
       // Messages nobody holds any more (delivered before the last stop): reclaimed.
-      let from = 1
-      const unheld: Array<number> = []
-      for (;;) {
-        const m = yield* Effect.either(msgs.loadNextMatching(">", from))
-        if (m._tag === "Left" || m.right === undefined) break
-        from = m.right.seq + 1
-        if (!self.refs.has(m.right.seq)) unheld.push(m.right.seq)
-      }
-      self.settleRemovals(unheld, true)
+      self.settleRemovals(stored.filter((seq) => !self.refs.has(seq)), true)
     })
   }
 }
