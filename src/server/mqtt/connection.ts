@@ -57,7 +57,7 @@ const sessionDeps = (server: Server, client: Client, held: HeldPayloads, logPref
 
 export class MqttConnection {
   readonly session: MqttSession
-  readonly parser = new MqttParser()
+  readonly parser: MqttParser
   /** Sublist entries per MQTT filter. */
   readonly subs = new Map<string, Array<Subscription>>()
   /** Output of this event-loop turn, written once per flush. */
@@ -94,6 +94,7 @@ export class MqttConnection {
     held: HeldPayloads
   ) {
     this.lastActivity = start
+    this.parser = new MqttParser(server.options.mqtt?.maxTopicLevels)
     this.out = new OutBuf(4096, server.slabs)
     this.session = new MqttSession(start, sessionDeps(server, client, held, `${conn.remoteAddress}:${conn.remotePort} - mid:${cid}`), config)
   }
