@@ -32,6 +32,15 @@ export const hasCommand = (cmd: string): boolean => {
   }
 }
 
+/** The installed version of a pip package, or undefined. */
+export const pipVersion = (name: string): string | undefined => {
+  try {
+    return execFileSync("python3", ["-c", `import importlib.metadata as m; print(m.version(${JSON.stringify(name)}))`], { stdio: "pipe" }).toString().trim()
+  } catch {
+    return undefined
+  }
+}
+
 /** A directory for build outputs, removed with `remove()`. */
 export const buildDir = (): { dir: string; remove(): void } => {
   const dir = mkdtempSync(join(tmpdir(), "switchyard-matrix-"))

@@ -1,8 +1,7 @@
 // nats-py (pip, pinned by .ci/run) through the NATS client matrix: its asyncio client and
 // JetStream API, in test/clients/python/nats_client.py.
-import { execFileSync } from "node:child_process"
 import { fileURLToPath } from "node:url"
-import { INSTALL, requireInstalled, runCase } from "../run.js"
+import { INSTALL, pipVersion, requireInstalled, runCase } from "../run.js"
 import { describeNatsMatrix } from "../nats-matrix.js"
 
 const script = fileURLToPath(new URL("nats_client.py", import.meta.url))
@@ -13,13 +12,7 @@ describeNatsMatrix({
   connName: "matrix-python",
   lang: "python3",
   prepare: async () => {
-    requireInstalled(`nats-py ${VERSION}`, () => {
-      try {
-        return execFileSync("python3", ["-c", "import importlib.metadata as m; print(m.version('nats-py'))"], { stdio: "pipe" }).toString().trim() === VERSION
-      } catch {
-        return false
-      }
-    }, INSTALL.python)
+    requireInstalled(`nats-py ${VERSION}`, () => pipVersion("nats-py") === VERSION, INSTALL.python)
   },
   run: (c, url, args, opts) => runCase(["python3", script], c, url, args, opts),
   errors: {
