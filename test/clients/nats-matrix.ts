@@ -149,7 +149,9 @@ export const describeNatsMatrix = (lib: NatsLibrary): void => {
         await eventuallyAsync(async () => (row = await conn()) !== undefined && row.rtt !== "0s", `a measured rtt for ${lib.connName}`)
         expect(row).toMatchObject({ lang: lib.lang, subscriptions: 1 })
         await rs.restart()
-        expect(await done).toMatchObject({ reconnected: true, received: "after restart", reconnects: 1 })
+        const r = await done
+        expect(r).toMatchObject({ reconnected: true, received: "after restart" })
+        expect(r.reconnects).toBeGreaterThanOrEqual(1)
       })
     })
 

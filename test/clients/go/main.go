@@ -139,38 +139,34 @@ func casePubsub() map[string]interface{} {
 func caseQueue() map[string]interface{} {
 	nc := connect()
 	defer nc.Close()
-	var mu sync.Mutex
-	members := make([]int, 3)
-	plain := 0
+	var members [3]*nats.Subscription
 	for i := range members {
-		i := i
-		_, err := nc.QueueSubscribe("work", "workers", func(*nats.Msg) { mu.Lock(); members[i]++; mu.Unlock() })
+		sub, err := nc.QueueSubscribeSync("work", "workers")
 		check(err, "queue subscribe")
+		members[i] = sub
 	}
-	done := make(chan struct{})
-	_, err := nc.Subscribe("work", func(*nats.Msg) {
-		mu.Lock()
-		plain++
-		if plain == 30 {
-			close(done)
-		}
-		mu.Unlock()
-	})
+	plain, err := nc.SubscribeSync("work")
 	check(err, "subscribe")
 	check(nc.Flush(), "flush")
 	for i := 0; i < 30; i++ {
 		check(nc.Publish("work", []byte(fmt.Sprint(i))), "publish")
 	}
 	check(nc.Flush(), "flush")
-	select {
-	case <-done:
-	case <-time.After(wait):
+	plainCount := 0
+	for ; plainCount < 30; plainCount++ {
+		if _, err := plain.NextMsg(wait); err != nil {
+			break
+		}
 	}
-	// The queue members' deliveries were sent before the plain subscriber's last one.
+	// A round trip after the last delivery: every queue member's messages are in.
 	check(nc.Flush(), "flush")
-	mu.Lock()
-	defer mu.Unlock()
-	return map[string]interface{}{"members": members, "plain": plain}
+	counts := make([]int, 3)
+	for i, m := range members {
+		n, _, err := m.Pending()
+		check(err, "pending")
+		counts[i] = n
+	}
+	return map[string]interface{}{"members": counts, "plain": plainCount}
 }
 
 func caseRequest() map[string]interface{} {
