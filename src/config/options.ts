@@ -1,6 +1,7 @@
 // The server's resolved configuration: what the config file, the flags and the
 // embedded defaults add up to. Everything downstream (listeners, limits, the
 // monitoring endpoints) reads this shape and nothing else.
+import { DEFAULT_MAX_TOPIC_LEVELS } from "../core/mqtt/topic.js"
 
 export interface TlsOptions {
   readonly certFile: string
@@ -87,6 +88,8 @@ export interface MqttOptions {
   readonly port: number
   readonly ackWaitMs: number
   readonly maxAckPending: number
+  /** Deepest topic name or filter a client may send, in levels (`max_topic_levels`); deeper closes the connection. */
+  readonly maxTopicLevels: number
   readonly tls: TlsOptions | undefined
   readonly authorization: AuthorizationOptions | undefined
   readonly noAuthUser: string | undefined
@@ -207,6 +210,7 @@ export const defaultOptions: ServerOptions = {
     port: 1883,
     ackWaitMs: 30_000,
     maxAckPending: 1024,
+    maxTopicLevels: DEFAULT_MAX_TOPIC_LEVELS,
     tls: undefined,
     authorization: undefined,
     noAuthUser: undefined

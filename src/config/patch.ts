@@ -1,6 +1,7 @@
 // What one source of configuration (the file, the flags) says, before defaults:
 // every field optional, `null` where "disabled" must differ from "not said".
 // Sources are merged in order (later wins) and laid over `defaultOptions`.
+import { DEFAULT_MAX_TOPIC_LEVELS } from "../core/mqtt/topic.js"
 import type {
   AccountOptions,
   AuthorizationOptions,
@@ -40,6 +41,7 @@ export interface MqttPatch {
   readonly port?: number
   readonly ackWaitMs?: number
   readonly maxAckPending?: number
+  readonly maxTopicLevels?: number
   readonly tls?: TlsOptions
   readonly authorization?: AuthorizationOptions
   readonly noAuthUser?: string
@@ -138,6 +140,7 @@ const mqttDefaults: MqttOptions = {
   port: DEFAULT_MQTT_PORT,
   ackWaitMs: 30_000,
   maxAckPending: 1024,
+  maxTopicLevels: DEFAULT_MAX_TOPIC_LEVELS,
   tls: undefined,
   authorization: undefined,
   noAuthUser: undefined

@@ -24,6 +24,7 @@ import {
   type WebsocketPatch
 } from "../config/patch.js"
 import { notImplementedKeys } from "../config/not-implemented.js"
+import { MAX_TOPIC_LEVELS_LIMIT } from "../core/mqtt/topic.js"
 
 // ---- building blocks --------------------------------------------------------
 
@@ -480,12 +481,18 @@ const MaxAckPending = leaf(`an integer from 1 to ${MAX_ACK_PENDING_LIMIT}`, (u) 
   return n !== NO && n >= 1 && n <= MAX_ACK_PENDING_LIMIT ? n : NO
 })
 
+const MaxTopicLevels = leaf(`an integer from 1 to ${MAX_TOPIC_LEVELS_LIMIT}`, (u) => {
+  const n = intOf(u)
+  return n !== NO && n >= 1 && n <= MAX_TOPIC_LEVELS_LIMIT ? n : NO
+})
+
 const mqttFields = {
   host: opt(Str),
   port: opt(Port),
   listen: opt(Listen),
   ack_wait: opt(Duration),
   max_ack_pending: opt(MaxAckPending),
+  max_topic_levels: opt(MaxTopicLevels),
   tls: opt(Tls),
   authorization: opt(Authorization),
   no_auth_user: opt(Str)
@@ -504,6 +511,7 @@ const Mqtt: Schema.Schema<MqttPatch, unknown> = oneOf<MqttPatch>("enabled, disab
       port: l.port,
       ackWaitMs: s.ack_wait,
       maxAckPending: s.max_ack_pending,
+      maxTopicLevels: s.max_topic_levels,
       tls: s.tls,
       authorization: s.authorization,
       noAuthUser: s.no_auth_user

@@ -33,6 +33,29 @@ export interface ConnectOptions {
   readonly jwt?: string
 }
 
+/**
+ * The first round-trip measurement. Clients read the answer to their handshake
+ * (`CONNECT` + `PING`) expecting `+OK` or `PONG` first, and some (libnats) drop whatever
+ * else arrives in the same read, so the server's RTT PING never precedes or shares a
+ * write with that PONG: it goes out with the first chunk the client sends after the
+ * handshake (by then the client is reading normally), or at the first timer tick
+ * `FIRST_RTT_DELAY_MS` after the handshake (after CONNECT when the client sends no
+ * PING), whichever comes first. Only clients announcing protocol 1 or later get it.
+ */
+export const FirstRtt = {
+  /** Not connected yet, or protocol 0: the regular ping timer measures RTT. */
+  None: 0,
+  /** CONNECT processed, waiting for the handshake PING. */
+  Connected: 1,
+  /** The handshake PONG is out; the RTT PING follows the client's next chunk or the delay. */
+  Handshaken: 2,
+  Sent: 3
+} as const
+export type FirstRtt = typeof FirstRtt[keyof typeof FirstRtt]
+
+/** How long after the handshake the first RTT PING goes out at the latest (nats-server's first client ping: 2s). */
+export const FIRST_RTT_DELAY_MS = 1_000
+
 export class Client implements NatsOpHandler {
   readonly kind = "Client"
   readonly type = "nats"
@@ -72,6 +95,10 @@ export class Client implements NatsOpHandler {
   nextPingAt: number
   /** When (high-resolution nanoseconds) an RTT-measuring PING was sent; -1 when none is outstanding. */
   rttPingSentAt = -1
+  /** Where the first RTT measurement stands (see `FirstRtt`). */
+  firstRtt: FirstRtt = FirstRtt.None
+  /** When (milliseconds) the first RTT PING is due at the latest, while `firstRtt` is Connected or Handshaken. */
+  firstRttDueAt = 0
   authDeadline = 0
 
   // Write side.
@@ -235,6 +262,12 @@ export class Client implements NatsOpHandler {
     if (this.tracing) this.traceIn("PING", "")
     this.out.writeBytes(PONG, 0, PONG.length)
     this.server.markDirty(this)
+    // The PONG that ends the client's handshake: the RTT PING may follow once the client
+    // is past reading it (see `FirstRtt`).
+    if (this.firstRtt === FirstRtt.Connected) {
+      this.firstRtt = FirstRtt.Handshaken
+      this.firstRttDueAt = this.server.env.now() + FIRST_RTT_DELAY_MS
+    }
   }
 
   pong(): void {
@@ -295,6 +328,12 @@ export class Client implements NatsOpHandler {
     this.out.writeBytes(PING, 0, PING.length)
     if (forRtt || this.rttPingSentAt < 0) this.rttPingSentAt = this.server.env.nanos()
     this.server.markDirty(this)
+  }
+
+  /** Send the first RTT PING now (it does not count as an unanswered liveness PING). */
+  sendFirstRttPing(): void {
+    this.firstRtt = FirstRtt.Sent
+    this.sendPing(true)
   }
 
   /** Trace an inbound op, nats-server style: `<<- [PUB foo 5]`. */

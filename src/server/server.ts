@@ -11,7 +11,7 @@ import type { LogService } from "../services/log.js"
 import { NATS_COMPAT_VERSION, VERSION } from "../version.js"
 import { Account, GLOBAL_ACCOUNT } from "./account.js"
 import { type Authenticator, makeAuthenticator, makeNonce } from "./auth.js"
-import { Client, type ConnectOptions } from "./client.js"
+import { Client, type ConnectOptions, FIRST_RTT_DELAY_MS, FirstRtt } from "./client.js"
 import { ClosedRing } from "./closed.js"
 import { ClientPermissions } from "./permissions.js"
 import { ClosedReason, ErrText } from "./reasons.js"
@@ -145,6 +145,7 @@ export class Server {
         if (c.closed) return
         this.env.activity?.(chunk.length)
         c.lastActivity = this.env.now()
+        if (c.firstRtt === FirstRtt.Handshaken) c.sendFirstRttPing()
         c.parser.feed(chunk)
       },
       onDrain: () => {
@@ -216,8 +217,11 @@ export class Server {
     c.connectReceived = true
     c.authDeadline = 0
     if (c.verbose) c.sendOk()
-    // Measure the round-trip time right away so /connz has an `rtt` for every client.
-    if (typeof opts.protocol === "number" && opts.protocol >= 1) c.sendPing(true)
+    // The first RTT PING waits until the client is past its handshake (see FirstRtt).
+    if (c.firstRtt === FirstRtt.None && typeof opts.protocol === "number" && opts.protocol >= 1) {
+      c.firstRtt = FirstRtt.Connected
+      c.firstRttDueAt = this.env.now() + FIRST_RTT_DELAY_MS
+    }
   }
 
   private bindAccount(c: Client, acc: Account): void {
@@ -467,6 +471,7 @@ export class Server {
         this.slowConsumer(c, ClosedReason.SlowConsumerWriteDeadline)
         continue
       }
+      if ((c.firstRtt === FirstRtt.Connected || c.firstRtt === FirstRtt.Handshaken) && now >= c.firstRttDueAt) c.sendFirstRttPing()
       if (now >= c.nextPingAt) {
         c.nextPingAt = now + o.pingIntervalMs
         if (c.pingsOut + 1 > o.pingMax) {

@@ -56,21 +56,6 @@ describe("liveness", () => {
       expect(running.server.closed.toArray().at(-1)?.reason).toBe("Authentication Timeout")
     }))
 
-  it.scoped("measures RTT with a PING right after CONNECT", () =>
-    Effect.gen(function*() {
-      const running = yield* withServer({})
-      const c = yield* Effect.promise(() => RawClient.connect(running.port))
-      yield* Effect.promise(() => c.waitFor("\r\n"))
-      c.send('CONNECT {"protocol":1}\r\n')
-      yield* Effect.promise(() => c.waitFor("PING\r\n"))
-      yield* TestClock.adjust("3 millis")
-      c.send("PONG\r\nPING\r\n")
-      yield* Effect.promise(() => c.waitFor("PONG\r\n"))
-      const client = [...running.server.clients.values()][0]
-      expect(client.rttNs).toBe(3_000_000)
-      c.close()
-    }))
-
   it.scoped("closes a subscriber whose socket makes no progress for write_deadline as a slow consumer", () =>
     Effect.gen(function*() {
       const lines: Array<string> = []

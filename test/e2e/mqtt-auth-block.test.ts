@@ -1,7 +1,7 @@
 // The MQTT-only authorization of the `mqtt {}` block, as nats-server has it: a single
 // user/password or a token that MQTT clients (TCP and WebSocket) must present instead
 // of the server's users, and `mqtt.no_auth_user` binding clients that send no
-// credentials to one of the server's users. CONNACK 4 for wrong credentials or an empty
+// credentials to one of the server's users. CONNACK 5 for wrong credentials, 4 for an empty
 // user name, 5 for none (MQTT 3.1.1 section 3.2.2.3).
 import * as net from "node:net"
 import mqtt from "mqtt"
@@ -73,11 +73,11 @@ describe("mqtt { authorization { user, password } } overrides the server's users
     await m.client.endAsync()
   })
 
-  it("refuses the server's own users and a wrong password with CONNACK 4", async () => {
+  it("refuses the server's own users and a wrong password with CONNACK 5", async () => {
     await expect(attempt(srv.mqttUrl, { clientId: "alice-mqtt", username: "alice", password: "secret-a" }))
-      .rejects.toThrow(/Bad username or password/)
+      .rejects.toThrow(/Not authorized/)
     await expect(attempt(srv.mqttUrl, { clientId: "dev-bad", username: "device", password: "nope" }))
-      .rejects.toThrow(/Bad username or password/)
+      .rejects.toThrow(/Not authorized/)
   })
 
   it("refuses a client without credentials with CONNACK 5", async () => {
@@ -113,9 +113,9 @@ describe("mqtt { authorization { token } }", () => {
     await b.client.endAsync()
   })
 
-  it("refuses a wrong token with CONNACK 4 and none with CONNACK 5", async () => {
+  it("refuses a wrong token and none with CONNACK 5", async () => {
     await expect(attempt(srv.mqttUrl, { clientId: "tok-bad", username: "anyone", password: "wrong" }))
-      .rejects.toThrow(/Bad username or password/)
+      .rejects.toThrow(/Not authorized/)
     await expect(attempt(srv.mqttUrl, { clientId: "tok-none" })).rejects.toThrow(/Not authorized/)
   })
 
@@ -156,7 +156,7 @@ describe("mqtt { no_auth_user }", () => {
     const m = await connectMqtt(srv.mqttUrl, { clientId: "alice-device", username: "alice", password: "secret-a" })
     await m.client.endAsync()
     await expect(attempt(srv.mqttUrl, { clientId: "alice-bad", username: "alice", password: "nope" }))
-      .rejects.toThrow(/Bad username or password/)
+      .rejects.toThrow(/Not authorized/)
   })
 
   it("does not apply to NATS clients", async () => {

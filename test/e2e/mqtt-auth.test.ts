@@ -1,10 +1,14 @@
 // MQTT clients authenticate like NATS clients (user name and password of CONNECT) and
-// land in their user's account: CONNACK 4 for wrong credentials, 5 for none [MQTT-3.2.2].
+// land in their user's account. Wrong credentials and none alike get CONNACK 5 (not
+// authorized), as nats-server and mosquitto answer; 4 only for a malformed (empty) user
+// name [MQTT-3.2.2]. Each refusal is logged at [WRN], as on the NATS side.
+import * as net from "node:net"
 import mqtt from "mqtt"
 import { connect } from "nats"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { account, userEntry } from "../helpers/server.js"
+import { account, eventually, userEntry } from "../helpers/server.js"
 import { connectMqtt, type MqttServer, startMqttServer } from "../helpers/mqtt.js"
+import { frame, str } from "../helpers/mqtt-wire.js"
 
 let srv: MqttServer
 
@@ -20,9 +24,56 @@ afterAll(async () => {
 const attempt = (opts: mqtt.IClientOptions) =>
   mqtt.connectAsync(srv.mqttUrl, { reconnectPeriod: 0, connectTimeout: 10_000, ...opts })
 
+/** Everything the server sends in answer to a hand-made CONNECT, once it closes the connection. */
+const rawConnect = async (clientId: string, username?: string, password?: string): Promise<Buffer> => {
+  const flags = 0x02 | (username !== undefined ? 0x80 : 0) | (password !== undefined ? 0x40 : 0)
+  const body = Buffer.concat([
+    str("MQTT"), Buffer.from([4, flags, 0, 30]), str(clientId),
+    ...(username !== undefined ? [str(username)] : []),
+    ...(password !== undefined ? [str(password)] : [])
+  ])
+  const socket = net.connect({ host: "127.0.0.1", port: srv.mqttPort })
+  const got: Array<Buffer> = []
+  let closed = false
+  socket.on("data", (d) => got.push(d))
+  socket.on("close", () => (closed = true))
+  socket.on("error", () => {})
+  socket.write(frame(0x10, body))
+  await eventually(() => closed, "the server to close the refused connection")
+  return Buffer.concat(got)
+}
+
+const refusalLogged = (clientId: string, who: string, code: number) =>
+  eventually(
+    () => srv.lines.some((l) => l.includes("[WRN]") && l.includes(`"${clientId}" - ${who} authentication failed (CONNACK ${code})`)),
+    `the [WRN] line for ${clientId}`
+  )
+
 describe("MQTT authentication", () => {
-  it("refuses a wrong password with CONNACK 4", async () => {
-    await expect(attempt({ clientId: "bad", username: "alice", password: "nope" })).rejects.toThrow(/Bad username or password/)
+  it("refuses a wrong password with CONNACK 5, as nats-server and mosquitto do", async () => {
+    await expect(attempt({ clientId: "bad", username: "alice", password: "nope" })).rejects.toThrow(/Not authorized/)
+    await refusalLogged("bad", 'User "alice"', 5)
+  })
+
+  it("answers a wrong password, an unknown user and no credentials with exactly CONNACK 5, then closes", async () => {
+    const connack5 = Buffer.from([0x20, 0x02, 0x00, 0x05])
+    expect(await rawConnect("raw-wrong", "alice", "nope")).toEqual(connack5)
+    expect(await rawConnect("raw-unknown", "mallory", "secret-a")).toEqual(connack5)
+    expect(await rawConnect("raw-user-only", "alice")).toEqual(connack5)
+    expect(await rawConnect("raw-anon")).toEqual(connack5)
+    await refusalLogged("raw-unknown", 'User "mallory"', 5)
+    await refusalLogged("raw-anon", "Client", 5)
+    // The password itself is never logged.
+    expect(srv.lines.some((l) => l.includes("nope"))).toBe(false)
+  })
+
+  it("answers an empty user name (malformed) with exactly CONNACK 4", async () => {
+    expect(await rawConnect("raw-empty", "", "secret-a")).toEqual(Buffer.from([0x20, 0x02, 0x00, 0x04]))
+    await refusalLogged("raw-empty", 'User ""', 4)
+  })
+
+  it("closes a CONNECT with a password but no user name without CONNACK [MQTT-3.1.2-22]", async () => {
+    expect(await rawConnect("raw-pw-only", undefined, "secret-a")).toEqual(Buffer.alloc(0))
   })
 
   it("refuses a client without credentials with CONNACK 5", async () => {

@@ -11,6 +11,7 @@ export const mqttOptions = (over: Partial<MqttOptions> = {}): MqttOptions => ({
   port: 0,
   ackWaitMs: 30_000,
   maxAckPending: 1024,
+  maxTopicLevels: 200,
   tls: undefined,
   authorization: undefined,
   noAuthUser: undefined,

@@ -507,6 +507,7 @@ describe("mqtt", () => {
         port: 1884
         ack_wait: "1m"
         max_ack_pending: 100
+        max_topic_levels: 50
         tls { cert_file: c, key_file: k }
         authorization { user: m, password: p, timeout: 2 }
         no_auth_user: guest
@@ -517,6 +518,7 @@ describe("mqtt", () => {
       port: 1884,
       ackWaitMs: 60_000,
       maxAckPending: 100,
+      maxTopicLevels: 50,
       tls: { certFile: "c", keyFile: "k", caFile: undefined, verify: false, timeoutMs: 2000 },
       authorization: { user: "m", password: "p", token: undefined, users: [], timeoutMs: 2000, defaultPermissions: undefined },
       noAuthUser: "guest"
@@ -543,6 +545,14 @@ describe("mqtt", () => {
     expect(failure("mqtt { max_ack_pending: 70000 }").detail).toBe(
       "mqtt.max_ack_pending: expected an integer from 1 to 65535, got 70000"
     )
+  })
+
+  it("bounds max_topic_levels (default 200, as mosquitto)", () => {
+    expect(options("mqtt {}").mqtt?.maxTopicLevels).toBe(200)
+    expect(failure("mqtt { max_topic_levels: 0 }").detail).toBe(
+      "mqtt.max_topic_levels: expected an integer from 1 to 32768, got 0"
+    )
+    expect(failure("mqtt { max_topic_levels: 40000 }").detail).toMatch(/expected an integer from 1 to 32768/)
   })
 })
 

@@ -187,6 +187,50 @@ describe("decodePacket bodies", () => {
   })
 })
 
+describe("MqttParser topic depth (mqtt.max_topic_levels)", () => {
+  const levels = (n: number, level = "a") => Array.from({ length: n }, () => level).join("/")
+  const parse = (bytes: Buffer, max?: number) => {
+    const p = new MqttParser(max)
+    const packets: ClientPacket[] = []
+    const errors: string[] = []
+    p.onPacket = (x: ClientPacket) => packets.push(x)
+    p.onError = (e: MalformedPacket) => errors.push(e.reason)
+    p.parse(bytes)
+    return { packets, errors }
+  }
+  const publish = (topic: string) => frame(0x30, Buffer.concat([str(topic), Buffer.from("x")]))
+  const subscribe = (filter: string) => frame(0x82, Buffer.concat([u16(1), str(filter), Buffer.from([0])]))
+  const unsubscribe = (filter: string) => frame(0xa2, Buffer.concat([u16(1), str(filter)]))
+  const willConnect = (topic: string) => frame(0x10, connectBody(0x06, str("w"), str(topic), str("bye")))
+
+  it("accepts 200 levels by default and refuses 201, in every place a topic is read", () => {
+    for (const make of [publish, subscribe, unsubscribe, willConnect]) {
+      expect(parse(make(levels(200))).errors).toEqual([])
+      expect(parse(make(levels(201))).errors).toEqual([expect.stringMatching(/has 201 levels, more than max_topic_levels \(200\)/)])
+    }
+  })
+
+  it("counts empty levels: 200 slashes are 201 levels", () => {
+    expect(parse(subscribe("/".repeat(199))).errors).toEqual([])
+    expect(parse(subscribe("/".repeat(200))).errors).toHaveLength(1)
+    expect(parse(subscribe(`${levels(199, "+")}/#`)).errors).toEqual([])
+    expect(parse(subscribe(`${levels(200, "+")}/#`)).errors).toHaveLength(1)
+  })
+
+  it("refuses a 32,768-level topic (65,534 bytes) without building anything from it", () => {
+    const r = parse(publish("/".repeat(32767)))
+    expect(r.packets).toEqual([])
+    expect(r.errors).toEqual([expect.stringMatching(/32768 levels/)])
+  })
+
+  it("takes the configured limit", () => {
+    expect(parse(publish("a/b/c"), 3).errors).toEqual([])
+    expect(parse(publish("a/b/c/d"), 3).errors).toHaveLength(1)
+    // A repeated topic (served from the last-topic cache) was checked the first time.
+    expect(parse(Buffer.concat([publish("a/b"), publish("a/b"), publish("a/b/c/d")]), 3).packets).toHaveLength(2)
+  })
+})
+
 describe("MqttParser memory", () => {
   it("holds what arrived of an announced 256 MB packet, not the announced size", () => {
     const p = new MqttParser()

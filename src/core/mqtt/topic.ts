@@ -30,6 +30,16 @@ const DOLLAR = 0x24
 /** Topic names and filters are at most 65535 bytes of UTF-8 [MQTT-4.7.3-3]. */
 export const MAX_TOPIC_BYTES = 65535
 
+/**
+ * Default deepest topic name or filter, in levels (`mqtt.max_topic_levels`): 200, as in
+ * mosquitto. A deeper one closes the connection, so a 32,768-level topic never becomes a
+ * 32,768-token subject or Sublist branch.
+ */
+export const DEFAULT_MAX_TOPIC_LEVELS = 200
+
+/** The largest `max_topic_levels` accepted: a 65,535-byte topic has at most 32,768 levels. */
+export const MAX_TOPIC_LEVELS_LIMIT = 32768
+
 /** Prefix of the subjects MQTT uses internally; MQTT clients may not subscribe to it. */
 export const INTERNAL_SUBJECT_PREFIX = "$MQTT."
 

@@ -43,7 +43,9 @@ export const makeMqttAuthenticator = (o: ServerOptions, serverAuth: Authenticato
   return {
     required,
     check: ({ username, password }) => {
-      // nats-server refuses an empty user name as malformed, whatever the configuration.
+      // A malformed user name field: nats-server refuses an empty one with CONNACK 4 (bad user
+      // name or password), whatever the configuration. A password without a user name never
+      // gets here: the session closes that CONNECT as a protocol violation [MQTT-3.1.2-22].
       if (username === "") return BAD_CREDENTIALS
       if (!required) return { ok: true, result: undefined }
       const anonymous = username === undefined && password === undefined
@@ -51,8 +53,8 @@ export const makeMqttAuthenticator = (o: ServerOptions, serverAuth: Authenticato
       const res = anonymous && m?.noAuthUser !== undefined
         ? byUsers.authenticate({}, undefined)
         : (single ?? byUsers).authenticate(opts, undefined)
-      if (res !== undefined) return { ok: true, result: res }
-      return anonymous ? NOT_AUTHORIZED : BAD_CREDENTIALS
+      // Wrong or missing credentials alike: not authorized, as nats-server and mosquitto answer.
+      return res !== undefined ? { ok: true, result: res } : NOT_AUTHORIZED
     }
   }
 }

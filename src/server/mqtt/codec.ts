@@ -5,6 +5,7 @@
 // bytes against it). Decoded packets use mqtt-packet's field names.
 import type { ClientPacket, ConnectFlags, ServerPacket } from "../../core/mqtt/index.js"
 import { OutBuf, type Pinner, putBytes } from "../../core/nats/outbuf.js"
+import { DEFAULT_MAX_TOPIC_LEVELS } from "../../core/mqtt/topic.js"
 
 /**
  * Payloads from this size on are written by reference (their own writev slot), not
@@ -256,6 +257,8 @@ class BodyReader {
   private lastTopic = ""
   private lastTopicBytes: Buffer = EMPTY
 
+  constructor(readonly maxTopicLevels: number = DEFAULT_MAX_TOPIC_LEVELS) {}
+
   reset(buf: Buffer, start: number, end: number): this {
     this.buf = buf
     this.pos = start
@@ -312,6 +315,23 @@ class BodyReader {
     }
   }
 
+  /**
+   * A topic name or filter: a string of at most `maxTopicLevels` levels. Fewer bytes than
+   * the limit cannot hold more levels than it, so only long topics are scanned for `/`.
+   */
+  topicString(what: string): string {
+    const at = this.pos + 2
+    const s = this.string(what)
+    if (this.pos - at >= this.maxTopicLevels) {
+      let levels = 1
+      for (let i = at; i < this.pos; i++) if (this.buf[i] === 0x2f) levels++
+      if (levels > this.maxTopicLevels) {
+        throw new MalformedPacket(`${what} has ${levels} levels, more than max_topic_levels (${this.maxTopicLevels})`)
+      }
+    }
+    return s
+  }
+
   /** A topic name: the same string as last time when the bytes are the same (no allocation, same identity). */
   topic(what: string): string {
     if (this.remaining >= 2) {
@@ -334,7 +354,7 @@ class BodyReader {
       }
     }
     const at = this.pos + 2
-    const s = this.string(what)
+    const s = this.topicString(what)
     if (this.pos - at <= 256) {
       this.lastTopic = s
       this.lastTopicBytes = Buffer.from(this.buf.subarray(at, this.pos))
@@ -373,7 +393,7 @@ const decodeConnect = (r: BodyReader): ClientPacket => {
   const keepalive = r.u16("keepalive")
   const clientId = r.string("client identifier") // [MQTT-3.1.3-4]
   const will = flags.will
-    ? { topic: r.string("will topic"), payload: r.binary("will message"), qos: flags.willQos, retain: flags.willRetain }
+    ? { topic: r.topicString("will topic"), payload: r.binary("will message"), qos: flags.willQos, retain: flags.willRetain }
     : undefined
   const username = flags.username ? r.string("user name") : undefined // [MQTT-3.1.3-11]
   const password = flags.password ? r.binary("password") : undefined
@@ -392,7 +412,7 @@ const decodeSubscribe = (r: BodyReader): ClientPacket => {
   const messageId = r.u16("packet identifier")
   const subscriptions: Array<{ topic: string; qos: number }> = []
   while (r.remaining > 0) {
-    const topic = r.string("topic filter")
+    const topic = r.topicString("topic filter")
     const options = r.byte("requested QoS")
     // Reserved bits of the requested QoS byte [MQTT-3-8.3-4]; QoS 3 is the session's to refuse.
     if ((options & 0xfc) !== 0) throw new MalformedPacket(`reserved bits set in requested QoS 0x${options.toString(16)}`)
@@ -404,7 +424,7 @@ const decodeSubscribe = (r: BodyReader): ClientPacket => {
 const decodeUnsubscribe = (r: BodyReader): ClientPacket => {
   const messageId = r.u16("packet identifier")
   const unsubscriptions: Array<string> = []
-  while (r.remaining > 0) unsubscriptions.push(r.string("topic filter"))
+  while (r.remaining > 0) unsubscriptions.push(r.topicString("topic filter"))
   return { cmd: "unsubscribe", messageId, unsubscriptions }
 }
 
@@ -455,7 +475,12 @@ export class MqttParser {
   private multiplier = 1
   private chunks: Array<Buffer> = []
   private have = 0
-  private readonly reader = new BodyReader()
+  private readonly reader: BodyReader
+
+  /** `maxTopicLevels`: deeper topic names and filters are malformed (`mqtt.max_topic_levels`). */
+  constructor(maxTopicLevels: number = DEFAULT_MAX_TOPIC_LEVELS) {
+    this.reader = new BodyReader(maxTopicLevels)
+  }
 
   /** The announced remaining length of the packet being read (0 between packets). */
   get announced(): number {

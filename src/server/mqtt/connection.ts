@@ -28,13 +28,18 @@ import { OutBuf } from "../../core/nats/outbuf.js"
  * override; a password is also tried as a token); the account, user and permissions it
  * grants are taken by the connection's internal client.
  */
-const sessionDeps = (server: Server, client: Client, held: HeldPayloads): SessionDeps => ({
+const sessionDeps = (server: Server, client: Client, held: HeldPayloads, logPrefix: string): SessionDeps => ({
   random: server.env.random,
   released: (payload) => held.release(payload),
   authenticate: (connect: ConnectPacket): AuthResult => {
     const password = connect.password === undefined ? undefined : Buffer.from(connect.password).toString("utf8")
     const verdict = mqttAuthenticator(server).check({ username: connect.username, password })
-    if (!verdict.ok) return verdict.code === 4 ? ConnackCode.BadUsernameOrPassword : ConnackCode.NotAuthorized
+    if (!verdict.ok) {
+      // As the NATS side logs a refused CONNECT; the password never appears.
+      const who = connect.username !== undefined ? `User ${JSON.stringify(connect.username)}` : "Client"
+      server.log.warn(`${logPrefix} - ${JSON.stringify(connect.clientId)} - ${who} authentication failed (CONNACK ${verdict.code})`)
+      return verdict.code === 4 ? ConnackCode.BadUsernameOrPassword : ConnackCode.NotAuthorized
+    }
     const res = verdict.result
     if (res === undefined) return ConnackCode.Accepted
     client.account = server.account(res.account)
@@ -52,7 +57,7 @@ const sessionDeps = (server: Server, client: Client, held: HeldPayloads): Sessio
 
 export class MqttConnection {
   readonly session: MqttSession
-  readonly parser = new MqttParser()
+  readonly parser: MqttParser
   /** Sublist entries per MQTT filter. */
   readonly subs = new Map<string, Array<Subscription>>()
   /** Output of this event-loop turn, written once per flush. */
@@ -91,8 +96,9 @@ export class MqttConnection {
     held: HeldPayloads
   ) {
     this.lastActivity = start
+    this.parser = new MqttParser(server.options.mqtt?.maxTopicLevels)
     this.out = new OutBuf(4096, server.slabs)
-    this.session = new MqttSession(start, sessionDeps(server, client, held), config)
+    this.session = new MqttSession(start, sessionDeps(server, client, held, `${conn.remoteAddress}:${conn.remotePort} - mid:${cid}`), config)
   }
 }
 
