@@ -120,6 +120,14 @@ describe("SIGHUP", () => {
     expect(p.log()).not.toContain("changed")
   })
 
+  it("on a server started without a configuration file, says there is nothing to read again and keeps serving", async () => {
+    const p = await start(["-a", "127.0.0.1", "-p", "-1"])
+    p.child.kill("SIGHUP")
+    await eventually(() => p.log().includes("Configuration reload failed: there is no configuration file to read again"), "the reload failure")
+    const nc = await natsAs(natsPort(p))
+    await nc.flush()
+  })
+
   it("refuses, as a whole, a change only a restart can apply, and a file that does not parse", async () => {
     const conf = confFile("max_payload: 1MB")
     const p = await start(["-c", conf.file])
