@@ -168,7 +168,7 @@ export class MqttBridge {
     const c = new MqttConnection(this.server, this.sessionConfig, this.server.allocateCid(), conn, client, now, this.held)
     this.connections.set(c.cid, c)
     this.totalConnections++
-    this.server.log.debug(`${mqttLogPrefix(c)} - Client connection created`)
+    if (this.server.log.debugEnabled) this.server.log.debug(`${mqttLogPrefix(c)} - Client connection created`)
     c.parser.onPacket = (packet: ClientPacket) => {
       if (c.closed) return
       if (this.tracing) traceMqttIn(this.server.log, c, packet)
@@ -584,7 +584,7 @@ export class MqttBridge {
     c.closed = true
     c.client.closed = true
     const record = closedRecord(c, this.server.now())
-    this.server.log.debug(`${mqttLogPrefix(c)} - Client connection closed: ${record.reason}`)
+    if (this.server.log.debugEnabled) this.server.log.debug(`${mqttLogPrefix(c)} - Client connection closed: ${record.reason}`)
     this.server.closed.push(record)
     for (const list of c.subs.values()) for (const s of list) this.removeSub(s)
     c.subs.clear()
