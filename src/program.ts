@@ -1,14 +1,16 @@
 // The program main.ts loads once the signal guard is in place: read flags and
 // configuration, then compose the layers and run until SIGINT/SIGTERM (NodeRuntime
-// interrupts the program; scopes close listeners gracefully).
+// interrupts the program; scopes close listeners gracefully) or until lame duck mode
+// (SIGUSR2) has closed every client.
 import { NodeRuntime } from "@effect/platform-node"
-import { Effect, Layer } from "effect"
-import { ConfigFiles, load } from "./config/load.js"
+import { Deferred, Effect, Layer } from "effect"
+import { ConfigFiles, load, loadOptions } from "./config/load.js"
 import { helpText } from "./config/flags.js"
 import { layerLog } from "./services/log.js"
 import { layerNode } from "./services/transport-node.js"
 import { serve } from "./server/serve.js"
-import { handleSignals } from "./server/signals.js"
+import { handleLogReopen, handleServerSignals } from "./server/signals.js"
+import { sendSignal } from "./signal-command.js"
 import { VERSION } from "./version.js"
 
 const fail = (message: string) =>
@@ -27,15 +29,28 @@ const program = Effect.gen(function*() {
       process.stdout.write(`switchyard: v${VERSION}\n`)
       return
   }
-  const { options, warnings, checkOnly } = outcome
+  const { options, warnings, checkOnly, signal, source } = outcome
+  if (signal !== undefined) {
+    const error = sendSignal(signal, options.pidFile)
+    if (error !== undefined) yield* fail(`cannot send ${signal.command} (${signal.signal}): ${error}`)
+    return
+  }
   if (checkOnly) {
     for (const w of warnings) process.stderr.write(`switchyard: warning: ${w}\n`)
     process.stdout.write(`switchyard: configuration ${options.configFile ?? "(defaults)"} is valid\n`)
     return
   }
-  yield* handleSignals.pipe(
-    Effect.zipRight(serve(options, warnings)),
-    Effect.zipRight(Effect.never),
+  const files = yield* ConfigFiles
+  const reread = source.configFile === undefined
+    ? Effect.fail(new Error("there is no configuration file to read again (the server was started without -c)"))
+    : loadOptions(source).pipe(Effect.provideService(ConfigFiles, files))
+  const stop = yield* Deferred.make<void>()
+  yield* Effect.gen(function*() {
+    yield* handleLogReopen
+    const serving = yield* serve(options, warnings)
+    yield* handleServerSignals({ serving, reread, stop })
+    yield* Deferred.await(stop)
+  }).pipe(
     Effect.scoped,
     Effect.provide(Layer.merge(layerNode, layerLog(options.log)))
   )

@@ -167,6 +167,9 @@ export const decodeConfig = (parsed: ParsedConfig): Either.Either<DecodedConfig,
 
 // ---- checks on the resolved options ---------------------------------------------
 
+/** nats-server refuses a shorter `lame_duck_duration`. */
+export const MIN_LAME_DUCK_DURATION_MS = 30_000
+
 const knownUsers = (o: ServerOptions): Set<string> => {
   const names = new Set<string>()
   const add = (users: ReadonlyArray<{ user: string | undefined; nkey: string | undefined }>) => {
@@ -197,6 +200,15 @@ export const checkOptions = (
   }
   if (options.httpsPort !== undefined && options.httpTls === undefined) {
     found.push({ path: ["https_port"], message: "https monitoring needs a tls block (in http { tls {…} } or at the top level)" })
+  }
+  // nats-server's bounds: lame duck mode spreads its closes over at least 30s, after the grace period.
+  if (options.lameDuckDurationMs < MIN_LAME_DUCK_DURATION_MS) {
+    found.push({ path: ["lame_duck_duration"], message: `must be at least 30s (got ${options.lameDuckDurationMs}ms)` })
+  } else if (options.lameDuckGracePeriodMs >= options.lameDuckDurationMs) {
+    found.push({
+      path: ["lame_duck_grace_period"],
+      message: `must be shorter than lame_duck_duration (${options.lameDuckGracePeriodMs}ms is not less than ${options.lameDuckDurationMs}ms)`
+    })
   }
   const users = knownUsers(options)
   if (options.noAuthUser !== undefined && !users.has(options.noAuthUser)) {

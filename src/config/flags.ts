@@ -14,6 +14,7 @@ import {
 } from "./patch.js"
 import type { LogOptions } from "./options.js"
 import { parseDurationMicros, parseHostPort } from "../schema/config.js"
+import { parseSignalRequest, SignalCommands, type SignalRequest } from "./signal.js"
 
 export type FlagsResult =
   | {
@@ -22,6 +23,8 @@ export type FlagsResult =
       readonly configFile: string | undefined
       /** `-t`: check the configuration (strictly: warnings are errors) and exit. */
       readonly checkOnly: boolean
+      /** `--signal`: send this signal to a running server and exit. */
+      readonly signal?: SignalRequest | undefined
     }
   | { readonly kind: "help" }
   | { readonly kind: "version" }
@@ -32,6 +35,7 @@ type Mutable<T> = { -readonly [K in keyof T]: T[K] }
 interface State {
   configFile: string | undefined
   checkOnly: boolean
+  signal: SignalRequest | undefined
   top: Mutable<OptionsPatch>
   authorization: Mutable<AuthorizationPatch>
   jetstream: Mutable<JetStreamPatch>
@@ -55,6 +59,8 @@ interface FlagDef {
   readonly answer?: "help" | "version"
   /** Never show this flag's value in an error. */
   readonly secret?: boolean
+  /** nats-server has this flag and Switchyard does not do what it asks: naming it (turned on) is this error. */
+  readonly refused?: string
 }
 
 const int = (v: string): number | undefined => (/^[+-]?\d+$/.test(v) ? Number(v) : undefined)
@@ -151,6 +157,39 @@ const flags: ReadonlyArray<FlagDef> = [
     }
   },
   {
+    names: ["P", "pid"],
+    arg: "<file>",
+    group: "Server",
+    help: "File to store the process id in (removed at a clean stop)",
+    apply: (s, v) => {
+      s.top.pidFile = String(v)
+      return undefined
+    }
+  },
+  {
+    names: ["ports_file_dir"],
+    arg: "<dir>",
+    group: "Server",
+    help: "Write <exe>_<pid>.ports (the listeners' URLs, JSON) in this directory",
+    apply: (s, v) => {
+      s.top.portsFileDir = String(v)
+      return undefined
+    }
+  },
+  {
+    names: ["sl", "signal"],
+    arg: "<signal>[=<pid>]",
+    group: "Server",
+    help: `Send a signal to a running server and exit: ${Object.keys(SignalCommands).join(", ")}; ` +
+      "<pid> is a process id or a pid file (default: the configuration's pid_file)",
+    apply: (s, v) => {
+      const r = parseSignalRequest(String(v))
+      if (r === undefined) return `one of ${Object.keys(SignalCommands).join(", ")}, optionally followed by =<pid> or =<pid file>`
+      s.signal = r
+      return undefined
+    }
+  },
+  {
     names: ["t"],
     arg: undefined,
     group: "Server",
@@ -232,6 +271,22 @@ const flags: ReadonlyArray<FlagDef> = [
       s.log.trace = v === true
       return undefined
     }
+  },
+  {
+    names: ["s", "syslog"],
+    arg: undefined,
+    group: "Logging",
+    help: "Not supported: log to stderr (journald collects it) or to a file (-l)",
+    refused: "syslog is not supported by Switchyard; log to stderr (journald collects it) or to a file (-l)",
+    apply: () => undefined
+  },
+  {
+    names: ["r", "remote_syslog"],
+    arg: "<addr>",
+    group: "Logging",
+    help: "Not supported: log to stderr (journald collects it) or to a file (-l)",
+    refused: "remote syslog is not supported by Switchyard; log to stderr (journald collects it) or to a file (-l)",
+    apply: () => undefined
   },
   // JetStream
   {
@@ -384,7 +439,7 @@ const parseBool = (v: string): boolean | undefined => {
 const flagError = (detail: string): ConfigError => configError("Flag", detail)
 
 const dashed = (name: string) =>
-  name.length <= 3 && name !== "log" && name !== "net" && name !== "tls" ? `-${name}` : `--${name}`
+  name.length <= 3 && name !== "log" && name !== "net" && name !== "tls" && name !== "pid" ? `-${name}` : `--${name}`
 
 /**
  * TLS from the flags: on with --tls or --tlsverify. Only the fields given are set, so
@@ -411,6 +466,7 @@ export const parseArgs = (argv: ReadonlyArray<string>): Either.Either<FlagsResul
   const s: State = {
     configFile: undefined,
     checkOnly: false,
+    signal: undefined,
     top: {},
     authorization: {},
     jetstream: {},
@@ -443,6 +499,7 @@ export const parseArgs = (argv: ReadonlyArray<string>): Either.Either<FlagsResul
       if (i + 1 >= argv.length) return Either.left(flagError(`flag ${dashed(name)} needs a value ${def.arg}`))
       value = argv[++i]
     }
+    if (def.refused !== undefined && value !== false && value !== "") return Either.left(flagError(`${dashed(name)}: ${def.refused}`))
     const expected = def.apply(s, value)
     if (expected !== undefined) {
       const shown = def.secret === true ? "" : ` ${JSON.stringify(value)}`
@@ -456,6 +513,7 @@ export const parseArgs = (argv: ReadonlyArray<string>): Either.Either<FlagsResul
     kind: "run",
     configFile: s.configFile,
     checkOnly: s.checkOnly,
+    ...(s.signal !== undefined && { signal: s.signal }),
     overrides: {
       ...s.top,
       ...(s.configFile === undefined ? {} : { configFile: s.configFile }),

@@ -7,6 +7,7 @@ import { parseConfigFile, type ParsedConfig } from "./conf-parser.js"
 import { checkOptions, decodeConfig, formatWarning, type ConfigWarning } from "./decode.js"
 import { configError, type ConfigError } from "./errors.js"
 import { parseArgs } from "./flags.js"
+import type { SignalRequest } from "./signal.js"
 import { defaultOptions, type ServerOptions } from "./options.js"
 import { applyPatch, mergePatches, type OptionsPatch } from "./patch.js"
 
@@ -90,6 +91,10 @@ export type LoadOutcome =
       readonly warnings: ReadonlyArray<string>
       /** `-t`: the configuration checked out; print and exit without serving. */
       readonly checkOnly: boolean
+      /** `--signal`: send it to a running server and exit. */
+      readonly signal: SignalRequest | undefined
+      /** What a reload reads again: the same file, under the same flags and environment. */
+      readonly source: LoadInput
     }
   | { readonly kind: "help" }
   | { readonly kind: "version" }
@@ -104,8 +109,9 @@ export const load = (
     if (Either.isLeft(flags)) return Effect.fail(flags.left)
     const f = flags.right
     if (f.kind !== "run") return Effect.succeed(f)
+    const source: LoadInput = { configFile: f.configFile, overrides: f.overrides, env }
     return Effect.map(
-      loadOptions({ configFile: f.configFile, overrides: f.overrides, env, strict: f.checkOnly }),
-      (loaded): LoadOutcome => ({ kind: "run", ...loaded, checkOnly: f.checkOnly })
+      loadOptions({ ...source, strict: f.checkOnly }),
+      (loaded): LoadOutcome => ({ kind: "run", ...loaded, checkOnly: f.checkOnly, signal: f.signal, source })
     )
   })

@@ -116,6 +116,12 @@ export interface LogOptions {
   readonly logtime: boolean
   /** Write the log to this file instead of stderr. */
   readonly logFile: string | undefined
+  /** `logtime_utc`: timestamps in UTC instead of local time. */
+  readonly logtimeUtc?: boolean | undefined
+  /** `log_size_limit` (alias `logfile_size_limit`): rotate `log_file` once it reaches this many bytes; 0 = never. */
+  readonly logSizeLimit?: number | undefined
+  /** `logfile_max_num` (alias `log_max_num`): log files kept, the live one included; 0 = every one. */
+  readonly logMaxNum?: number | undefined
 }
 
 export interface ServerOptions {
@@ -168,6 +174,15 @@ export interface ServerOptions {
   readonly websocket: WebsocketOptions | undefined
 
   readonly log: LogOptions
+
+  /** `pid_file`: the process id is written there at start and the file removed at a clean stop. */
+  readonly pidFile: string | undefined
+  /** `ports_file_dir`: where `<exe>_<pid>.ports` (the listeners' URLs, as JSON) is written. */
+  readonly portsFileDir: string | undefined
+  /** `lame_duck_duration`: how long lame duck mode takes to close every client (SIGUSR2). */
+  readonly lameDuckDurationMs: number
+  /** `lame_duck_grace_period`: how long lame duck mode waits before it starts closing clients. */
+  readonly lameDuckGracePeriodMs: number
 }
 
 export const MiB = 1024 * 1024
@@ -216,5 +231,9 @@ export const defaultOptions: ServerOptions = {
     noAuthUser: undefined
   },
   websocket: undefined,
-  log: { debug: false, trace: false, logtime: true, logFile: undefined }
+  log: { debug: false, trace: false, logtime: true, logFile: undefined },
+  pidFile: undefined,
+  portsFileDir: undefined,
+  lameDuckDurationMs: 2 * 60_000,
+  lameDuckGracePeriodMs: 10_000
 }

@@ -91,6 +91,10 @@ export interface OptionsPatch {
   readonly mqtt?: MqttPatch
   readonly websocket?: WebsocketPatch
   readonly log?: Partial<LogOptions>
+  readonly pidFile?: string
+  readonly portsFileDir?: string
+  readonly lameDuckDurationMs?: number
+  readonly lameDuckGracePeriodMs?: number
 }
 
 // ---- the port conventions, shared by the file and the flags ---------------
@@ -247,6 +251,10 @@ export const applyPatch = (base: ServerOptions, patch: OptionsPatch): ServerOpti
     jetstream: applyBlock<JetStreamOptions>(base.jetstream, patch.jetstream, jetstreamDefaults),
     mqtt: applyBlock<MqttOptions>(base.mqtt, patch.mqtt, mqttDefaults),
     websocket: applyBlock<WebsocketOptions>(base.websocket, patch.websocket, websocketDefaults),
-    log: over<Partial<LogOptions>>(base.log, patch.log) as LogOptions
+    log: over<Partial<LogOptions>>(base.log, patch.log) as LogOptions,
+    pidFile: pick(patch.pidFile, base.pidFile),
+    portsFileDir: pick(patch.portsFileDir, base.portsFileDir),
+    lameDuckDurationMs: pick(patch.lameDuckDurationMs, base.lameDuckDurationMs),
+    lameDuckGracePeriodMs: pick(patch.lameDuckGracePeriodMs, base.lameDuckGracePeriodMs)
   }
 }

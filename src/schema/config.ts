@@ -209,6 +209,27 @@ const durationMicros = (u: unknown): number | NoMatch => {
   return parseDurationMicros(text) ?? NO
 }
 
+/** Bytes, >= 0: `10485760`, `10MB`, `"1GB"`. */
+const NonNegSize = leaf("a size (like 10MB) or 0", (u) => {
+  const n = sizeOf(u)
+  return n !== NO && n >= 0 ? n : NO
+})
+
+/**
+ * A nats-server key whose feature Switchyard does not have: accepted only with a value
+ * that turns it off (so a file written for nats-server that says so still loads), and
+ * refused otherwise with `why` instead of being silently ignored.
+ */
+const refusedUnless = (off: (u: unknown) => boolean, why: string): Schema.Schema<unknown, unknown> =>
+  Schema.transformOrFail(Schema.Unknown, Schema.Unknown, {
+    strict: true,
+    decode: (u, _options, ast) => (off(u) ? ParseResult.succeed(u) : ParseResult.fail(new ParseResult.Type(ast, u, why))),
+    encode: (a) => ParseResult.succeed(a)
+  })
+
+const SYSLOG_REFUSED =
+  "is not supported by Switchyard: it logs to stderr (where journald or the container runtime collects it) or to log_file"
+
 /** A duration string (`"30s"`, bare `2m`), or a number of seconds. In milliseconds. */
 const Duration = leaf('a duration (like "30s" or "2m") or a number of seconds', durationMs)
 
@@ -617,7 +638,19 @@ const topFields = {
   trace: opt(Bool),
   logtime: opt(Bool),
   log_file: opt(Str),
-  logfile: opt(Str)
+  logfile: opt(Str),
+  logtime_utc: opt(Bool),
+  log_size_limit: opt(NonNegSize),
+  logfile_size_limit: opt(NonNegSize),
+  logfile_max_num: opt(NonNegInt),
+  log_max_num: opt(NonNegInt),
+  syslog: opt(refusedUnless((u) => u === false, SYSLOG_REFUSED)),
+  remote_syslog: opt(refusedUnless((u) => u === "", SYSLOG_REFUSED)),
+  pid_file: opt(Str),
+  pidfile: opt(Str),
+  ports_file_dir: opt(Str),
+  lame_duck_duration: opt(Duration),
+  lame_duck_grace_period: opt(Duration)
 }
 
 const definedOnly = <T extends object>(o: T): T | undefined =>
@@ -658,7 +691,19 @@ export const ConfigFile: Schema.Schema<OptionsPatch, unknown> = block(topFields,
       jetstream === undefined ? undefined : { ...jetstream, storeDir: first(jetstream.storeDir, s.store_dir) },
     mqtt: s.mqtt,
     websocket: first(s.websocket, s.ws),
-    log: definedOnly({ debug: s.debug, trace: s.trace, logtime: s.logtime, logFile: first(s.log_file, s.logfile) })
+    log: definedOnly({
+      debug: s.debug,
+      trace: s.trace,
+      logtime: s.logtime,
+      logFile: first(s.log_file, s.logfile),
+      logtimeUtc: s.logtime_utc,
+      logSizeLimit: first(s.log_size_limit, s.logfile_size_limit),
+      logMaxNum: first(s.logfile_max_num, s.log_max_num)
+    }),
+    pidFile: first(s.pid_file, s.pidfile),
+    portsFileDir: s.ports_file_dir,
+    lameDuckDurationMs: s.lame_duck_duration,
+    lameDuckGracePeriodMs: s.lame_duck_grace_period
   })
 })
 

@@ -22,6 +22,28 @@ export interface Authenticator {
   readonly nonceRequired: boolean
   /** The account, user and permissions for these CONNECT credentials, or undefined when refused. */
   authenticate(opts: ConnectOptions, nonce: string | undefined): AuthResult | undefined
+  /**
+   * Which configured credential these CONNECT fields name (its kind, name, secret and
+   * account, never shown anywhere), and what it grants, without checking the secret:
+   * when a reload leaves that entry as it was, a client it admitted stays admitted.
+   */
+  lookup(opts: ConnectOptions): { readonly entry: string; readonly result: AuthResult } | undefined
+}
+
+/**
+ * A connected client's credentials against `next` after a reload from `previous`: kept
+ * without a new check when they name the same entry, unchanged (bcrypt is not paid
+ * again per client); checked in full otherwise. Undefined = no longer admitted.
+ */
+export const reauthenticate = (
+  previous: Authenticator,
+  next: Authenticator,
+  opts: ConnectOptions,
+  nonce: string | undefined
+): AuthResult | undefined => {
+  const now = next.lookup(opts)
+  if (now !== undefined && now.entry === previous.lookup(opts)?.entry) return now.result
+  return next.authenticate(opts, nonce)
 }
 
 interface UserCred {
@@ -98,11 +120,30 @@ export const makeAuthenticator = (options: ServerOptions): Authenticator => {
   const dummyHash = [...users.values()].find((u) => isBcrypt(u.password))?.password ?? "\u0000unknown-user"
 
   const granted = (u: UserCred): AuthResult => ({ account: u.account, user: u.user, permissions: u.permissions })
+  const hasCreds = (opts: ConnectOptions) =>
+    opts.user !== undefined || opts.pass !== undefined || opts.auth_token !== undefined || opts.nkey !== undefined
+
+  // Each configured credential as one string (kind, name, secret, account): equal before and after a reload = same entry.
+  const entryOf = (kind: string, ...parts: ReadonlyArray<string | undefined>) => JSON.stringify([kind, ...parts])
+
+  const lookup: Authenticator["lookup"] = (opts) => {
+    if (!hasCreds(opts) && noAuthUser !== undefined) {
+      return { entry: entryOf("no_auth_user", noAuthUser.user, noAuthUser.account), result: granted(noAuthUser) }
+    }
+    if (typeof opts.nkey === "string" && nkeys.size > 0) {
+      const u = nkeys.get(opts.nkey)
+      return u === undefined ? undefined : { entry: entryOf("nkey", u.user, u.account), result: granted(u) }
+    }
+    if (token !== undefined) return { entry: entryOf("token", token), result: { account: GLOBAL_ACCOUNT, user: "", permissions: defaults } }
+    if (single !== undefined) {
+      return { entry: entryOf("user", single.user, single.password), result: { account: GLOBAL_ACCOUNT, user: single.user, permissions: defaults } }
+    }
+    const u = opts.user !== undefined ? users.get(opts.user) : undefined
+    return u === undefined || u.password === undefined ? undefined : { entry: entryOf("users", u.user, u.password, u.account), result: granted(u) }
+  }
 
   const authenticate = (opts: ConnectOptions, nonce: string | undefined): AuthResult | undefined => {
-    const hasCreds = opts.user !== undefined || opts.pass !== undefined || opts.auth_token !== undefined ||
-      opts.nkey !== undefined
-    if (!hasCreds && noAuthUser !== undefined) return granted(noAuthUser)
+    if (!hasCreds(opts) && noAuthUser !== undefined) return granted(noAuthUser)
     if (typeof opts.nkey === "string" && nkeys.size > 0) {
       const u = nkeys.get(opts.nkey)
       if (u === undefined || nonce === undefined) return undefined
@@ -120,5 +161,5 @@ export const makeAuthenticator = (options: ServerOptions): Authenticator => {
     return ok ? granted(u) : undefined
   }
 
-  return { required, nonceRequired: nkeys.size > 0, authenticate }
+  return { required, nonceRequired: nkeys.size > 0, authenticate, lookup }
 }

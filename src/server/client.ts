@@ -79,6 +79,11 @@ export class Client implements NatsOpHandler {
   perms: ClientPermissions | undefined = undefined
   /** The nonce sent in INFO for nkey users to sign. */
   nonce: string | undefined = undefined
+  /**
+   * The CONNECT it authenticated with, kept (never logged, never shown) so a
+   * configuration reload can check it against the new users, as nats-server does.
+   */
+  connectOpts: ConnectOptions | undefined = undefined
 
   // Counters for /connz and /varz.
   inMsgs = 0
@@ -110,8 +115,8 @@ export class Client implements NatsOpHandler {
   closed = false
   /** The last PUB subject that passed validation. */
   private lastValidSubject = ""
-  /** Protocol tracing (-V): checked once per op, so tracing off costs one branch. */
-  readonly tracing: boolean
+  /** Protocol tracing (-V): checked once per op, so tracing off costs one branch. A reload may turn it on or off. */
+  tracing: boolean
 
   constructor(
     readonly server: Server,
@@ -131,6 +136,11 @@ export class Client implements NatsOpHandler {
   /** The protocol parser, made on first use: the server's internal clients (MQTT connections, stream API) never parse. */
   get parser(): NatsParser {
     return this.parserValue ?? this.makeParser()
+  }
+
+  /** New max_control_line / max_payload (a configuration reload). */
+  setParserLimits(limits: { readonly maxControlLine: number; readonly maxPayload: number }): void {
+    this.parserValue?.setLimits(limits)
   }
 
   private makeParser(): NatsParser {
@@ -259,7 +269,10 @@ export class Client implements NatsOpHandler {
 
   ping(): void {
     if (this.closed) return
-    if (this.tracing) this.traceIn("PING", "")
+    if (this.tracing) {
+      this.traceIn("PING", "")
+      this.traceOut("PONG")
+    }
     this.out.writeBytes(PONG, 0, PONG.length)
     this.server.markDirty(this)
     // The PONG that ends the client's handshake: the RTT PING may follow once the client
@@ -314,17 +327,19 @@ export class Client implements NatsOpHandler {
   }
 
   sendOk(): void {
+    if (this.tracing) this.traceOut("OK")
     this.out.writeBytes(OK, 0, OK.length)
     this.server.markDirty(this)
   }
 
   sendErr(text: string): void {
-    if (this.tracing) this.server.log.trace(`${this.logPrefix()} - ->> [-ERR '${text}']`)
+    if (this.tracing) this.traceOut(`-ERR '${text}'`)
     writeErr(this.out, text)
     this.server.markDirty(this)
   }
 
   sendPing(forRtt: boolean): void {
+    if (this.tracing) this.traceOut("PING")
     this.out.writeBytes(PING, 0, PING.length)
     if (forRtt || this.rttPingSentAt < 0) this.rttPingSentAt = this.server.env.nanos()
     this.server.markDirty(this)
@@ -339,6 +354,17 @@ export class Client implements NatsOpHandler {
   /** Trace an inbound op, nats-server style: `<<- [PUB foo 5]`. */
   traceIn(op: string, args: string): void {
     this.server.log.trace(`${this.logPrefix()} - <<- [${op}${args === "" ? "" : ` ${truncate(args, 1024)}`}]`)
+  }
+
+  /** Trace an outbound op, nats-server style: `->> [PONG]`. */
+  traceOut(op: string): void {
+    this.server.log.trace(`${this.logPrefix()} - ->> [${truncate(op, 1024)}]`)
+  }
+
+  /** Trace a delivered message by its protocol line, never its payload: `->> [MSG foo 1 5]`, `->> [HMSG foo 1 22 27]`. */
+  traceMsg(subject: string, sid: string, reply: string, hdrLen: number, size: number): void {
+    const r = reply === "" ? "" : ` ${reply}`
+    this.traceOut(hdrLen >= 0 ? `HMSG ${subject} ${sid}${r} ${hdrLen} ${size}` : `MSG ${subject} ${sid}${r} ${size}`)
   }
 
   /** What /connz shows of this connection now (and, with stop and reason, after it closed). */

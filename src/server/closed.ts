@@ -1,11 +1,27 @@
 // The bounded history of closed connections (`max_closed_clients`) that /connz?state=closed reads.
 export class ClosedRing<T> {
-  private readonly items: Array<T | undefined>
+  private items: Array<T | undefined>
   private next = 0
   private count = 0
 
-  constructor(readonly capacity: number) {
+  constructor(private cap: number) {
+    this.items = new Array(Math.max(0, cap))
+  }
+
+  get capacity(): number {
+    return this.cap
+  }
+
+  /** A new bound (a configuration reload): the newest records are kept. */
+  resize(capacity: number): void {
+    if (capacity === this.cap) return
+    const all = this.toArray()
+    const keep = capacity <= 0 ? [] : all.slice(Math.max(0, all.length - capacity))
+    this.cap = capacity
     this.items = new Array(Math.max(0, capacity))
+    this.next = 0
+    this.count = 0
+    for (const item of keep) this.push(item)
   }
 
   push(item: T): void {

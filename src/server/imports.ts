@@ -9,6 +9,7 @@ import type { AccountExportSnapshot, AccountImportSnapshot } from "../core/monit
 import { isValidSubject, subjectHasWildcard, subjectIsSubsetMatch } from "../core/subject/subject.js"
 import type { Client } from "./client.js"
 import type { Server } from "./server.js"
+import type { Subscription } from "./subscription.js"
 
 /** Outstanding service requests per service import, at most (the oldest is dropped first). */
 export const MAX_RESPONSE_MAPS = 10_000
@@ -118,16 +119,16 @@ interface PendingResponse {
   readonly expiresAt: number
 }
 
-const wireStream = (server: Server, importer: string, imp: AccountImport, from: string, filter: string): void => {
+const wireStream = (server: Server, importer: string, imp: AccountImport, from: string, filter: string): Array<Subscription> => {
   const into: Client = server.internalClient(importer, `stream import ${from} ${filter}`)
   const listener = server.internalClient(from, `stream export to ${importer}`)
   const target = streamTarget(imp, filter)
-  server.internalSubscribe(listener, filter, undefined, (subject, reply, hdrLen, buf, start, end) => {
+  return [server.internalSubscribe(listener, filter, undefined, (subject, reply, hdrLen, buf, start, end) => {
     server.processPub(into, target(subject), reply, hdrLen, buf, start, end)
-  })
+  })]
 }
 
-const wireService = (server: Server, importer: string, imp: AccountImport, from: string, remote: string): void => {
+const wireService = (server: Server, importer: string, imp: AccountImport, from: string, remote: string): Array<Subscription> => {
   const local = imp.to !== undefined && imp.to !== "" ? imp.to : remote
   const requester = server.internalClient(from, `service import from ${importer}`)
   const responder = server.internalClient(importer, `service export from ${from}`)
@@ -141,7 +142,7 @@ const wireService = (server: Server, importer: string, imp: AccountImport, from:
     }
   }
   // Requests in the importer, on the local subject, go to the exporter on the service subject.
-  server.internalSubscribe(responder, local, undefined, (subject, reply, hdrLen, buf, start, end) => {
+  const requests = server.internalSubscribe(responder, local, undefined, (subject, reply, hdrLen, buf, start, end) => {
     const target = mapSubject(subject, local, remote)
     if (reply === "") {
       server.processPub(requester, target, "", hdrLen, buf, start, end)
@@ -159,29 +160,37 @@ const wireService = (server: Server, importer: string, imp: AccountImport, from:
     }
   })
   // The single response, in the exporter, goes back to the requester's reply subject.
-  server.internalSubscribe(requester, `${prefix}.*`, undefined, (subject, _reply, hdrLen, buf, start, end) => {
+  const responses = server.internalSubscribe(requester, `${prefix}.*`, undefined, (subject, _reply, hdrLen, buf, start, end) => {
     const p = pending.get(subject)
     if (p === undefined) return
     pending.delete(subject)
     if (p.expiresAt < server.now()) return
     server.processPub(responder, p.reply, "", hdrLen, buf, start, end)
   })
+  return [requests, responses]
+}
+
+/** The imports in force; `unwire` takes them all down (a reload wires the new ones). */
+export interface WiredImports {
+  readonly unwire: () => void
 }
 
 /** Subscribe what the configured imports need; unauthorized ones are skipped and logged (`serve` refuses to start with them). */
-export const wireImports = (server: Server): void => {
+export const wireImports = (server: Server): WiredImports => {
   const o = server.options
   const problems = new Set(importProblems(o))
   if (problems.size > 0) for (const p of problems) server.log.error(p)
   const byName = new Map(o.accounts.map((a) => [a.name, a]))
+  const subs: Array<Subscription> = []
   for (const acc of o.accounts) {
     for (const imp of acc.imports) {
       const src = source(imp)
       if (src === undefined || !byName.has(src.account)) continue
       const what = `accounts.${acc.name}: ${src.kind} import of "${src.subject}" from "${src.account}"`
       if ([...problems].some((p) => p.startsWith(what))) continue
-      if (src.kind === "stream") wireStream(server, acc.name, imp, src.account, src.subject)
-      else wireService(server, acc.name, imp, src.account, src.subject)
+      if (src.kind === "stream") subs.push(...wireStream(server, acc.name, imp, src.account, src.subject))
+      else subs.push(...wireService(server, acc.name, imp, src.account, src.subject))
     }
   }
+  return { unwire: () => { for (const s of subs) s.client.removeSub(s) } }
 }

@@ -26,8 +26,6 @@ import { mqttConnSnapshot } from "./mqtt/connection.js"
 import { WS_HANDSHAKE_TIMEOUT_MS } from "./mqtt/websocket.js"
 
 export interface MonitorSourceExtras {
-  /** When the configuration was loaded (ms since the epoch). */
-  readonly configLoadTime: number
   /** Whether the stream subsystem is running. */
   readonly jetstreamConfigured: boolean
   /** The running stream subsystem, when configured. */
@@ -78,19 +76,21 @@ const certNotAfter = (certFile: string | undefined): number | undefined => {
 }
 
 export const makeMonitorSource = (server: Server, extras: MonitorSourceExtras): MonitorSource => {
-  const o = server.options
-  const tlsCertNotAfter = certNotAfter(o.tls?.certFile)
+  // TLS is fixed for the life of the process (a reload refuses to change it).
+  const tlsCertNotAfter = certNotAfter(server.options.tls?.certFile)
   const mqttSnapshot = (): ServerSnapshot["mqtt"] => {
     const m = extras.mqtt
     if (m === undefined) return undefined
+    // What a reload may have changed is read from the options in force.
+    const mo = server.options.mqtt ?? m.options
     return {
       host: m.host,
       port: m.port,
-      ackWaitMs: m.options.ackWaitMs,
-      maxAckPending: m.options.maxAckPending,
-      tlsTimeoutMs: m.options.tls?.timeoutMs,
-      authTimeoutMs: m.options.authorization?.timeoutMs,
-      noAuthUser: m.options.noAuthUser
+      ackWaitMs: mo.ackWaitMs,
+      maxAckPending: mo.maxAckPending,
+      tlsTimeoutMs: mo.tls?.timeoutMs,
+      authTimeoutMs: mo.authorization?.timeoutMs,
+      noAuthUser: mo.noAuthUser
     }
   }
   const websocketSnapshot = (): ServerSnapshot["websocket"] => {
@@ -105,47 +105,51 @@ export const makeMonitorSource = (server: Server, extras: MonitorSourceExtras): 
       noAuthUser: undefined
     }
   }
-  const serverSnapshot = (): ServerSnapshot => ({
-    serverId: server.serverId,
-    serverName: server.serverName,
-    version: VERSION,
-    proto: 1,
-    gitCommit: "",
-    host: server.host,
-    port: server.port,
-    connectUrls: [],
-    start: server.startTime,
-    configLoadTime: extras.configLoadTime,
-    authRequired: server.authRequired,
-    tlsRequired: o.tls !== undefined,
-    tlsVerify: o.tls?.verify ?? false,
-    tlsCertNotAfter,
-    systemAccount: o.systemAccount,
-    limits: limitsFromOptions(o),
-    counters: {
-      // Every client connection counts, whichever protocol it speaks.
-      connections: server.clients.size + (extras.mqtt?.connections.size ?? 0),
-      totalConnections: server.totalConnections + (extras.mqtt?.totalConnections ?? 0),
-      routes: 0,
-      remotes: 0,
-      leafnodes: 0,
-      inMsgs: server.inMsgs,
-      outMsgs: server.outMsgs,
-      inBytes: server.inBytes,
-      outBytes: server.outBytes,
-      slowConsumers: server.slowConsumers,
-      slowConsumersByKind: { clients: server.slowConsumers, routes: 0, gateways: 0, leafs: 0 },
-      staleConnections: server.staleConnections,
-      stalledClients: 0,
-      subscriptions: server.numSubscriptions
-    },
-    mqtt: mqttSnapshot(),
-    websocket: websocketSnapshot(),
-    cluster: undefined
-  })
+  const serverSnapshot = (): ServerSnapshot => {
+    const o = server.options
+    return {
+      serverId: server.serverId,
+      serverName: server.serverName,
+      version: VERSION,
+      proto: 1,
+      gitCommit: "",
+      host: server.host,
+      port: server.port,
+      connectUrls: [],
+      start: server.startTime,
+      configLoadTime: server.configLoadTime,
+      authRequired: server.authRequired,
+      tlsRequired: o.tls !== undefined,
+      tlsVerify: o.tls?.verify ?? false,
+      tlsCertNotAfter,
+      systemAccount: o.systemAccount,
+      limits: limitsFromOptions(o),
+      counters: {
+        // Every client connection counts, whichever protocol it speaks.
+        connections: server.clients.size + (extras.mqtt?.connections.size ?? 0),
+        totalConnections: server.totalConnections + (extras.mqtt?.totalConnections ?? 0),
+        routes: 0,
+        remotes: 0,
+        leafnodes: 0,
+        inMsgs: server.inMsgs,
+        outMsgs: server.outMsgs,
+        inBytes: server.inBytes,
+        outBytes: server.outBytes,
+        slowConsumers: server.slowConsumers,
+        slowConsumersByKind: { clients: server.slowConsumers, routes: 0, gateways: 0, leafs: 0 },
+        staleConnections: server.staleConnections,
+        stalledClients: 0,
+        subscriptions: server.numSubscriptions
+      },
+      mqtt: mqttSnapshot(),
+      websocket: websocketSnapshot(),
+      cluster: undefined
+    }
+  }
 
   const health = (): HealthSnapshot => ({
-    notReady: server.shuttingDown ? "server is shutting down" : undefined,
+    // Lame duck mode is a server on its way out: load balancers should stop sending clients.
+    notReady: server.shuttingDown ? "server is shutting down" : server.lameDuck ? "server is in lame duck mode" : undefined,
     jetstreamConfigured: extras.jetstreamConfigured,
     jetstreamError: extras.jetstream?.healthError()
   })

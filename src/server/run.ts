@@ -7,7 +7,7 @@ import { Log } from "../services/log.js"
 import { Transport, type TransportError } from "../services/transport.js"
 import { BusyPoll } from "./busy-poll.js"
 import { GcPacer, nodeMinorGc } from "./gc-pacer.js"
-import { wireImports } from "./imports.js"
+import { type WiredImports, wireImports } from "./imports.js"
 import { makeServerId, Server } from "./server.js"
 
 export interface RunningServer {
@@ -16,6 +16,8 @@ export interface RunningServer {
   readonly port: number
   /** The event loop's busy polling (`busy_poll`); undefined when it is off. */
   readonly busyPoll: BusyPoll | undefined
+  /** The accounts' imports as wired now (a reload rewires them). */
+  imports: WiredImports
 }
 
 /** A small, fast seeded generator (xorshift32) for per-message choices; the seed comes from Effect's Random. */
@@ -63,9 +65,10 @@ export const startNatsServer = (
       scheduleFlush: (flush) => setImmediate(flush),
       serverId: makeServerId(random)
     })
-    wireImports(server)
+    const imports = wireImports(server)
     const listener = yield* transport.listen(options.host, options.port, (conn) => server.accept(conn), options.tls)
     server.setListener(listener.host, listener.port)
+    server.registerListener(listener)
     // Registered after the listener, so it runs first on close: clients are flushed and
     // closed before the listening socket waits for them to go.
     yield* Effect.addFinalizer(() =>
@@ -74,12 +77,12 @@ export const startNatsServer = (
         server.shutdown()
       })
     )
-    const every = tickIntervalMs(options)
-    yield* Effect.sleep(every).pipe(
+    // Read each round: a reload may shorten the ping interval or a deadline.
+    yield* Effect.suspend(() => Effect.sleep(tickIntervalMs(server.options))).pipe(
       Effect.zipRight(Effect.sync(() => server.tick(now()))),
       Effect.forever,
       Effect.forkScoped
     )
     log.info(`Listening for client connections on ${hostPort(listener.host, listener.port)}`)
-    return { server, host: listener.host, port: listener.port, busyPoll: poll }
+    return { server, host: listener.host, port: listener.port, busyPoll: poll, imports }
   })

@@ -1,6 +1,6 @@
 // The whole server for the life of a scope: the NATS listener, the monitoring
-// listeners, and the start-up report (one log line per listener, warnings for
-// configuration that this version accepts but does not act on).
+// listeners, the pid and ports files, and the start-up report (one log line per
+// listener, warnings for configuration that this version accepts but does not act on).
 import { Effect, type Scope } from "effect"
 import type { ServerOptions } from "../config/options.js"
 import { Log } from "../services/log.js"
@@ -10,10 +10,12 @@ import { type MonitorError, type MonitorHandle, startMonitor } from "./monitor/h
 import { makeMonitorSource } from "./monitor-source.js"
 import { hostPort, type RunningServer, startNatsServer } from "./run.js"
 import { checkUnsupported } from "./unsupported.js"
+import type { JetStream } from "./jetstream/jetstream.js"
 import { startJetStreamOnDisk } from "./jetstream/start.js"
 import type { MqttBridge } from "./mqtt/bridge.js"
 import { startMqtt } from "./mqtt/listener.js"
-import { startMqttWebSocket } from "./mqtt/websocket.js"
+import { MQTT_WS_PATH, startMqttWebSocket } from "./mqtt/websocket.js"
+import { listenerUrls, machineAddresses, type PortsInfo, ProcessFiles } from "./process-files.js"
 
 export class StartupError extends Error {
   readonly _tag = "StartupError"
@@ -24,6 +26,33 @@ export interface Serving extends RunningServer {
   readonly mqtt: MqttBridge | undefined
   /** The MQTT-over-WebSocket listener, when the `websocket` block asks for one. */
   readonly websocket: Listener | undefined
+  /** The pid file and ports file, kept to the configuration. */
+  readonly files: ProcessFiles
+  /** The stream subsystem, when on. */
+  readonly jetstream: JetStream | undefined
+}
+
+/** Every listener's URLs, for the ports file. */
+const portsInfo = (
+  options: ServerOptions,
+  running: RunningServer,
+  monitor: MonitorHandle | undefined,
+  mqtt: MqttBridge | undefined,
+  websocket: Listener | undefined
+): PortsInfo => {
+  const at = (scheme: string, host: string, port: number, path = "") => listenerUrls(scheme, host, port, machineAddresses, path)
+  const monitoring = [
+    ...(monitor?.port === undefined ? [] : at("http", options.httpHost, monitor.port)),
+    ...(monitor?.httpsPort === undefined ? [] : at("https", options.httpHost, monitor.httpsPort))
+  ]
+  return {
+    nats: at("nats", running.host, running.port),
+    ...(monitoring.length > 0 ? { monitoring } : {}),
+    ...(mqtt === undefined ? {} : { mqtt: at(options.mqtt?.tls === undefined ? "mqtt" : "mqtts", mqtt.host, mqtt.port) }),
+    ...(websocket === undefined
+      ? {}
+      : { mqtt_websocket: at(options.websocket?.noTls === true ? "ws" : "wss", websocket.host, websocket.port, MQTT_WS_PATH) })
+  }
 }
 
 export const serve = (
@@ -46,6 +75,7 @@ export const serve = (
       return yield* Effect.fail(new StartupError(unsupported.errors.join("; ")))
     }
     const running = yield* startNatsServer(options)
+    running.server.configLoadTime = configLoadTime
     const jetstream = options.jetstream === undefined ? undefined : yield* startJetStreamOnDisk(running.server, options.jetstream).pipe(
       Effect.mapError((e) => new StartupError(`Could not start JetStream: ${e.detail}`))
     )
@@ -64,7 +94,6 @@ export const serve = (
     let monitor: MonitorHandle | undefined
     if (options.httpPort !== undefined || options.httpsPort !== undefined) {
       const source = makeMonitorSource(running.server, {
-        configLoadTime,
         jetstreamConfigured: jetstream !== undefined,
         jetstream,
         mqtt,
@@ -74,8 +103,16 @@ export const serve = (
       if (monitor.port !== undefined) log.info(`Starting http monitor on ${hostPort(options.httpHost, monitor.port)}`)
       if (monitor.httpsPort !== undefined) log.info(`Starting https monitor on ${hostPort(options.httpHost, monitor.httpsPort)}`)
     }
+    const files = new ProcessFiles(() => portsInfo(options, running, monitor, mqtt, websocket))
+    yield* Effect.acquireRelease(
+      Effect.try({
+        try: () => files.apply(options),
+        catch: (e) => new StartupError(`Could not write the pid or ports file: ${e instanceof Error ? e.message : String(e)}`)
+      }),
+      () => Effect.sync(() => files.remove())
+    )
     log.info(`Server id is ${running.server.serverId}`)
     log.info(`Server name is ${running.server.serverName}`)
     log.info("Server is ready")
-    return { ...running, monitor, mqtt, websocket }
+    return { ...running, monitor, mqtt, websocket, files, jetstream }
   })

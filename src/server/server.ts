@@ -6,7 +6,7 @@ import type { ServerOptions } from "../config/options.js"
 import type { ClosedConnSnapshot } from "../core/monitor/source.js"
 import { encodeInfo, noRespondersHmsg, writeErr, writeMsg } from "../core/nats/encode.js"
 import { type OutBuf, SlabPool } from "../core/nats/outbuf.js"
-import { type Conn, type ConnHandlers, TlsHandshakeError } from "../services/transport.js"
+import { type Conn, type ConnHandlers, type Listener, TlsHandshakeError } from "../services/transport.js"
 import type { LogService } from "../services/log.js"
 import { NATS_COMPAT_VERSION, VERSION } from "../version.js"
 import { Account, GLOBAL_ACCOUNT } from "./account.js"
@@ -37,11 +37,14 @@ export class Server {
   readonly clients = new Map<number, Client>()
   /** Recently closed connections, as /connz?state=closed lists them. */
   readonly closed: ClosedRing<ClosedConnSnapshot>
-  readonly auth: Authenticator
-  readonly authRequired: boolean
+  /** Who may connect; replaced by a configuration reload (`reconfigure`). */
+  auth: Authenticator
+  authRequired: boolean
   readonly headersSupported: boolean
   readonly log: LogService
   readonly startTime: number
+  /** When the configuration in force was loaded: at start, then at each applied reload (/varz config_load_time). */
+  configLoadTime: number
   /** The output slabs busy connections (NATS and MQTT) write into, reused once written. */
   readonly slabs = new SlabPool()
 
@@ -59,6 +62,10 @@ export class Server {
   host: string
   port: number
   shuttingDown = false
+  /** Lame duck mode (SIGUSR2): no new connections; the existing ones are being closed. */
+  lameDuck = false
+  /** The listeners clients connect through (NATS, MQTT, WebSocket), for lame duck mode to close. */
+  readonly listeners: Array<Listener> = []
 
   private nextCid = 1
   private nextInternalSid = 1
@@ -66,18 +73,23 @@ export class Server {
   private spare: Array<Client> = []
   private flushScheduled = false
   private readonly flushFn = () => this.flush()
-  private readonly maxPending: number
-  private readonly eagerFlushBytes: number
+  private maxPending: number
+  private eagerFlushBytes: number
 
-  constructor(readonly options: ServerOptions, readonly env: ServerEnv) {
+  constructor(
+    /** The configuration in force: replaced as a whole by a reload (`reconfigure`), never edited in place. */
+    public options: ServerOptions,
+    readonly env: ServerEnv
+  ) {
     this.log = env.log
     this.closed = new ClosedRing(options.maxClosedClients)
     this.auth = makeAuthenticator(options)
     this.authRequired = this.auth.required
     this.headersSupported = !options.noHeaderSupport
     this.maxPending = options.maxPending
-    this.eagerFlushBytes = Math.max(1024, Math.min(EAGER_FLUSH_BYTES, options.maxPending >>> 2))
+    this.eagerFlushBytes = eagerFlushBytesFor(options.maxPending)
     this.startTime = env.now()
+    this.configLoadTime = this.startTime
     this.host = options.host
     this.port = options.port
     this.account(GLOBAL_ACCOUNT)
@@ -117,11 +129,55 @@ export class Server {
     this.port = port
   }
 
+  /** A listener lame duck mode must close (the server's own client listener, MQTT, WebSocket). */
+  registerListener(l: Listener): void {
+    this.listeners.push(l)
+  }
+
+  /**
+   * The configuration from now on (a reload; `reload.ts` checked that only what can
+   * change live changed). Limits apply to every connection at once, authorization is
+   * re-checked by `reauthorize` (the caller's next step).
+   */
+  reconfigure(next: ServerOptions): void {
+    const prev = this.options
+    this.options = next
+    this.auth = makeAuthenticator(next)
+    this.authRequired = this.auth.required
+    this.maxPending = next.maxPending
+    this.eagerFlushBytes = eagerFlushBytesFor(next.maxPending)
+    this.closed.resize(next.maxClosedClients)
+    for (const a of next.accounts) this.account(a.name)
+    const now = this.env.now()
+    const tracing = this.log.traceEnabled
+    const limits = { maxControlLine: next.maxControlLine, maxPayload: next.maxPayload }
+    const parsersChanged = limits.maxControlLine !== prev.maxControlLine || limits.maxPayload !== prev.maxPayload
+    for (const c of this.clients.values()) {
+      c.tracing = tracing
+      if (parsersChanged) c.setParserLimits(limits)
+      // A shorter ping interval takes effect now, not after the old one ran out.
+      if (c.nextPingAt > now + next.pingIntervalMs) c.nextPingAt = now + next.pingIntervalMs
+      if (c.authDeadline > 0 && !c.connectReceived) c.authDeadline = Math.min(c.authDeadline, c.start + this.authTimeoutMs())
+    }
+    this.closeOverMaxConnections(next.maxConnections)
+  }
+
+  /** A lowered max_connections: the newest clients beyond it are closed, as nats-server does. */
+  private closeOverMaxConnections(max: number): void {
+    const over = this.clients.size - max
+    if (over <= 0) return
+    const newest = [...this.clients.values()].sort((a, b) => b.cid - a.cid).slice(0, over)
+    for (const c of newest) {
+      this.log.warn(`${c.logPrefix()} - Maximum connections exceeded (${max}) after a configuration reload: closing`)
+      this.closeClient(c, ClosedReason.MaxConnectionsExceeded, ErrText.MaxConnections)
+    }
+  }
+
   // ---- connections ----
 
   accept(conn: Conn): ConnHandlers {
     const now = this.env.now()
-    if (this.shuttingDown) {
+    if (this.shuttingDown || this.lameDuck) {
       conn.destroy()
       return noopHandlers
     }
@@ -160,7 +216,7 @@ export class Server {
     return this.options.authorization?.timeoutMs ?? this.options.authTimeoutMs
   }
 
-  infoFor(c: Client): Buffer {
+  infoFor(c: Client, extra?: Readonly<Record<string, unknown>>): Buffer {
     const o = this.options
     const info: Record<string, unknown> = {
       server_id: this.serverId,
@@ -186,6 +242,8 @@ export class Server {
       c.nonce ??= makeNonce()
       info.nonce = c.nonce
     }
+    if (extra !== undefined) Object.assign(info, extra)
+    if (c.tracing) this.log.trace(`${c.logPrefix()} - ->> [INFO ${JSON.stringify(info)}]`)
     return encodeInfo(info)
   }
 
@@ -196,6 +254,7 @@ export class Server {
     c.echo = opts.echo !== false
     c.headers = opts.headers === true && this.headersSupported
     c.noResponders = opts.no_responders === true
+    c.connectOpts = opts
     c.name = typeof opts.name === "string" ? opts.name : ""
     c.lang = typeof opts.lang === "string" ? opts.lang : ""
     c.version = typeof opts.version === "string" ? opts.version : ""
@@ -252,7 +311,10 @@ export class Server {
     if (c.closed) return
     c.closed = true
     c.parser.stop()
-    if (errText !== undefined) writeErr(c.out, errText)
+    if (errText !== undefined) {
+      if (c.tracing) this.log.trace(`${c.logPrefix()} - ->> [-ERR '${errText}']`)
+      writeErr(c.out, errText)
+    }
     flushTo(c.out, c.conn)
     c.conn.end()
     this.removeClient(c, reason)
@@ -352,6 +414,7 @@ export class Server {
     }
     writeMsg(c.out, subject, s.sid, reply, h, buf, from, end)
     const size = end - from
+    if (c.tracing) c.traceMsg(subject, s.sid, reply, h, size)
     c.outMsgs++
     c.outBytes += size
     this.outMsgs++
@@ -376,6 +439,7 @@ export class Server {
     for (const s of r.psubs) {
       if (s.client !== c || s.closed) continue
       noRespondersHmsg(c.out, reply, s.sid)
+      if (c.tracing) this.log.trace(`${c.logPrefix()} - ->> [HMSG ${reply} ${s.sid} (503 No Responders)]`)
       this.markDirty(c)
       return
     }
@@ -516,6 +580,8 @@ export const writeBufs = (out: OutBuf, conn: Conn, bufs: ReadonlyArray<Buffer>):
 
 /** Outbound bytes past which a connection is written before the end of the event-loop turn. */
 const EAGER_FLUSH_BYTES = 64 * 1024
+
+const eagerFlushBytesFor = (maxPending: number): number => Math.max(1024, Math.min(EAGER_FLUSH_BYTES, maxPending >>> 2))
 
 /** The socket of an internal client: there is none, and nothing is ever written to it. */
 const internalConn: Conn = {

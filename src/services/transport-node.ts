@@ -7,7 +7,7 @@ import { readFileSync } from "node:fs"
 import * as net from "node:net"
 import * as tls from "node:tls"
 import { Effect, Layer, type Scope } from "effect"
-import { END_GRACE_MS, normalizeAddress, tlsDetails, tlsServerOptions } from "./socket-node.js"
+import { closeServer, END_GRACE_MS, listenerOf, normalizeAddress, tlsDetails, tlsServerOptions } from "./socket-node.js"
 import {
   type Conn,
   type ConnHandlers,
@@ -232,16 +232,6 @@ const bindServer = (
   server.listen({ host, port, backlog: 4096 }, () => resume(Effect.succeed(server)))
 }
 
-const closeServer = (server: net.Server): Effect.Effect<void> =>
-  Effect.async<void>((resume) => {
-    server.close(() => resume(Effect.void))
-  })
-
-const listenerOf = (host: string, port: number) => (server: net.Server): Listener => {
-  const addr = server.address()
-  return { host, port: typeof addr === "object" && addr !== null ? addr.port : port }
-}
-
 export const listenNode = (
   host: string,
   port: number,
@@ -264,15 +254,9 @@ export const listenNode = (
       server.on("error", (e) => {
         resume(Effect.fail(new TransportError({ reason: "Listen", message: `cannot listen on ${host}:${port}: ${e.message}` })))
       })
-      server.listen({ host, port, backlog: 4096 }, () => {
-        const addr = server.address()
-        const actual = typeof addr === "object" && addr !== null ? addr.port : port
-        resume(Effect.succeed({ server, listener: { host, port: actual } }))
-      })
+      server.listen({ host, port, backlog: 4096 }, () => resume(Effect.succeed({ server, listener: listenerOf(host, port)(server) })))
     })),
-    ({ server }) => Effect.async<void>((resume) => {
-      server.close(() => resume(Effect.void))
-    })
+    ({ server }) => closeServer(server)
   ).pipe(Effect.map(({ listener }) => listener))
 
 export const layerNode: Layer.Layer<Transport> = Layer.succeed(Transport, {

@@ -92,6 +92,12 @@ export class TlsHandshakeError extends Error {
 export interface Listener {
   readonly host: string
   readonly port: number
+  /**
+   * Stop accepting connections now and keep those already accepted (lame duck mode);
+   * the listener's scope still closes it for good. Absent where the transport has no
+   * such thing (the simulation).
+   */
+  readonly stopAccepting?: () => void
 }
 
 export class TransportError extends Data.TaggedError("TransportError")<{

@@ -4,12 +4,11 @@
 // reason), and a failed TLS handshake never reaches the server.
 import * as http from "node:http"
 import * as https from "node:https"
-import type * as net from "node:net"
 import type { Duplex } from "node:stream"
 import * as tls from "node:tls"
 import { Effect, type Scope } from "effect"
 import { type RawData, WebSocket, WebSocketServer } from "ws"
-import { END_GRACE_MS, normalizeAddress, tlsDetails, tlsServerOptions } from "./socket-node.js"
+import { closeServer, END_GRACE_MS, listenerOf, normalizeAddress, tlsDetails, tlsServerOptions } from "./socket-node.js"
 import {
   type Conn,
   type ConnHandlers,
@@ -166,11 +165,9 @@ export const listenWebSocketNode = (
         server.listen({ host, port, backlog: 4096 }, () => resume(Effect.succeed(server)))
       })),
     (server) =>
-      Effect.async<void>((resume) => {
-        server.close(() => resume(Effect.void))
+      Effect.suspend(() => {
+        const closing = closeServer(server)
         server.closeIdleConnections()
+        return closing
       })
-  ).pipe(Effect.map((server) => {
-    const addr = (server as net.Server).address()
-    return { host, port: typeof addr === "object" && addr !== null ? addr.port : port }
-  }))
+  ).pipe(Effect.map((server) => listenerOf(host, port)(server)))

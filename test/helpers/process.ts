@@ -12,12 +12,20 @@ export interface ServerProcess {
   readonly log: () => string
 }
 
-export const startServerProcess = async (args: ReadonlyArray<string>): Promise<ServerProcess> => {
-  const child = spawn(process.execPath, [bin, ...args], { stdio: ["ignore", "pipe", "pipe"] })
+export interface StartOptions {
+  /** Working directory (relative paths in the configuration). */
+  readonly cwd?: string
+  /** When the server counts as started; default: its stdout/stderr says "Server is ready" (a server logging to a file says it there). */
+  readonly ready?: (output: string) => boolean
+}
+
+export const startServerProcess = async (args: ReadonlyArray<string>, o: StartOptions = {}): Promise<ServerProcess> => {
+  const child = spawn(process.execPath, [bin, ...args], { stdio: ["ignore", "pipe", "pipe"], cwd: o.cwd })
   let log = ""
   child.stdout!.on("data", (d) => (log += d))
   child.stderr!.on("data", (d) => (log += d))
-  await eventually(() => log.includes("Server is ready") || child.exitCode !== null, "the server to start", 30_000)
+  const ready = o.ready ?? ((out: string) => out.includes("Server is ready"))
+  await eventually(() => ready(log) || child.exitCode !== null, "the server to start", 30_000)
   if (child.exitCode !== null) throw new Error(`server did not start:\n${log}`)
   return { child, log: () => log }
 }

@@ -221,6 +221,39 @@ describe("server identity and logging", () => {
   })
 })
 
+describe("operations: log rotation, pid and ports files, lame duck, syslog", () => {
+  it("reads logtime_utc, log_size_limit and logfile_max_num under their names and aliases", () => {
+    expect(options("log_file: s.log\nlogtime_utc: true\nlog_size_limit: 10MB\nlogfile_max_num: 5").log).toMatchObject({
+      logFile: "s.log",
+      logtimeUtc: true,
+      logSizeLimit: 10 * MiB,
+      logMaxNum: 5
+    })
+    expect(options("logfile_size_limit: 1000\nlog_max_num: 2").log).toMatchObject({ logSizeLimit: 1000, logMaxNum: 2 })
+    expect(failure("log_size_limit: -5").detail).toBe("log_size_limit: expected a size (like 10MB) or 0, got -5")
+  })
+
+  it("reads pid_file (or pidfile) and ports_file_dir", () => {
+    expect(options("pid_file: /run/s.pid\nports_file_dir: /tmp")).toMatchObject({ pidFile: "/run/s.pid", portsFileDir: "/tmp" })
+    expect(options("pidfile: a.pid").pidFile).toBe("a.pid")
+  })
+
+  it("reads the lame duck timings: 2m and 10s by default; at least 30s, and the grace period shorter", () => {
+    expect(options("")).toMatchObject({ lameDuckDurationMs: 120_000, lameDuckGracePeriodMs: 10_000 })
+    expect(options('lame_duck_duration: "45s"\nlame_duck_grace_period: 0')).toMatchObject({ lameDuckDurationMs: 45_000, lameDuckGracePeriodMs: 0 })
+    expect(failure("lame_duck_duration: 10s").message).toBe("t.conf:1:1: lame_duck_duration: must be at least 30s (got 10000ms)")
+    expect(failure("lame_duck_duration: 30s\nlame_duck_grace_period: 30s").message).toMatch(
+      /^t\.conf:2:1: lame_duck_grace_period: must be shorter than lame_duck_duration/
+    )
+  })
+
+  it("refuses syslog and remote_syslog unless they are turned off, saying so where they are written", () => {
+    expect(failure("port: 1\nsyslog: true").message).toMatch(/^t\.conf:2:1: syslog: is not supported by Switchyard: it logs to stderr/)
+    expect(failure('remote_syslog: "udp://127.0.0.1:514"').message).toMatch(/^t\.conf:1:1: remote_syslog: is not supported/)
+    expect(options('syslog: false\nremote_syslog: ""').port).toBe(4222)
+  })
+})
+
 describe("tls", () => {
   it("reads cert, key, ca, verify and timeout (seconds)", () => {
     expect(options("tls { cert_file: c.pem, key_file: k.pem, ca_file: ca.pem, verify: true, timeout: 0.5 }").tls).toEqual({
@@ -642,6 +675,10 @@ jetstream { store_dir: x, turbo: true }
     const text = notImplementedKeys.top.map((k) => `${k}: 1`).join("\n")
     expect(warnings(text)).toEqual([])
     expect(warnings("cluster { name: c, listen: 0.0.0.0:6222, routes: [ nats://a:6222 ] }\nlame_duck_duration: \"30s\"")).toEqual([])
+    // Implemented now, so they left the list; syslog is refused rather than ignored.
+    for (const k of ["pid_file", "ports_file_dir", "lame_duck_duration", "log_size_limit", "logfile_max_num", "syslog", "remote_syslog"]) {
+      expect(notImplementedKeys.top).not.toContain(k)
+    }
   })
 
   it("does not warn about keys used as variables", () => {

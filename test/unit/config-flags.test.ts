@@ -109,6 +109,34 @@ describe("logging flags", () => {
   })
 })
 
+describe("operations flags", () => {
+  it("-P/--pid names the pid file, --ports_file_dir the ports file's directory", () => {
+    expect(overrides("-P", "/run/s.pid", "--ports_file_dir", "/tmp")).toEqual({ pidFile: "/run/s.pid", portsFileDir: "/tmp" })
+    expect(overrides("--pid=/run/t.pid").pidFile).toBe("/run/t.pid")
+  })
+
+  it("-sl/--signal takes nats-server's commands, with a pid or a pid file after =", () => {
+    expect(run("--signal", "reload").signal).toEqual({ command: "reload", signal: "SIGHUP", target: undefined })
+    expect(run("-sl", "ldm=4242").signal).toEqual({ command: "ldm", signal: "SIGUSR2", target: "4242" })
+    expect(run("--signal=reopen=/run/s.pid").signal).toEqual({ command: "reopen", signal: "SIGUSR1", target: "/run/s.pid" })
+    expect(run("-sl", "stop").signal?.signal).toBe("SIGKILL")
+    expect(run("-sl", "quit").signal?.signal).toBe("SIGINT")
+    expect(run("-sl", "term").signal?.signal).toBe("SIGTERM")
+    expect(flagError("--signal", "hup").message).toBe(
+      'invalid value "hup" for --signal: expected one of stop, quit, term, reopen, reload, ldm, optionally followed by =<pid> or =<pid file>'
+    )
+    expect(flagError("--signal", "reload=").message).toMatch(/^invalid value "reload=" for --signal/)
+  })
+
+  it("-s/--syslog and -r/--remote_syslog are refused, saying why", () => {
+    expect(flagError("-s").message).toBe("-s: syslog is not supported by Switchyard; log to stderr (journald collects it) or to a file (-l)")
+    expect(flagError("--remote_syslog", "udp://h:514").message).toBe(
+      "--remote_syslog: remote syslog is not supported by Switchyard; log to stderr (journald collects it) or to a file (-l)"
+    )
+    expect(run("-s=false").overrides).toEqual({})
+  })
+})
+
 describe("jetstream, authorization and mqtt flags", () => {
   it("-js/--jetstream and -sd/--store_dir", () => {
     expect(overrides("-js")).toEqual({ jetstream: { enabled: true } })
@@ -195,6 +223,9 @@ describe("help and version", () => {
       "--tlskey <file>",
       "--tlsverify",
       "--tlscacert <file>",
+      "-P, --pid <file>",
+      "--ports_file_dir <dir>",
+      "-sl, --signal <signal>[=<pid>]",
       "-h, --help",
       "-v, --version"
     ]) {

@@ -20,7 +20,14 @@ describe("load from disk", () => {
   it.effect("with no flags runs the embedded defaults", () =>
     Effect.gen(function* () {
       const outcome = yield* load([], {})
-      expect(outcome).toEqual({ kind: "run", options: defaultOptions, warnings: [], checkOnly: false })
+      expect(outcome).toEqual({
+        kind: "run",
+        options: defaultOptions,
+        warnings: [],
+        checkOnly: false,
+        signal: undefined,
+        source: { configFile: undefined, overrides: {}, env: {} }
+      })
     }).pipe(Effect.provide(ConfigFiles.layerNode))
   )
 

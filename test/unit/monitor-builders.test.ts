@@ -275,7 +275,63 @@ describe("metrics", () => {
       const t = /^# TYPE (\S+) (counter|gauge)$/.exec(line)
       if (t) family = t[1]
       else if (!line.startsWith("#")) expect(line.startsWith(family)).toBe(true)
-      if (/_total[ {]/.test(line) && !line.startsWith("#")) expect(text).toContain(`# TYPE ${line.split(/[ {]/)[0]} counter`)
+      // Switchyard's own counters end in _total (the exporter's names below follow the exporter instead).
+      if (/^switchyard_.*_total[ {]/.test(line)) expect(text).toContain(`# TYPE ${line.split(/[ {]/)[0]} counter`)
     }
+  })
+
+  it("also carries prometheus-nats-exporter's series, under its names, with the values of /varz, /connz and /jsz", () => {
+    const text = call("/metrics").body as string
+    const varz = call("/varz").body as Record<string, any>
+    const id = `server_id="${varz.server_id}"`
+    const sample = (name: string, labels: string = id) => {
+      const line = text.split("\n").find((l) => l.startsWith(`${name}{${labels}} `))
+      expect(line, `${name}{${labels}}`).toBeDefined()
+      return Number(line!.split(" ").pop())
+    }
+    // /varz: every number by its field name, nested objects joined with _, as gauges.
+    expect(text).toContain("# TYPE gnatsd_varz_connections gauge")
+    expect(sample("gnatsd_varz_connections")).toBe(varz.connections)
+    expect(sample("gnatsd_varz_in_msgs")).toBe(varz.in_msgs)
+    expect(sample("gnatsd_varz_max_payload")).toBe(varz.max_payload)
+    expect(sample("gnatsd_varz_mem")).toBe(varz.mem)
+    expect(sample("gnatsd_varz_slow_consumer_stats_clients")).toBe(varz.slow_consumer_stats.clients)
+    expect(sample("gnatsd_varz_jetstream_stats_storage")).toBe(varz.jetstream.stats.storage)
+    expect(sample("gnatsd_varz_jetstream_stats_api_errors")).toBe(varz.jetstream.stats.api.errors)
+    expect(sample("gnatsd_varz_jetstream_config_max_storage")).toBe(varz.jetstream.config.max_storage)
+    expect(sample("gnatsd_varz_http_req_stats_varz")).toBe(3)
+    expect(sample("gnatsd_varz_start")).toBe(Date.parse(varz.start))
+    expect(sample("gnatsd_varz_server_name", `${id},value="switchyard-test"`)).toBe(1)
+    expect(sample("gnatsd_varz_version", `${id},value="${varz.version}"`)).toBe(1)
+    // Strings, booleans and lists have no series.
+    expect(text).not.toMatch(/^gnatsd_varz_(auth_required|host|go|connect_urls)[ {]/m)
+    // /connz: the default page and its sums.
+    const connz = call("/connz").body as Record<string, any>
+    expect(sample("gnatsd_connz_num_connections")).toBe(connz.num_connections)
+    expect(sample("gnatsd_connz_total")).toBe(connz.total)
+    expect(sample("gnatsd_connz_limit")).toBe(1024)
+    expect(sample("gnatsd_connz_in_msgs")).toBe(connz.connections.reduce((n: number, c: any) => n + c.in_msgs, 0))
+    expect(text).toContain("# TYPE gnatsd_connz_in_msgs counter")
+    // /jsz with every detail.
+    const jsz = call("/jsz", { accounts: "true", streams: "true", consumers: "true", config: "true" }).body as Record<string, any>
+    const server = `${id},server_name="switchyard-test",cluster="",domain="",meta_leader="",is_meta_leader="true"`
+    expect(sample("jetstream_server_total_streams", server)).toBe(jsz.streams)
+    expect(sample("jetstream_server_total_messages", server)).toBe(jsz.messages)
+    expect(sample("jetstream_server_jetstream_disabled", server)).toBe(0)
+    const acme = `${server},account="ACME",account_name="ACME",account_id="ACME"`
+    const orders = `${acme},stream_name="ORDERS",stream_leader="",is_stream_leader="true",stream_raft_group=""`
+    expect(sample("jetstream_account_storage_used", acme)).toBe(jsz.account_details.find((a: any) => a.name === "ACME").storage)
+    expect(sample("jetstream_stream_total_messages", orders)).toBe(120)
+    expect(sample("jetstream_stream_consumer_count", orders)).toBe(2)
+    const c0 = `${orders},consumer_name="ORDERS-c0",consumer_leader="",is_consumer_leader="true",consumer_desc=""`
+    const consumer = jsz.account_details.find((a: any) => a.name === "ACME").stream_detail.find((s: any) => s.name === "ORDERS").consumer_detail[0]
+    expect(sample("jetstream_consumer_num_pending", c0)).toBe(consumer.num_pending)
+    expect(sample("jetstream_consumer_ack_floor_stream_seq", c0)).toBe(consumer.ack_floor.stream_seq)
+  })
+
+  it("with the stream subsystem off, says so as the exporter does", () => {
+    const text = call("/metrics", {}, { jetstream: false }).body as string
+    expect(text).toMatch(/^jetstream_server_jetstream_disabled\{server_id="[A-Z0-9]+",server_name="switchyard-test",[^}]*\} 1$/m)
+    expect(text).not.toMatch(/^jetstream_stream_/m)
   })
 })

@@ -6,7 +6,7 @@ import * as M from "../../schema/monitor.js"
 import type { ErrorBody, ParamSpecs, QueryOf } from "../../schema/monitor.js"
 import { buildAccountStatz, buildAccountz } from "./accountz.js"
 import { buildGatewayz, buildLeafz, buildRoutez } from "./cluster.js"
-import { buildConnz, connzOptions } from "./connz.js"
+import { buildConnz, connzOptions, DefaultListSize } from "./connz.js"
 import { buildHealthz, healthzOptions } from "./healthz.js"
 import { buildIndexPage } from "./html.js"
 import { buildJsz, jszOptions } from "./jsz.js"
@@ -257,24 +257,35 @@ export const MonitorEndpoints: ReadonlyArray<Endpoint<any>> = [
     name: "metrics",
     path: "/metrics",
     title: "Prometheus metrics",
-    description: "Counters and gauges in the Prometheus text format",
+    description: "Counters and gauges in the Prometheus text format: switchyard_* and, under prometheus-nats-exporter's names, gnatsd_varz_*, gnatsd_connz_* and jetstream_*",
     params: M.NoParams,
     response: undefined,
     produces: MetricsContentType,
-    handle: (ctx) => ({
-      _tag: "text",
-      status: 200,
-      contentType: MetricsContentType,
-      body: buildMetrics({
-        server: ctx.source.server(),
-        process: ctx.process.sample(),
-        connections: ctx.source.connections(),
-        accounts: ctx.source.accounts(),
-        jetstream: ctx.source.jetstream(),
-        httpReqStats: ctx.http.reqStats,
-        now: ctx.now
-      })
-    })
+    handle: (ctx) => {
+      const server = ctx.source.server()
+      const process = ctx.process.sample()
+      const jetstream = ctx.source.jetstream()
+      const all = { acc: undefined, accounts: true, streams: true, consumers: true, config: true, leaderOnly: false, offset: 0, limit: -1 }
+      const jsz = buildJsz(server.serverId, ctx.now, jetstream, all)
+      return {
+        _tag: "text",
+        status: 200,
+        contentType: MetricsContentType,
+        body: buildMetrics({
+          server,
+          process,
+          connections: ctx.source.connections(),
+          accounts: ctx.source.accounts(),
+          jetstream,
+          httpReqStats: ctx.http.reqStats,
+          now: ctx.now,
+          varz: buildVarz(server, process, jetstream, ctx.http, ctx.now),
+          // Never refused: leader-only is off.
+          jsz: Either.getOrThrow(jsz),
+          connzLimit: DefaultListSize
+        })
+      }
+    }
   })
 ]
 

@@ -1,13 +1,17 @@
 // /metrics: the same snapshots in the Prometheus text exposition format
-// (version 0.0.4), so no exporter sidecar is needed. Counters end in `_total`,
-// sizes in `_bytes`, times in `_seconds`; per-account, per-stream and
-// per-consumer series are labelled.
+// (version 0.0.4), so no exporter sidecar is needed. Switchyard's own series
+// (`switchyard_*`): counters end in `_total`, sizes in `_bytes`, times in `_seconds`;
+// per-account, per-stream and per-consumer series are labelled. Beside them, the
+// series prometheus-nats-exporter makes from /varz, /connz and /jsz, under its names
+// (exporter-metrics.ts), for the dashboards written for nats-server.
+import type { Jsz, Varz } from "../../schema/monitor.js"
+import { connzFamilies, jszFamilies, varzFamilies } from "./exporter-metrics.js"
 import type { AccountSnapshot, ConnSnapshot, JetStreamSnapshot, ProcessSnapshot, ServerSnapshot } from "./source.js"
 
 export const MetricsContentType = "text/plain; version=0.0.4; charset=utf-8"
 
-type Labels = Readonly<Record<string, string>>
-interface Family {
+export type Labels = Readonly<Record<string, string>>
+export interface Family {
   readonly name: string
   readonly type: "counter" | "gauge"
   readonly help: string
@@ -49,6 +53,10 @@ export interface MetricsInput {
   readonly jetstream: JetStreamSnapshot | undefined
   readonly httpReqStats: Readonly<Record<string, number>>
   readonly now: number
+  /** /varz, /jsz (with every detail) and /connz's default page size, for the exporter's series. */
+  readonly varz: Varz
+  readonly jsz: Jsz
+  readonly connzLimit: number
 }
 
 const serverFamilies = (i: MetricsInput): Array<Family> => {
@@ -168,4 +176,11 @@ const jetstreamFamilies = (js: JetStreamSnapshot | undefined): Array<Family> => 
 }
 
 export const buildMetrics = (i: MetricsInput): string =>
-  render([...serverFamilies(i), ...accountFamilies(i.accounts), ...jetstreamFamilies(i.jetstream)])
+  render([
+    ...serverFamilies(i),
+    ...accountFamilies(i.accounts),
+    ...jetstreamFamilies(i.jetstream),
+    ...varzFamilies(i.varz),
+    ...connzFamilies(i.server.serverId, i.connections, i.connzLimit),
+    ...jszFamilies(i.jsz, i.server.serverName)
+  ])

@@ -53,7 +53,8 @@ export class OutWindow {
   private slots = 0
 
   constructor(
-    readonly maxAckPending: number,
+    /** A reload may change it; a window over the new bound drains before it takes more. */
+    public maxAckPending: number,
     readonly maxQueued: number
   ) {}
 

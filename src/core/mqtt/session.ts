@@ -100,7 +100,8 @@ export const CloseReason = {
   ConnectTimeout: "Connect Timeout",
   ConnectionLost: "Connection Lost",
   ConnackRefused: "Connection Refused",
-  ProtocolViolation: "Protocol Violation"
+  ProtocolViolation: "Protocol Violation",
+  AuthenticationFailure: "Authentication Failure"
 } as const
 
 type Phase = "awaitConnect" | "connecting" | "connected" | "closed"
@@ -145,7 +146,8 @@ export class MqttSession {
   constructor(
     now: number,
     readonly deps: SessionDeps,
-    readonly config: SessionConfig = defaultSessionConfig
+    /** Replaced by `setLimits` on a configuration reload. */
+    public config: SessionConfig = defaultSessionConfig
   ) {
     this.openedAt = now
     this.lastActivity = now
@@ -261,6 +263,10 @@ export class MqttSession {
       case "refused":
         if (this.phase === "connecting") this.refuse(input.code)
         return
+      case "revoked":
+        return this.onRevoked(input.filters)
+      case "deauthorized":
+        return this.close(CloseReason.AuthenticationFailure, false)
     }
   }
 
@@ -772,5 +778,27 @@ export class MqttSession {
     }
     if (this.phase !== "connected") return
     for (const e of this.out.due(now)) this.resend(e, now)
+  }
+
+  // ---- configuration reload ----
+
+  /** New ack_wait / max_ack_pending (a reload): from the next delivery and redelivery deadline on. */
+  setLimits(config: SessionConfig): void {
+    this.config = config
+    this.out.maxAckPending = config.maxAckPending
+  }
+
+  /** Subscriptions the client may no longer have: gone without an UNSUBACK (it asked for nothing), and forgotten by the stored session. */
+  private onRevoked(filters: ReadonlyArray<string>): void {
+    let removed = false
+    for (const filter of filters) {
+      const s = this.subs.get(filter)
+      if (s === undefined) continue
+      this.subs.delete(filter)
+      this.subsVersion++
+      removed = true
+      this.emit({ type: "unsubscribe", filter, subjects: s.subjects })
+    }
+    if (removed) this.persistSubscriptions()
   }
 }

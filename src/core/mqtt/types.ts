@@ -140,6 +140,10 @@ export type SessionInput =
   | { readonly type: "takenOver" }
   /** The shell refuses an accepted CONNECT (e.g. a client id flapping between connections). */
   | { readonly type: "refused"; readonly code: typeof ConnackCode.ServerUnavailable | typeof ConnackCode.IdentifierRejected }
+  /** A configuration reload took these subscriptions from the client's permissions. */
+  | { readonly type: "revoked"; readonly filters: ReadonlyArray<string> }
+  /** A configuration reload no longer admits the client's credentials: closed, without its will. */
+  | { readonly type: "deauthorized" }
 
 export type PersistStream = "$MQTT_sess" | "$MQTT_out" | "$MQTT_qos2in"
 

@@ -206,6 +206,12 @@ export class NatsParser {
     this.maxPayload = n
   }
 
+  /** New limits from the next op on (a configuration reload); an op already being read keeps the old ones. */
+  setLimits(limits: ParserLimits): void {
+    this.maxControlLine = limits.maxControlLine
+    this.maxPayload = limits.maxPayload
+  }
+
   /** Makes the parser dead without an error (e.g. the server closes the connection from a handler). */
   stop(): void {
     this.state = State.DEAD

@@ -16,6 +16,7 @@ import {
   type ServerPacket,
   recordTakeover,
   type SessionAction,
+  type SessionConfig,
   type SessionInput,
   type SessionSnapshot,
   subjectToTopic,
@@ -31,7 +32,8 @@ import { ClosedReason } from "../reasons.js"
 import type { Subscription } from "../subscription.js"
 import { encodeInto, encodePublishRange } from "./codec.js"
 import { HeldPayloads } from "./held.js"
-import { closedRecord, MqttConnection } from "./connection.js"
+import { closedRecord, MqttConnection, mqttLogPrefix } from "./connection.js"
+import { traceMqttIn, traceMqttOut, traceMqttOutQos0 } from "./trace.js"
 import type { MqttAccountStore, MqttPersistence, RetainedMsg } from "./persist.js"
 
 /** Takeovers of one client id within this window beyond the limit count as flapping (logged). */
@@ -39,10 +41,6 @@ const FLAP_WINDOW_MS = 10_000
 const FLAP_MAX_TAKEOVERS = 3
 
 const sessionKey = (account: string, clientId: string): string => `${account}\n${clientId}`
-
-/** How MQTT log lines name a connection: address, connection id, client id. */
-const mqttLogPrefix = (c: MqttConnection): string =>
-  `${c.conn.remoteAddress}:${c.conn.remotePort} - mid:${c.cid} - "${c.session.clientId}"`
 
 /**
  * An inbound message waiting for a commit before it is forwarded: a QoS 2 message, for
@@ -90,7 +88,10 @@ export class MqttBridge {
   private confirms: Array<MqttConnection | number> = []
   /** Publishes to forward and acknowledge once this turn's writes are durable (see Deferred). */
   private deferred: Array<Deferred> = []
-  readonly sessionConfig
+  /** Limits of new sessions; a configuration reload replaces it (reload.ts). */
+  sessionConfig: SessionConfig
+  /** Protocol trace (-V) of MQTT packets; a reload may turn it on or off. */
+  tracing: boolean
   private readonly flaps = new Map<string, FlapRecord>()
   private dirty: Array<MqttConnection> = []
   private flushScheduled = false
@@ -104,7 +105,7 @@ export class MqttBridge {
   /** The time read once for the MQTT chunk being parsed (undefined outside one). */
   private chunkNow: number | undefined = undefined
   /** The largest packet accepted: max_payload plus room for a full-length topic and the header fields. */
-  readonly maxPacketBytes: number
+  maxPacketBytes: number
   host: string
   port: number
 
@@ -124,6 +125,7 @@ export class MqttBridge {
     }
     this.host = options.host
     this.port = options.port
+    this.tracing = server.log.traceEnabled
   }
 
   /** The open connection of a client id in an account. */
@@ -181,8 +183,10 @@ export class MqttBridge {
     const c = new MqttConnection(this.server, this.sessionConfig, this.server.allocateCid(), conn, client, now, this.held)
     this.connections.set(c.cid, c)
     this.totalConnections++
+    if (this.server.log.debugEnabled) this.server.log.debug(`${mqttLogPrefix(c)} - Client connection created`)
     c.parser.onPacket = (packet: ClientPacket) => {
       if (c.closed) return
+      if (this.tracing) traceMqttIn(this.server.log, c, packet)
       if (packet.cmd === "publish") {
         // Every PUBLISH the client sent, routed or not (a QoS 2 resend is a duplicate).
         c.inMsgs++
@@ -333,6 +337,7 @@ export class MqttBridge {
 
   private send(c: MqttConnection, packet: ServerPacket): void {
     if (c.closed) return
+    if (this.tracing) traceMqttOut(this.server.log, c, packet)
     if (packet.cmd === "publish") {
       c.outMsgs++
       // A QoS 2 packet id handed out must be on disk first: after a restart the message
@@ -445,6 +450,7 @@ export class MqttBridge {
         return this.input(c, { type: "refused", code: 3 })
       }
       // The older connection is closed (its will goes out) [MQTT-3.1.4-2].
+      this.server.log.warn(`${mqttLogPrefix(c, clientId)} - Replacing the connection of the same client id (mid:${older.cid})`)
       this.input(older, { type: "takenOver" })
     }
     this.byClientId.set(key, c)
@@ -607,6 +613,7 @@ export class MqttBridge {
         if (topic === null) return
         if (topic !== undefined) {
           if (c.closed) return
+          if (this.tracing) traceMqttOutQos0(this.server.log, c, topic, end - from)
           c.outMsgs++
           c.outBytes += encodePublishRange(c.out, topic, buf, from, end, 0, false, false, undefined)
           return
@@ -653,7 +660,9 @@ export class MqttBridge {
     if (!this.connections.delete(c.cid)) return
     c.closed = true
     c.client.closed = true
-    this.server.closed.push(closedRecord(c, this.server.now()))
+    const record = closedRecord(c, this.server.now())
+    if (this.server.log.debugEnabled) this.server.log.debug(`${mqttLogPrefix(c)} - Client connection closed: ${record.reason}`)
+    this.server.closed.push(record)
     for (const list of c.subs.values()) for (const s of list) this.removeSub(s)
     c.subs.clear()
     const id = c.session.clientId
@@ -744,14 +753,19 @@ export class MqttBridge {
     if (wrote) this.persistence!.commit(() => {})
   }
 
+  /** Close one connection as the server stops (lame duck mode, shutdown): no will, its session kept. */
+  closeForShutdown(c: MqttConnection): void {
+    if (c.closed) return
+    c.closed = true
+    c.reasonOverride ??= ClosedReason.ServerShutdown
+    if (c.awaiting === 0) this.writeOut(c)
+    c.conn.end()
+    this.finish(c)
+  }
+
   /** Server shutdown: close every connection without publishing wills; stored state is synced. */
   shutdown(): Promise<void> {
-    for (const c of [...this.connections.values()]) {
-      c.closed = true
-      if (c.awaiting === 0) this.writeOut(c)
-      c.conn.end()
-      this.finish(c)
-    }
+    for (const c of [...this.connections.values()]) this.closeForShutdown(c)
     const p = this.persistence
     return p === undefined ? Promise.resolve() : new Promise((resolve) => p.commit(() => resolve()))
   }

@@ -17,7 +17,7 @@ import type { Client } from "../client.js"
 import { ClientPermissions } from "../permissions.js"
 import type { Server } from "../server.js"
 import type { Subscription } from "../subscription.js"
-import { mqttAuthenticator } from "./auth.js"
+import { type MqttCredentials, mqttAuthenticator } from "./auth.js"
 import { MqttParser } from "./codec.js"
 import type { HeldPayloads } from "./held.js"
 import { OutBuf } from "../../core/nats/outbuf.js"
@@ -28,32 +28,43 @@ import { OutBuf } from "../../core/nats/outbuf.js"
  * override; a password is also tried as a token); the account, user and permissions it
  * grants are taken by the connection's internal client.
  */
-const sessionDeps = (server: Server, client: Client, held: HeldPayloads, logPrefix: string): SessionDeps => ({
-  random: server.env.random,
-  released: (payload) => held.release(payload),
-  authenticate: (connect: ConnectPacket): AuthResult => {
-    const password = connect.password === undefined ? undefined : Buffer.from(connect.password).toString("utf8")
-    const verdict = mqttAuthenticator(server).check({ username: connect.username, password })
-    if (!verdict.ok) {
-      // As the NATS side logs a refused CONNECT; the password never appears.
-      const who = connect.username !== undefined ? `User ${JSON.stringify(connect.username)}` : "Client"
-      server.log.warn(`${logPrefix} - ${JSON.stringify(connect.clientId)} - ${who} authentication failed (CONNACK ${verdict.code})`)
-      return verdict.code === 4 ? ConnackCode.BadUsernameOrPassword : ConnackCode.NotAuthorized
-    }
-    const res = verdict.result
-    if (res === undefined) return ConnackCode.Accepted
-    client.account = server.account(res.account)
-    client.user = res.user
-    client.perms = res.permissions === undefined ? undefined : new ClientPermissions(res.permissions)
-    return ConnackCode.Accepted
-  },
-  canPublish: (_topic, subject) => client.perms === undefined || client.perms.canPublish(subject, server),
-  canReceive: (subject) => client.perms === undefined || client.perms.canSubscribe(subject),
-  canSubscribe: (filter) => {
-    const subjects = subscriptionSubjects(filter)
-    return client.perms === undefined || (subjects.ok && subjects.value.every((s) => client.perms!.canSubscribe(s)))
+const sessionDeps = (server: Server, c: MqttConnection, held: HeldPayloads): SessionDeps => {
+  const client = c.client
+  return {
+    random: server.env.random,
+    released: (payload) => held.release(payload),
+    authenticate: (connect: ConnectPacket): AuthResult => {
+      const password = connect.password === undefined ? undefined : Buffer.from(connect.password).toString("utf8")
+      const credentials = { username: connect.username, password }
+      const verdict = mqttAuthenticator(server).check(credentials)
+      if (!verdict.ok) {
+        const user = connect.username === undefined ? "Client" : `User ${JSON.stringify(connect.username)}`
+        server.log.warn(`${mqttLogPrefix(c, connect.clientId)} - ${user} authentication failed (CONNACK ${verdict.code})`)
+        return verdict.code === 4 ? ConnackCode.BadUsernameOrPassword : ConnackCode.NotAuthorized
+      }
+      c.credentials = credentials
+      const res = verdict.result
+      if (res === undefined) return ConnackCode.Accepted
+      client.account = server.account(res.account)
+      client.user = res.user
+      client.perms = res.permissions === undefined ? undefined : new ClientPermissions(res.permissions)
+      return ConnackCode.Accepted
+    },
+    canPublish: (_topic, subject) => client.perms === undefined || client.perms.canPublish(subject, server),
+    canReceive: (subject) => client.perms === undefined || client.perms.canSubscribe(subject),
+    canSubscribe: (filter) => mayHold(client, filter)
   }
-})
+}
+
+/** Whether the client's permissions allow the subscription `filter` (each subject it is made of). */
+export const mayHold = (client: Client, filter: string): boolean => {
+  const subjects = subscriptionSubjects(filter)
+  return client.perms === undefined || (subjects.ok && subjects.value.every((s) => client.perms!.canSubscribe(s)))
+}
+
+/** How MQTT log lines name a connection, as nats-server does: `ip:port - mid:N - "client id"`. */
+export const mqttLogPrefix = (c: MqttConnection, clientId: string = c.session?.clientId ?? ""): string =>
+  `${c.conn.remoteAddress}:${c.conn.remotePort} - mid:${c.cid}${clientId === "" ? "" : ` - ${JSON.stringify(clientId)}`}`
 
 export class MqttConnection {
   readonly session: MqttSession
@@ -62,6 +73,8 @@ export class MqttConnection {
   readonly subs = new Map<string, Array<Subscription>>()
   /** Output of this event-loop turn, written once per flush. */
   readonly out: OutBuf
+  /** The CONNECT credentials it was admitted with, kept (never logged) so a configuration reload can check them again. */
+  credentials: MqttCredentials | undefined
   dirty = false
   closed = false
   lastActivity: number
@@ -98,7 +111,7 @@ export class MqttConnection {
     this.lastActivity = start
     this.parser = new MqttParser(server.options.mqtt?.maxTopicLevels)
     this.out = new OutBuf(4096, server.slabs)
-    this.session = new MqttSession(start, sessionDeps(server, client, held, `${conn.remoteAddress}:${conn.remotePort} - mid:${cid}`), config)
+    this.session = new MqttSession(start, sessionDeps(server, this, held), config)
   }
 }
 

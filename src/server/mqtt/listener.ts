@@ -74,6 +74,7 @@ export const startMqtt = (
     }).pipe(Effect.mapError(listenerError("mqtt")))
     bridge.host = listener.host
     bridge.port = listener.port
+    server.registerListener(listener)
     yield* Effect.addFinalizer(() => Effect.promise(() => bridge.shutdown()))
     yield* Effect.sleep(MQTT_TICK_MS).pipe(
       Effect.zipRight(Effect.sync(() => bridge.tick(clock.unsafeCurrentTimeMillis()))),

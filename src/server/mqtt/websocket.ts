@@ -39,6 +39,7 @@ export const startMqttWebSocket = (
       (conn) => bridge.accept(conn),
       { onTlsFailure: (peer, error) => mqttTlsFailure(server, peer, error) }
     ).pipe(Effect.mapError(listenerError("websocket")))
+    server.registerListener(listener)
     // Runs before the listener closes (finalizers run in reverse): open WebSocket clients
     // are ended first, so closing the listener does not wait on them. Harmless when the
     // bridge's own shutdown runs again later.
