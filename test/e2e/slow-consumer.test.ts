@@ -26,11 +26,14 @@ describe("slow consumers", () => {
     const pub = await connect({ servers: srv.url })
     const payload = new Uint8Array(8 * 1024).fill(1)
     const n = 3000 // 24 MB: far more than any socket buffer can hide
-    for (let i = 0; i < n; i++) {
-      pub.publish("firehose", payload)
-      if (i % 200 === 0) await pub.flush()
+    // Paced by the healthy subscriber (never more than 200 KB ahead of it), so that on a
+    // loaded machine it stays under max_pending itself; the stuck one reads nothing at all.
+    const batch = 25
+    for (let i = 0; i < n; i += batch) {
+      for (let k = 0; k < batch; k++) pub.publish("firehose", payload)
+      await pub.flush()
+      await eventually(() => got >= i, `healthy subscriber to keep up (got ${got} of ${i})`, 60_000)
     }
-    await pub.flush()
     await eventually(() => got === n, `healthy subscriber to get ${n} messages (got ${got})`, 60_000)
     await eventually(() => srv.server.slowConsumers === 1, "the slow consumer to be detected")
     const rec = srv.server.closed.toArray().find((c) => c.reason.startsWith("Slow Consumer"))

@@ -81,7 +81,7 @@ describe("MQTT events in the log", () => {
     srv = await startMonitoredServer({ mqtt: mqttOptions(), authorization: authorization({ users: [{ ...userEntry("dev", "pd"), permissions: perms }] }) })
     const url = `mqtt://127.0.0.1:${srv.serving.mqtt!.port}`
     await expect(mqtt.connectAsync(url, { clientId: "intruder", username: "dev", password: PASSWORD, reconnectPeriod: 0 })).rejects.toThrow()
-    await traced(/mid:\d+ - "intruder" - User "dev" authentication failed \(CONNACK 4\)/)
+    await traced(/mid:\d+ - "intruder" - User "dev" authentication failed \(CONNACK 5\)/)
     const first = await mqtt.connectAsync(url, { clientId: "dev-1", username: "dev", password: "pd", reconnectPeriod: 0 })
     clients.push(first)
     await expect(first.subscribeAsync("secret/#", { qos: 0 })).rejects.toThrow(/Subscribe error/)
