@@ -12,6 +12,11 @@ import { eventuallyAsync, type JsTestServer, startJsServer } from "../helpers/je
 import mqtt from "mqtt"
 import { collect, eventually, mqttOptions, startMqttServer, type TestMqttClient } from "../helpers/mqtt.js"
 import { getJson } from "../helpers/monitor.js"
+import { Effect, Layer } from "effect"
+import { sessionHash, sessSubject } from "../../src/core/mqtt/index.js"
+import { layerNode as diskNode } from "../../src/services/disk-node.js"
+import { Store } from "../../src/services/store.js"
+import { layerFile } from "../../src/services/store-file.js"
 
 let js: JsTestServer | undefined
 const clients: Array<TestMqttClient> = []
@@ -290,6 +295,61 @@ describe("inbound QoS 2: PUBREC first, forwarded once its de-duplication record 
     await c.client.publishAsync("q2/js", "x", { qos: 2 })
     await c.waitFor((m) => m.topic === "q2/js")
     expect(seen).toEqual(["pubrec", "publish"])
+  })
+})
+
+describe("subscriptions of a persistent session in $MQTT_sess", () => {
+  /** Bytes of $MQTT_sess's block files on disk: everything ever written there, before any compaction. */
+  const sessBytes = (): number => {
+    const dir = findDir(js!.storeDir, (name) => name.includes("MQTT_sess"))!
+    return readdirSync(join(dir, "msgs")).reduce((n, f) => n + statSync(join(dir, "msgs", f)).size, 0)
+  }
+
+  it("each SUBSCRIBE writes its own filter, not the whole list: 2,000 one at a time stay small on disk", async () => {
+    await start()
+    const c = await client("many-subs", false)
+    const before = sessBytes()
+    for (let i = 0; i < 2000; i++) await c.client.subscribeAsync(`many/${i}/+`, { qos: 1 })
+    const written = sessBytes() - before
+    // About a hundred bytes a subscription; rewriting every list would have been ~60 MB.
+    expect(written).toBeLessThan(2000 * 400)
+    await c.client.unsubscribeAsync("many/7/+")
+    await drop(c)
+    await js!.restart()
+    const back = await client("many-subs", false)
+    await back.client.publishAsync("many/1999/x", "last", { qos: 1 })
+    await back.client.publishAsync("many/7/x", "gone", { qos: 1 })
+    await back.client.publishAsync("many/0/x", "first", { qos: 1 })
+    await back.waitFor((m) => m.topic === "many/0/x")
+    expect(back.received.map((m) => m.topic)).toEqual(["many/1999/x", "many/0/x"])
+  })
+
+  it("a session record from before subscriptions had their own records keeps its subscriptions, and an UNSUBSCRIBE then holds", async () => {
+    await start()
+    const first = await client("legacy-dev", false) // makes the MQTT streams, then goes
+    await drop(first)
+    await js!.restart(() => {
+      // What an older version wrote: the subscription list inside the session record.
+      const legacy = { v: 1, id: "legacy-dev", subs: [{ f: "old/#", q: 1 }], pid: 0, cursor: 0, out: [], queued: [] }
+      const write = Effect.flatMap(Store, (store) =>
+        Effect.flatMap(store.open("$G/$MQTT_sess"), (s) => {
+          s.storeSync(sessSubject(sessionHash("legacy-dev")), undefined, Buffer.from(JSON.stringify(legacy)), Date.now())
+          return Effect.zipRight(s.sync(), s.close())
+        }))
+      return Effect.runPromise(Effect.scoped(write).pipe(Effect.provide(layerFile(js!.storeDir).pipe(Layer.provide(diskNode)))))
+    })
+    const back = await client("legacy-dev", false)
+    await back.client.publishAsync("old/a", "kept", { qos: 1 })
+    await back.waitFor((m) => m.topic === "old/a")
+    await back.client.unsubscribeAsync("old/#")
+    await drop(back)
+    await js!.restart()
+    const again = await client("legacy-dev", false)
+    await again.client.subscribeAsync("marker", { qos: 1 })
+    await again.client.publishAsync("old/b", "not any more", { qos: 1 })
+    await again.client.publishAsync("marker", "m", { qos: 1 })
+    await again.waitFor((m) => m.topic === "marker")
+    expect(again.received.map((m) => m.topic)).toEqual(["marker"])
   })
 })
 

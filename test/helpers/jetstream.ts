@@ -21,7 +21,7 @@ export interface JsTestServer {
   /** Open a client connection (closed by `close()`). */
   client(auth?: { user: string; pass: string }): Promise<{ nc: NatsConnection; jsm: JetStreamManager; js: JetStreamClient }>
   /** Stop, run `whileDown` (e.g. to damage the store), start again. */
-  restart(whileDown?: () => void): Promise<void>
+  restart(whileDown?: () => void | Promise<void>): Promise<void>
   close(): Promise<void>
 }
 
@@ -43,7 +43,7 @@ export const startJsServer = async (over: Partial<ServerOptions> = {}, js: Parti
     restart: async (whileDown) => {
       await closeConns()
       await t.srv.close()
-      whileDown?.()
+      await whileDown?.()
       t.srv = await start()
     },
     close: async () => {

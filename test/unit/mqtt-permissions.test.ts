@@ -101,8 +101,8 @@ describe("a persistent session belongs to the user that created it", () => {
     // The secret message in flight and none of the rest is sent; its stored copy is let go.
     expect(sent(readyActions).filter((p) => p.cmd === "publish").map((p) => (p as { topic: string }).topic)).toEqual(["public/news"])
     expect(ofType(readyActions, "drop")).toEqual([{ type: "drop", reason: "not_permitted", ref: 7 }])
-    // The record no longer lists the subscription that was taken away.
-    expect(ofType(readyActions, "persist").at(-1)).toMatchObject({ stream: "$MQTT_sess", record: { subscriptions: [{ filter: "public/#", qos: 1 }] } })
+    // The stored subscription that was taken away is removed.
+    expect(ofType(readyActions, "persistSubscription")).toEqual([{ type: "persistSubscription", filter: "secret/#", qos: undefined }])
     expect(session.snapshot().owner).toBe("guest")
   })
 

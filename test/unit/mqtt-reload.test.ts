@@ -17,9 +17,7 @@ describe("revoked subscriptions", () => {
     const a = session.step({ type: "revoked", filters: ["a/#", "not-subscribed"] }, 0)
     expect(ofType(a, "unsubscribe")).toEqual([{ type: "unsubscribe", filter: "a/#", subjects: ["a", "a.>"] }])
     expect(sent(a)).toEqual([])
-    expect(ofType(a, "persist")).toEqual([
-      { type: "persist", stream: "$MQTT_sess", key: "c1", record: { clientId: "c1", subscriptions: [{ filter: "b", qos: 0 }] } }
-    ])
+    expect(ofType(a, "persistSubscription")).toEqual([{ type: "persistSubscription", filter: "a/#", qos: undefined }])
     expect(sent(session.step(deliver("a.x", 1), 0))).toEqual([])
     expect(sent(session.step(deliver("b", 0), 0))).toHaveLength(1)
   })

@@ -59,12 +59,20 @@ describe("persistent sessions", () => {
     expect(sent(session.step({ type: "deliver", subject: "u", payload: bytes("n"), qos: 1 }, 0))[0]).toMatchObject({ messageId: 4 })
   })
 
-  it("subscription changes of a persistent session are persisted to $MQTT_sess", () => {
+  it("subscription changes of a persistent session are persisted one filter at a time", () => {
     const { session } = connected({ connect: persistent })
-    const a = session.step(pkt({ cmd: "subscribe", messageId: 1, subscriptions: [{ topic: "a", qos: 1 }] }), 0)
-    expect(ofType(a, "persist")).toEqual([
-      { type: "persist", stream: "$MQTT_sess", key: "dev", record: { clientId: "dev", subscriptions: [{ filter: "a", qos: 1 }] } }
+    const a = session.step(pkt({ cmd: "subscribe", messageId: 1, subscriptions: [{ topic: "a", qos: 1 }, { topic: "b/#", qos: 2 }] }), 0)
+    expect(ofType(a, "persistSubscription")).toEqual([
+      { type: "persistSubscription", filter: "a", qos: 1 },
+      { type: "persistSubscription", filter: "b/#", qos: 2 }
     ])
+    // The thousandth SUBSCRIBE writes its own filter only, whatever the session already holds.
+    for (let i = 0; i < 1000; i++) session.step(pkt({ cmd: "subscribe", messageId: 2, subscriptions: [{ topic: `many/${i}`, qos: 1 }] }), 0)
+    const last = session.step(pkt({ cmd: "subscribe", messageId: 3, subscriptions: [{ topic: "z", qos: 0 }] }), 0)
+    expect(ofType(last, "persistSubscription")).toEqual([{ type: "persistSubscription", filter: "z", qos: 0 }])
+    expect(ofType(last, "persist")).toEqual([])
+    const u = session.step(pkt({ cmd: "unsubscribe", messageId: 4, unsubscriptions: ["a", "never"] }), 0)
+    expect(ofType(u, "persistSubscription")).toEqual([{ type: "persistSubscription", filter: "a", qos: undefined }])
   })
 
   it("[MQTT-3.1.2-6] a clean session ignores stored state: session present 0, nothing persisted", () => {

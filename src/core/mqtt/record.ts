@@ -30,6 +30,31 @@ export const MqttStreamSubject: Record<MqttStreamName, string> = {
 export const sessionHash = (clientId: string): string => createHash("sha256").update(clientId, "utf8").digest("hex").slice(0, 32)
 
 export const sessSubject = (hash: string): string => `$MQTT.sess.${hash}`
+/** One subscription of a persistent session: `$MQTT.sess.<session hash>.<filter hash>`. */
+export const sessSubscriptionSubject = (hash: string, filter: string): string => `$MQTT.sess.${hash}.${sessionHash(filter)}`
+
+/**
+ * The record of one subscription (`sessSubscriptionSubject`). `c`: the `$MQTT_msgs`
+ * cursor when it was made; messages stored before it were not for this subscription.
+ */
+export interface SubscriptionRecord {
+  readonly f: string
+  readonly q: QoS
+  readonly c: number
+}
+
+export const encodeSubscriptionRecord = (filter: string, qos: QoS, cursor: number): Buffer =>
+  Buffer.from(JSON.stringify({ f: filter, q: qos, c: cursor } satisfies SubscriptionRecord))
+
+export const decodeSubscriptionRecord = (bytes: Uint8Array): SubscriptionRecord | undefined => {
+  try {
+    const r = JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("utf8")) as SubscriptionRecord
+    if (typeof r?.f !== "string" || (r.q !== 0 && r.q !== 1 && r.q !== 2) || typeof r.c !== "number") return undefined
+    return r
+  } catch {
+    return undefined
+  }
+}
 export const msgSubject = (subject: string): string => `$MQTT.msgs.${subject}`
 export const retainedSubject = (subject: string): string => `$MQTT.rmsgs.${subject}`
 export const qos2InSubject = (hash: string, packetId: number): string => `$MQTT.qos2.in.${hash}.${packetId}`
@@ -111,7 +136,8 @@ export const encodeSessionRecord = (snap: SessionSnapshot, cursor: number): Buff
     v: 1,
     id: snap.clientId,
     ...(snap.owner === undefined ? {} : { u: snap.owner }),
-    subs: snap.subscriptions.map((s) => ({ f: s.filter, q: s.qos })),
+    // Subscriptions have a record each (sessSubscriptionSubject); older records listed them here.
+    subs: [],
     pid: snap.lastPacketId,
     cursor,
     // PUBREL state lives in `$MQTT_out`; kept here too so the send order survives.

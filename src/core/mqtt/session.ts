@@ -417,13 +417,12 @@ export class MqttSession {
    * before owners were kept) is dropped, never delivered.
    */
   private restore(s: SessionSnapshot, now: number): void {
-    let dropped = false
     for (const sub of s.subscriptions) {
       const subjects = subscriptionSubjects(sub.filter)
       if (!subjects.ok) continue
       if (!(this.deps.canSubscribe?.(sub.filter) ?? true)) {
         this.emit({ type: "denied", op: "subscribe", topic: sub.filter })
-        dropped = true
+        this.persistSubscription(sub.filter, undefined)
         continue
       }
       this.subs.set(sub.filter, { qos: sub.qos, subjects: subjects.value })
@@ -437,7 +436,6 @@ export class MqttSession {
       if (!this.mayReceive(q.topic)) this.emit({ type: "drop", reason: "not_permitted", ref: q.ref })
       else this.out.queue.push({ ...q })
     }
-    if (dropped) this.persistSubscriptions()
     for (const id of s.inboundQos2) this.inQos2.ids.set(id, { confirmed: true })
     this.out.setLastId(s.lastPacketId)
   }
@@ -606,7 +604,7 @@ export class MqttSession {
       this.emit({ type: "subscribe", filter, subjects: subjects.value, qos: g, restored: false })
     }
     this.send({ cmd: "suback", messageId, granted })
-    this.persistSubscriptions()
+    for (const filter of added) this.persistSubscription(filter, this.subs.get(filter)!.qos)
     // Retained messages follow the SUBACK that grants their subscription, never precede it.
     for (const filter of added) this.emit({ type: "wantRetained", filter })
   }
@@ -619,20 +617,19 @@ export class MqttSession {
       if (s === undefined) continue
       if (this.subs.delete(filter)) this.subsVersion++
       this.emit({ type: "unsubscribe", filter, subjects: s.subjects })
+      this.persistSubscription(filter, undefined)
     }
     this.send({ cmd: "unsuback", messageId }) // even when nothing matched [MQTT-3.10.4-5]
-    this.persistSubscriptions()
   }
 
-  private persistSubscriptions(): void {
+  /**
+   * A persistent session's subscription changed: one record per filter is written (or
+   * removed), not the whole list, so a session with thousands of filters costs the same
+   * per SUBSCRIBE as one with a few.
+   */
+  private persistSubscription(filter: string, qos: QoS | undefined): void {
     if (this.clean) return
-    const subscriptions = [...this.subs].map(([filter, s]) => ({ filter, qos: s.qos }))
-    this.emit({
-      type: "persist",
-      stream: "$MQTT_sess",
-      key: this.clientIdValue,
-      record: { clientId: this.clientIdValue, subscriptions }
-    })
+    this.emit({ type: "persistSubscription", filter, qos })
   }
 
   /**
@@ -790,15 +787,13 @@ export class MqttSession {
 
   /** Subscriptions the client may no longer have: gone without an UNSUBACK (it asked for nothing), and forgotten by the stored session. */
   private onRevoked(filters: ReadonlyArray<string>): void {
-    let removed = false
     for (const filter of filters) {
       const s = this.subs.get(filter)
       if (s === undefined) continue
       this.subs.delete(filter)
       this.subsVersion++
-      removed = true
       this.emit({ type: "unsubscribe", filter, subjects: s.subjects })
+      this.persistSubscription(filter, undefined)
     }
-    if (removed) this.persistSubscriptions()
   }
 }

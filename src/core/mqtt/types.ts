@@ -165,6 +165,8 @@ export type SessionAction =
     readonly headers?: Readonly<Record<string, string>> | undefined
     readonly confirm?: number | undefined
   }
+  /** A persistent session's subscription to `filter` is now `qos` (undefined: removed); the shell keeps it. */
+  | { readonly type: "persistSubscription"; readonly filter: string; readonly qos: QoS | undefined }
   /** Write (record) or delete (undefined) the record `key` of a `$MQTT_*` stream. */
   | { readonly type: "persist"; readonly stream: PersistStream; readonly key: string; readonly record: unknown }
   | {

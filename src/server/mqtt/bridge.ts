@@ -271,6 +271,13 @@ export class MqttBridge {
         return this.unsubscribe(c, a.filter)
       case "persist":
         return this.persist(c, a.stream, a.key, a.record)
+      case "persistSubscription": {
+        // Written now; the SUBACK (or UNSUBACK) waits for the commit.
+        const store = this.persisted(c)
+        if (store === undefined) return
+        store.writeSubscription(c.session.clientId, a.filter, a.qos)
+        return this.hold(c)
+      }
       case "ack":
       case "drop": {
         const store = this.persisted(c)

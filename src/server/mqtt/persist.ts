@@ -7,6 +7,10 @@ import { Effect, Either } from "effect"
 import {
   decodeSessionRecord,
   encodeSessionRecord,
+  decodeSubscriptionRecord,
+  encodeSubscriptionRecord,
+  sessSubscriptionSubject,
+  type SubscriptionRecord,
   MqttStream,
   type MqttStreamName,
   MqttStreamSubject,
@@ -208,10 +212,19 @@ export class MqttAccountStore {
     if (typeof r !== "number") this.owner.log.error(`MQTT: session of client "${snap.clientId}" not stored: ${r.detail}`)
   }
 
-  /** Forget a session: its record, its QoS 2 state, and its hold on stored messages. */
+  /** One subscription of a persistent session, made (qos) or removed (undefined). */
+  writeSubscription(clientId: string, filter: string, qos: QoS | undefined): void {
+    const subject = sessSubscriptionSubject(sessionHash(clientId), filter)
+    if (qos === undefined) return this.drop(MqttStream.sess, subject)
+    const r = this.put(MqttStream.sess, subject, undefined, encodeSubscriptionRecord(filter, qos, this.routedCursor()))
+    if (typeof r !== "number") this.owner.log.error(`MQTT: subscription '${filter}' of client "${clientId}" not stored: ${r.detail}`)
+  }
+
+  /** Forget a session: its record, its subscriptions, its QoS 2 state, and its hold on stored messages. */
   deleteSession(snap: SessionSnapshot | undefined, clientId: string): void {
     const hash = sessionHash(clientId)
     this.drop(MqttStream.sess, sessSubject(hash))
+    this.drop(MqttStream.sess, `${sessSubject(hash)}.*`)
     this.drop(MqttStream.qos2in, `$MQTT.qos2.in.${hash}.*`)
     this.drop(MqttStream.out, `$MQTT.out.pubrel.${hash}.*`)
     if (snap === undefined) return
@@ -296,14 +309,40 @@ export class MqttAccountStore {
           return bodies.get(seq)
         })
       const ss = self.streams[MqttStream.sess].store
+      // Subscription records first (`$MQTT.sess.<hash>.<filter hash>`), by session.
+      const subsOf = new Map<string, Array<SubscriptionRecord>>()
+      const bases: Array<readonly [string, number]> = []
       for (const [subject, st] of ss.subjectsState(">")) {
+        if (subject.split(".").length === 3) {
+          bases.push([subject, st.last])
+          continue
+        }
         const raw = yield* Effect.either(ss.load(st.last))
+        const s = raw._tag === "Right" ? decodeSubscriptionRecord(raw.right.payload) : undefined
+        if (s === undefined) {
+          self.owner.log.error(`MQTT: subscription record '${subject}' in ${MqttStream.sess} is damaged; ignored`)
+          continue
+        }
+        const hash = tokenAt(subject, 1)
+        let list = subsOf.get(hash)
+        if (list === undefined) subsOf.set(hash, (list = []))
+        list.push(s)
+      }
+      for (const [subject, last] of bases) {
+        const raw = yield* Effect.either(ss.load(last))
         const rec = raw._tag === "Right" ? decodeSessionRecord(raw.right.payload) : undefined
         if (rec === undefined) {
           self.owner.log.error(`MQTT: session record '${subject}' in ${MqttStream.sess} is damaged; ignored`)
           continue
         }
         const hash = sessionHash(rec.id)
+        // Records written before subscriptions had their own list them: they become records of
+        // their own now (and the session record is rewritten without them, below), so that an
+        // UNSUBSCRIBE removing one record cannot be undone by the old list.
+        const legacy = rec.subs.length > 0 && !subsOf.has(hash)
+        const subs: ReadonlyArray<SubscriptionRecord> = legacy
+          ? rec.subs.map((s) => ({ f: s.f, q: s.q, c: rec.cursor }))
+          : subsOf.get(hash) ?? []
         for (const e of [...rec.out, ...rec.queued]) if (e.s !== undefined) yield* body(e.s)
         const released = pubrel.get(hash) ?? new Set<number>()
         const outbound: Array<SessionSnapshot["outbound"][number]> = []
@@ -332,16 +371,17 @@ export class MqttAccountStore {
           if (m.ref !== undefined) seen.add(m.ref)
           queued.push(m)
         }
-        // Messages stored after the record was written that its QoS 1/2 subscriptions match.
+        // Messages stored after the record was written that its QoS 1/2 subscriptions match
+        // (each from when it was made).
         const filters: string[] = []
-        const grant = new Map<string, QoS>()
-        for (const s of rec.subs) {
+        const grant: Array<{ readonly subject: string; readonly qos: QoS; readonly from: number }> = []
+        for (const s of subs) {
           if (s.q === 0) continue
           const subjects = subscriptionSubjects(s.f)
           if (!subjects.ok) continue
           for (const x of subjects.value) {
             filters.push(msgSubject(x))
-            grant.set(msgSubject(x), Math.max(grant.get(msgSubject(x)) ?? 0, s.q) as QoS)
+            grant.push({ subject: msgSubject(x), qos: s.q, from: Math.max(rec.cursor, s.c) + 1 })
           }
         }
         let from = rec.cursor + 1
@@ -352,7 +392,7 @@ export class MqttAccountStore {
           from = seq + 1
           if (seen.has(seq)) continue
           let best = 0
-          for (const [f, q] of grant) if (q > best && matchLiteral(m.right.subject, f)) best = q
+          for (const g of grant) if (g.qos > best && seq >= g.from && matchLiteral(m.right.subject, g.subject)) best = g.qos
           const qos = Math.min(best, qosOfHeader(m.right.headers))
           if (qos === 0) continue
           seen.add(seq)
@@ -363,12 +403,16 @@ export class MqttAccountStore {
         self.sessions.set(rec.id, {
           clientId: rec.id,
           owner: rec.u,
-          subscriptions: rec.subs.map((s) => ({ filter: s.f, qos: s.q })),
+          subscriptions: subs.map((s) => ({ filter: s.f, qos: s.q })),
           outbound,
           queued,
           inboundQos2: [...(qos2in.get(hash) ?? [])],
           lastPacketId: rec.pid
         })
+        if (legacy) {
+          for (const s of subs) self.put(MqttStream.sess, sessSubscriptionSubject(hash, s.f), undefined, encodeSubscriptionRecord(s.f, s.q, s.c))
+          self.writeSession(self.sessions.get(rec.id)!)
+        }
       }
       // Messages nobody holds any more (delivered before the last stop): reclaimed.
       self.settleRemovals(stored.filter((seq) => !self.refs.has(seq)), true)
