@@ -82,6 +82,10 @@ export interface JetStreamOptions {
   readonly syncInterval?: "always" | number
 }
 
+/** mqtt.max_queued_messages / max_queued_bytes defaults: 65,536 messages, 1 GiB. */
+export const DEFAULT_MAX_QUEUED_MESSAGES = 65_536
+export const DEFAULT_MAX_QUEUED_BYTES = 1024 * 1024 * 1024
+
 export interface MqttOptions {
   readonly host: string
   /** 0 = ephemeral port chosen by the OS (config value -1). */
@@ -90,6 +94,13 @@ export interface MqttOptions {
   readonly maxAckPending: number
   /** Deepest topic name or filter a client may send, in levels (`max_topic_levels`); deeper closes the connection. */
   readonly maxTopicLevels: number
+  /**
+   * QoS 1/2 messages a session holds beyond its in-flight window, connected or away
+   * (`max_queued_messages`); past it the oldest gives way, logged and counted.
+   */
+  readonly maxQueuedMessages: number
+  /** Their payload bytes (`max_queued_bytes`; 0: no bound), same policy. */
+  readonly maxQueuedBytes: number
   readonly tls: TlsOptions | undefined
   readonly authorization: AuthorizationOptions | undefined
   readonly noAuthUser: string | undefined
@@ -226,6 +237,8 @@ export const defaultOptions: ServerOptions = {
     ackWaitMs: 30_000,
     maxAckPending: 1024,
     maxTopicLevels: DEFAULT_MAX_TOPIC_LEVELS,
+    maxQueuedMessages: DEFAULT_MAX_QUEUED_MESSAGES,
+    maxQueuedBytes: DEFAULT_MAX_QUEUED_BYTES,
     tls: undefined,
     authorization: undefined,
     noAuthUser: undefined

@@ -2,6 +2,7 @@
 // every field optional, `null` where "disabled" must differ from "not said".
 // Sources are merged in order (later wins) and laid over `defaultOptions`.
 import { DEFAULT_MAX_TOPIC_LEVELS } from "../core/mqtt/topic.js"
+import { DEFAULT_MAX_QUEUED_BYTES, DEFAULT_MAX_QUEUED_MESSAGES } from "./options.js"
 import type {
   AccountOptions,
   AuthorizationOptions,
@@ -42,6 +43,8 @@ export interface MqttPatch {
   readonly ackWaitMs?: number
   readonly maxAckPending?: number
   readonly maxTopicLevels?: number
+  readonly maxQueuedMessages?: number
+  readonly maxQueuedBytes?: number
   readonly tls?: TlsOptions
   readonly authorization?: AuthorizationOptions
   readonly noAuthUser?: string
@@ -145,6 +148,8 @@ const mqttDefaults: MqttOptions = {
   ackWaitMs: 30_000,
   maxAckPending: 1024,
   maxTopicLevels: DEFAULT_MAX_TOPIC_LEVELS,
+  maxQueuedMessages: DEFAULT_MAX_QUEUED_MESSAGES,
+  maxQueuedBytes: DEFAULT_MAX_QUEUED_BYTES,
   tls: undefined,
   authorization: undefined,
   noAuthUser: undefined

@@ -507,6 +507,13 @@ const MaxTopicLevels = leaf(`an integer from 1 to ${MAX_TOPIC_LEVELS_LIMIT}`, (u
   return n !== NO && n >= 1 && n <= MAX_TOPIC_LEVELS_LIMIT ? n : NO
 })
 
+const MAX_QUEUED_MESSAGES_LIMIT = 100_000_000
+
+const MaxQueuedMessages = leaf(`an integer from 1 to ${MAX_QUEUED_MESSAGES_LIMIT}`, (u) => {
+  const n = intOf(u)
+  return n !== NO && n >= 1 && n <= MAX_QUEUED_MESSAGES_LIMIT ? n : NO
+})
+
 const mqttFields = {
   host: opt(Str),
   port: opt(Port),
@@ -514,6 +521,8 @@ const mqttFields = {
   ack_wait: opt(Duration),
   max_ack_pending: opt(MaxAckPending),
   max_topic_levels: opt(MaxTopicLevels),
+  max_queued_messages: opt(MaxQueuedMessages),
+  max_queued_bytes: opt(LimitSize),
   tls: opt(Tls),
   authorization: opt(Authorization),
   no_auth_user: opt(Str)
@@ -533,6 +542,9 @@ const Mqtt: Schema.Schema<MqttPatch, unknown> = oneOf<MqttPatch>("enabled, disab
       ackWaitMs: s.ack_wait,
       maxAckPending: s.max_ack_pending,
       maxTopicLevels: s.max_topic_levels,
+      maxQueuedMessages: s.max_queued_messages,
+      // -1: no bound (as nats-server's size limits), kept as 0.
+      maxQueuedBytes: s.max_queued_bytes === undefined ? undefined : Math.max(0, s.max_queued_bytes),
       tls: s.tls,
       authorization: s.authorization,
       noAuthUser: s.no_auth_user

@@ -88,6 +88,9 @@ export const makeMonitorSource = (server: Server, extras: MonitorSourceExtras): 
       port: m.port,
       ackWaitMs: mo.ackWaitMs,
       maxAckPending: mo.maxAckPending,
+      maxQueuedMessages: mo.maxQueuedMessages,
+      maxQueuedBytes: mo.maxQueuedBytes,
+      queueDropped: m.queueDrops,
       tlsTimeoutMs: mo.tls?.timeoutMs,
       authTimeoutMs: mo.authorization?.timeoutMs,
       noAuthUser: mo.noAuthUser

@@ -43,6 +43,10 @@ const RELOADABLE: ReadonlyArray<Part> = [
   part("max_closed_clients", (o) => o.maxClosedClients),
   part("mqtt.ack_wait", (o) => o.mqtt?.ackWaitMs),
   part("mqtt.max_ack_pending", (o) => o.mqtt?.maxAckPending),
+  part("mqtt.max_queued_messages", (o) => o.mqtt?.maxQueuedMessages),
+  part("mqtt.max_queued_bytes", (o) => o.mqtt?.maxQueuedBytes),
+  // New connections decode with the new bound; open ones keep theirs.
+  part("mqtt.max_topic_levels", (o) => o.mqtt?.maxTopicLevels),
   part("mqtt.authorization", (o) => o.mqtt?.authorization),
   part("mqtt.no_auth_user", (o) => o.mqtt?.noAuthUser),
   part("lame_duck_duration", (o) => o.lameDuckDurationMs),

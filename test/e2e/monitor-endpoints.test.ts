@@ -495,7 +495,7 @@ describe("a server with streams configured and MQTT asked for", () => {
     const storeDir = fs.mkdtempSync(path.join(os.tmpdir(), "sy-mon-js-"))
     const srv = await startMonitoredServer({
       jetstream: { storeDir, maxMemory: -1, maxStorage: -1 },
-      mqtt: { host: "127.0.0.1", port: 0, ackWaitMs: 30_000, maxAckPending: 1024, maxTopicLevels: 200, tls: undefined, authorization: undefined, noAuthUser: undefined }
+      mqtt: { host: "127.0.0.1", port: 0, ackWaitMs: 30_000, maxAckPending: 1024, maxTopicLevels: 200, maxQueuedMessages: 65_536, maxQueuedBytes: 0, tls: undefined, authorization: undefined, noAuthUser: undefined }
     })
     try {
       const mqttPort = Number(/Listening for MQTT clients on 127\.0\.0\.1:(\d+)/.exec(srv.lines.join(""))?.[1])

@@ -12,6 +12,8 @@ export const mqttOptions = (over: Partial<MqttOptions> = {}): MqttOptions => ({
   ackWaitMs: 30_000,
   maxAckPending: 1024,
   maxTopicLevels: 200,
+  maxQueuedMessages: 65_536,
+  maxQueuedBytes: 1024 * 1024 * 1024,
   tls: undefined,
   authorization: undefined,
   noAuthUser: undefined,

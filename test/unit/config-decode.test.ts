@@ -541,6 +541,8 @@ describe("mqtt", () => {
         ack_wait: "1m"
         max_ack_pending: 100
         max_topic_levels: 50
+        max_queued_messages: 5000
+        max_queued_bytes: 64MB
         tls { cert_file: c, key_file: k }
         authorization { user: m, password: p, timeout: 2 }
         no_auth_user: guest
@@ -552,10 +554,18 @@ describe("mqtt", () => {
       ackWaitMs: 60_000,
       maxAckPending: 100,
       maxTopicLevels: 50,
+      maxQueuedMessages: 5000,
+      maxQueuedBytes: 64 * 1024 * 1024,
       tls: { certFile: "c", keyFile: "k", caFile: undefined, verify: false, timeoutMs: 2000 },
       authorization: { user: "m", password: "p", token: undefined, users: [], timeoutMs: 2000, defaultPermissions: undefined },
       noAuthUser: "guest"
     })
+  })
+
+  it("max_queued_bytes -1 means no bound; a bad max_queued_messages is an error with its place", () => {
+    expect(options("mqtt { max_queued_bytes: -1 }").mqtt?.maxQueuedBytes).toBe(0)
+    expect(options("mqtt {}").mqtt).toMatchObject({ maxQueuedMessages: 65_536, maxQueuedBytes: 1024 * 1024 * 1024 })
+    expect(() => options("mqtt { max_queued_messages: 0 }")).toThrow(/max_queued_messages/)
   })
 
   it("reads tls with verify, ca_file and timeout, and a token-only authorization", () => {

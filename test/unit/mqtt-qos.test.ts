@@ -71,11 +71,22 @@ describe("QoS 1 outbound", () => {
     ])
   })
 
-  it("drops with an action when both the window and the queue are full", () => {
-    const s = subscribed(1, { maxAckPending: 1, maxQueued: 1 })
-    s.step(deliver("t.1", 1, 1), 0)
+  it("when the window and the queue are full, the oldest waiting message gives way to the newest", () => {
+    const s = subscribed(1, { maxAckPending: 1, maxQueued: 2 })
+    s.step(deliver("t.1", 1, 1), 0) // in flight
     s.step(deliver("t.2", 1, 2), 0)
-    expect(noDeadline(s.step(deliver("t.3", 1, 3), 0))).toEqual([{ type: "drop", reason: "max_pending", ref: 3 }])
+    s.step(deliver("t.3", 1, 3), 0)
+    expect(noDeadline(s.step(deliver("t.4", 1, 4), 0))).toEqual([{ type: "drop", reason: "queue_full", ref: 2 }])
+    expect(s.snapshot().queued.map((q) => q.ref)).toEqual([3, 4])
+  })
+
+  it("max_queued_bytes bounds the queue's payload bytes the same way", () => {
+    const s = subscribed(1, { maxAckPending: 1, maxQueued: 100, maxQueuedBytes: 10 })
+    const big = (ref: number) => ({ type: "deliver", subject: "t.x", payload: bytes("12345"), qos: 1, ref }) as const
+    s.step(big(1), 0) // in flight
+    s.step(big(2), 0)
+    s.step(big(3), 0) // 10 bytes queued: at the bound, not over it
+    expect(noDeadline(s.step(big(4), 0))).toEqual([{ type: "drop", reason: "queue_full", ref: 2 }])
   })
 
   it("unsolicited PUBACK / PUBCOMP / PUBREC are ignored", () => {
@@ -316,7 +327,7 @@ describe("the outbound window's deadline order", () => {
             if (o.op === "send") {
               for (let i = 0; i < o.n; i++) {
                 const id = w.nextPacketId()!
-                w.addSent({ qos: 1, topic: "t", payload: bytes(""), retain: false }, id, now + ACK_WAIT)
+                w.addSent({ qos: 1, topic: "t", payload: bytes(""), size: 0, retain: false }, id, now + ACK_WAIT)
                 model.push(id)
               }
             } else if (o.op === "ack" && model.length > 0) {

@@ -102,6 +102,9 @@ const serverFamilies = (i: MetricsInput): Array<Family> => {
     one("switchyard_slow_consumers_total", "counter", "Connections closed as slow consumers.", c.slowConsumers),
     one("switchyard_stale_connections_total", "counter", "Connections closed as stale (unanswered pings).", c.staleConnections),
     one("switchyard_stalled_clients_total", "counter", "Times a producer was stalled by a slow consumer.", c.stalledClients),
+    ...(s.mqtt?.queueDropped === undefined
+      ? []
+      : [one("switchyard_mqtt_queue_dropped_total", "counter", "MQTT messages dropped (oldest first) at a session's max_queued_messages / max_queued_bytes.", s.mqtt.queueDropped)]),
     one("switchyard_cpu_percent", "gauge", "CPU use over the recent sampling interval, percent of one core.", i.process.cpuPercent),
     one("process_cpu_seconds_total", "counter", "User and system CPU time spent, seconds.", i.process.cpuSeconds),
     one("process_resident_memory_bytes", "gauge", "Resident memory size, bytes.", i.process.rssBytes),

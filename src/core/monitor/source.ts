@@ -182,6 +182,11 @@ export interface MqttSnapshot {
   readonly port: number
   readonly ackWaitMs: number
   readonly maxAckPending: number
+  /** mqtt.max_queued_messages / max_queued_bytes (0: no bound). */
+  readonly maxQueuedMessages?: number | undefined
+  readonly maxQueuedBytes?: number | undefined
+  /** Messages dropped at sessions' queue bounds since start. */
+  readonly queueDropped?: number | undefined
   readonly tlsTimeoutMs: number | undefined
   readonly authTimeoutMs: number | undefined
   /** The user unauthenticated MQTT clients are bound to (a name, never a password). */

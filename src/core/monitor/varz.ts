@@ -29,7 +29,9 @@ const mqttBlock = (s: ServerSnapshot): Varz["mqtt"] => {
     ...(m.authTimeoutMs ? { auth_timeout: seconds(m.authTimeoutMs) } : {}),
     ...(m.tlsTimeoutMs ? { tls_timeout: seconds(m.tlsTimeoutMs) } : {}),
     ack_wait: nanos(m.ackWaitMs),
-    max_ack_pending: m.maxAckPending
+    max_ack_pending: m.maxAckPending,
+    ...(m.maxQueuedMessages === undefined ? {} : { max_queued_messages: m.maxQueuedMessages, max_queued_bytes: m.maxQueuedBytes ?? 0 }),
+    ...(m.queueDropped === undefined ? {} : { queue_dropped: m.queueDropped })
   }
 }
 

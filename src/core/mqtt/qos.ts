@@ -10,7 +10,11 @@ export interface OutFlight {
   readonly packetId: number
   readonly qos: 1 | 2
   readonly topic: string
-  readonly payload: Uint8Array
+  /**
+   * Undefined for a stored message not in memory (a session restored from the streams):
+   * the shell fetches it (`fetch` action) before it is sent again.
+   */
+  payload: Uint8Array | undefined
   readonly retain: boolean
   /** `publish` until PUBACK/PUBREC; `pubrel` (QoS 2 only) until PUBCOMP. */
   phase: "publish" | "pubrel"
@@ -26,11 +30,68 @@ export interface OutFlight {
 
 /** A message waiting for a free slot in the window. */
 export interface Queued {
-  readonly qos: 1 | 2
+  /** Lowered when a fetched message turns out to have been published at a lower QoS. */
+  qos: 1 | 2
   readonly topic: string
-  readonly payload: Uint8Array
+  /**
+   * Undefined while it is a stored message not in memory (numeric `ref`): the shell
+   * fetches it when the window has room for it (`fetch`), so a backlog costs no memory.
+   */
+  payload: Uint8Array | undefined
+  /** Payload bytes (counted against max_queued_bytes whether in memory or not). */
+  readonly size: number
   readonly retain: boolean
   readonly ref?: string | number | undefined
+  /** Fetched and found gone (the stored message was removed): skipped, never sent. */
+  gone?: boolean
+}
+
+/**
+ * The messages waiting for the window, oldest first, with their bytes: a FIFO with a
+ * moving head (a drain of tens of thousands costs no array shifting).
+ */
+export class SendQueue {
+  private items: Queued[] = []
+  private head = 0
+  /** Sum of `size` of the messages queued. */
+  bytes = 0
+
+  get length(): number {
+    return this.items.length - this.head
+  }
+
+  peek(): Queued | undefined {
+    return this.items[this.head]
+  }
+
+  /** The i-th waiting message (0 = the oldest). */
+  at(i: number): Queued | undefined {
+    return this.items[this.head + i]
+  }
+
+  push(q: Queued): void {
+    this.items.push(q)
+    this.bytes += q.size
+  }
+
+  shift(): Queued | undefined {
+    if (this.head >= this.items.length) return undefined
+    const q = this.items[this.head]
+    this.items[this.head++] = undefined as unknown as Queued
+    this.bytes -= q.size
+    if (this.head === this.items.length) {
+      this.items = []
+      this.head = 0
+    } else if (this.head >= 1024 && this.head * 2 >= this.items.length) {
+      this.items = this.items.slice(this.head)
+      this.head = 0
+    }
+    return q
+  }
+
+  toArray(): Queued[] {
+    return this.items.slice(this.head)
+  }
 }
 
 /**
@@ -45,7 +106,7 @@ export interface Queued {
  */
 export class OutWindow {
   readonly inflight = new Map<number, OutFlight>()
-  readonly queue: Queued[] = []
+  readonly queue = new SendQueue()
   private lastId = 0
   private order: OutFlight[] = []
   private orderSlots: number[] = []
@@ -55,8 +116,17 @@ export class OutWindow {
   constructor(
     /** A reload may change it; a window over the new bound drains before it takes more. */
     public maxAckPending: number,
-    readonly maxQueued: number
+    /** Messages waiting beyond the window, at most (mqtt.max_queued_messages). */
+    public maxQueued: number,
+    /** Their payload bytes, at most (mqtt.max_queued_bytes; 0: no bound). */
+    public maxQueuedBytes: number = 0
   ) {}
+
+  /** Would `size` more bytes put the queue over a bound (the oldest then give way)? */
+  queueFull(size: number): boolean {
+    const q = this.queue
+    return q.length >= this.maxQueued || (this.maxQueuedBytes > 0 && q.length > 0 && q.bytes + size > this.maxQueuedBytes)
+  }
 
   /** Next unused packet id after the last one handed out, or undefined when all 65535 are in use. */
   nextPacketId(): number | undefined {

@@ -126,10 +126,14 @@ export interface SessionRecord {
   readonly queued: ReadonlyArray<StoredPending>
 }
 
-const pending = (m: { qos: 1 | 2; topic: string; payload: Uint8Array; retain: boolean; ref?: string | number | undefined }): StoredPending =>
-  typeof m.ref === "number"
-    ? { q: m.qos, s: m.ref }
-    : { q: m.qos, t: m.topic, d: Buffer.from(m.payload.buffer, m.payload.byteOffset, m.payload.byteLength).toString("base64"), r: m.retain }
+const EMPTY = new Uint8Array(0)
+
+/** A stored message by reference; one not stored (no streams behind it) inline. */
+const pending = (m: { qos: 1 | 2; topic: string; payload: Uint8Array | undefined; retain: boolean; ref?: string | number | undefined }): StoredPending => {
+  if (typeof m.ref === "number") return { q: m.qos, s: m.ref }
+  const p = m.payload ?? EMPTY
+  return { q: m.qos, t: m.topic, d: Buffer.from(p.buffer, p.byteOffset, p.byteLength).toString("base64"), r: m.retain }
+}
 
 export const encodeSessionRecord = (snap: SessionSnapshot, cursor: number): Buffer => {
   const rec: SessionRecord = {
@@ -157,15 +161,20 @@ export const decodeSessionRecord = (bytes: Uint8Array): SessionRecord | undefine
   }
 }
 
-/** A pending entry of a record back to a message, given the bodies of `$MQTT_msgs` (by seq). */
+/**
+ * A pending entry of a record back to a message. A stored one (`s`) is described by what
+ * the `$MQTT_msgs` index knows of it (its topic and size): its payload stays on disk until
+ * the session fetches it; undefined when it is no longer stored.
+ */
 export const pendingMessage = (
   e: StoredPending,
-  load: (seq: number) => { topic: string; payload: Uint8Array } | undefined
-): { qos: 1 | 2; topic: string; payload: Uint8Array; retain: boolean; ref?: number } | undefined => {
+  entry: (seq: number) => { topic: string; size: number } | undefined
+): { qos: 1 | 2; topic: string; payload: Uint8Array | undefined; size: number; retain: boolean; ref?: number } | undefined => {
   if (e.s !== undefined) {
-    const m = load(e.s)
-    return m === undefined ? undefined : { qos: e.q, topic: m.topic, payload: m.payload, retain: false, ref: e.s }
+    const m = entry(e.s)
+    return m === undefined ? undefined : { qos: e.q, topic: m.topic, payload: undefined, size: m.size, retain: false, ref: e.s }
   }
   if (e.t === undefined) return undefined
-  return { qos: e.q, topic: e.t, payload: Buffer.from(e.d ?? "", "base64"), retain: e.r === true }
+  const payload = Buffer.from(e.d ?? "", "base64")
+  return { qos: e.q, topic: e.t, payload, size: payload.length, retain: e.r === true }
 }

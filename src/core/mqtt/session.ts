@@ -32,8 +32,13 @@ export interface SessionConfig {
   readonly ackWaitMs: number
   /** Unacknowledged QoS 1/2 messages in flight (mqtt.max_ack_pending, default 1024). */
   readonly maxAckPending: number
-  /** Messages waiting for a free slot; beyond it a message is dropped (`drop` action). */
+  /**
+   * Messages waiting for a free slot (mqtt.max_queued_messages); beyond it the oldest
+   * gives way (`drop` action, reason `queue_full`).
+   */
   readonly maxQueued: number
+  /** Their payload bytes (mqtt.max_queued_bytes; 0: no bound), same policy. */
+  readonly maxQueuedBytes?: number | undefined
   /** Packets a client may send after CONNECT before the session is ready. */
   readonly maxEarlyPackets: number
   /** Close a connection that sends no CONNECT within this time (none when undefined). */
@@ -128,6 +133,11 @@ export class MqttSession {
   private readonly out: OutWindow
   private readonly inQos2 = new InQos2(65535)
   private readonly acks = new AckOrder()
+  /** Stored messages asked of the shell (`fetch`) and not yet `fetched`, by ref. */
+  private readonly fetching = new Map<number, Queued | OutFlight>()
+  /** In-flight messages of a resumed session still being fetched: the resend waits for them. */
+  private resendWaiting = 0
+  private resumePending = false
   private early: ClientPacket[] = []
   private lastDeadline: number | undefined
   private closeReasonValue: string | undefined
@@ -151,7 +161,7 @@ export class MqttSession {
   ) {
     this.openedAt = now
     this.lastActivity = now
-    this.out = new OutWindow(config.maxAckPending, config.maxQueued)
+    this.out = new OutWindow(config.maxAckPending, config.maxQueued, config.maxQueuedBytes ?? 0)
   }
 
   get clientId(): string {
@@ -225,7 +235,7 @@ export class MqttSession {
         phase: e.phase,
         ref: e.ref
       })),
-      queued: this.out.queue.map((q) => ({ ...q })),
+      queued: this.out.queue.toArray().filter((q) => q.gone !== true).map((q) => ({ qos: q.qos, topic: q.topic, payload: q.payload, size: q.size, retain: q.retain, ref: q.ref })),
       inboundQos2: [...this.inQos2.ids.keys()],
       lastPacketId: this.out.lastPacketId
     }
@@ -250,6 +260,8 @@ export class MqttSession {
         return this.onPublished(input.packetId)
       case "deliver":
         return this.onDeliver(input.subject, input.payload, input.qos, input.ref, now)
+      case "fetched":
+        return this.onFetched(input.messages, now)
       case "retained":
         return this.onRetained(input.filter, input.messages, now)
       case "tick":
@@ -401,8 +413,13 @@ export class MqttSession {
       this.emit({ type: "subscribe", filter, subjects: s.subjects, qos: s.qos, restored: true })
     }
     // Unacknowledged messages go out again, in order, with DUP; PUBRELs again [MQTT-4.4.0-1].
-    for (const e of this.out.inSendOrder()) this.resend(e, now)
-    this.fillWindow(now)
+    // Stored ones not in memory are fetched first, and the resend waits for all of them.
+    const missing = this.out.inSendOrder().filter((e) => e.phase === "publish" && e.payload === undefined)
+    if (missing.length > 0) {
+      this.resendWaiting = missing.length
+      this.resumePending = true
+      this.requestFetch(missing)
+    } else this.resendAll(now)
     const early = this.early
     this.early = []
     for (const p of early) {
@@ -434,7 +451,7 @@ export class MqttSession {
     }
     for (const q of s.queued) {
       if (!this.mayReceive(q.topic)) this.emit({ type: "drop", reason: "not_permitted", ref: q.ref })
-      else this.out.queue.push({ ...q })
+      else this.enqueue({ qos: q.qos, topic: q.topic, payload: q.payload, size: q.size, retain: q.retain, ref: q.ref })
     }
     for (const id of s.inboundQos2) this.inQos2.ids.set(id, { confirmed: true })
     this.out.setLastId(s.lastPacketId)
@@ -552,7 +569,7 @@ export class MqttSession {
     const e = this.out.inflight.get(id)
     if (e === undefined || e.qos !== 1) return // unsolicited: ignored
     this.out.inflight.delete(id)
-    this.deps.released?.(e.payload)
+    if (e.payload !== undefined) this.deps.released?.(e.payload)
     if (e.ref !== undefined) this.emit({ type: "ack", ref: e.ref })
     this.fillWindow(now)
   }
@@ -573,7 +590,7 @@ export class MqttSession {
     const e = this.out.inflight.get(id)
     if (e === undefined || e.phase !== "pubrel") return
     this.out.inflight.delete(id)
-    this.deps.released?.(e.payload)
+    if (e.payload !== undefined) this.deps.released?.(e.payload)
     this.emit({ type: "persist", stream: "$MQTT_out", key: this.recordKey(id), record: undefined })
     this.fillWindow(now)
   }
@@ -732,13 +749,21 @@ export class MqttSession {
       this.send({ cmd: "publish", topic, payload, qos: 0, retain, dup: false })
       return
     }
-    const q: Queued = { qos, topic, payload, retain, ref }
-    if (this.out.queue.length === 0 && this.trySend(q, now)) return
-    if (this.out.queue.length >= this.out.maxQueued) {
-      this.emit({ type: "drop", reason: "max_pending", ref })
-      return
+    const q: Queued = { qos, topic, payload, size: payload.length, retain, ref }
+    if (this.out.queue.length === 0 && this.resendWaiting === 0 && this.trySend(q, now)) return
+    this.enqueue(q)
+  }
+
+  /** Behind the window: at its bounds (max_queued_messages / max_queued_bytes) the oldest waiting messages give way. */
+  private enqueue(q: Queued): void {
+    const queue = this.out.queue
+    while (this.out.queueFull(q.size)) {
+      const old = queue.shift()!
+      if (typeof old.ref === "number") this.fetching.delete(old.ref)
+      if (old.payload !== undefined) this.deps.released?.(old.payload)
+      if (old.gone !== true) this.emit({ type: "drop", reason: "queue_full", ref: old.ref })
     }
-    this.out.queue.push(q)
+    queue.push(q)
   }
 
   /** Sends `q` if the window has room and a packet id is free. */
@@ -747,20 +772,95 @@ export class MqttSession {
     const packetId = this.out.nextPacketId()
     if (packetId === undefined) return false
     const e = this.out.addSent(q, packetId, now + this.config.ackWaitMs)
-    this.send({ cmd: "publish", topic: e.topic, payload: e.payload, qos: e.qos, retain: e.retain, dup: false, messageId: packetId })
+    this.send({ cmd: "publish", topic: e.topic, payload: q.payload!, qos: e.qos, retain: e.retain, dup: false, messageId: packetId })
     return true
   }
 
   private fillWindow(now: number): void {
-    while (this.out.queue.length > 0 && this.trySend(this.out.queue[0], now)) this.out.queue.shift()
+    if (this.resendWaiting > 0) return
+    const queue = this.out.queue
+    for (let q = queue.peek(); q !== undefined; q = queue.peek()) {
+      if (q.gone === true) {
+        queue.shift()
+        continue
+      }
+      if (q.payload === undefined) return this.fetchAhead()
+      if (!this.trySend(q, now)) return
+      queue.shift()
+    }
+  }
+
+  /** The stored messages the window has room for next, fetched ahead of their turn. */
+  private fetchAhead(): void {
+    const room = this.out.maxAckPending - this.out.inflight.size
+    const want: Queued[] = []
+    const queue = this.out.queue
+    for (let i = 0; i < queue.length && want.length < room; i++) {
+      const q = queue.at(i)!
+      if (q.payload === undefined && q.gone !== true) want.push(q)
+    }
+    this.requestFetch(want)
   }
 
   private resend(e: OutFlight, now: number): void {
+    // Not in memory (fetch pending): it goes when it comes, under a new deadline then.
+    if (e.phase === "publish" && e.payload === undefined) return
     this.out.touch(e, now + this.config.ackWaitMs)
     if (e.phase === "pubrel") this.send({ cmd: "pubrel", messageId: e.packetId })
     else {
-      this.send({ cmd: "publish", topic: e.topic, payload: e.payload, qos: e.qos, retain: e.retain, dup: true, messageId: e.packetId })
+      this.send({ cmd: "publish", topic: e.topic, payload: e.payload!, qos: e.qos, retain: e.retain, dup: true, messageId: e.packetId })
     }
+  }
+
+  /** The resend of a resumed session, in order [MQTT-4.4.0-1], then new messages. */
+  private resendAll(now: number): void {
+    this.resendWaiting = 0
+    this.resumePending = false
+    for (const e of this.out.inSendOrder()) this.resend(e, now)
+    this.fillWindow(now)
+  }
+
+  /**
+   * Ask the shell for the payloads of stored messages not in memory. The shell answers
+   * with `fetched` at the pace the client's socket drains; each ref is asked for once.
+   */
+  private requestFetch(entries: ReadonlyArray<Queued | OutFlight>): void {
+    const refs: number[] = []
+    for (const e of entries) {
+      const ref = e.ref
+      if (typeof ref !== "number" || this.fetching.has(ref)) continue
+      this.fetching.set(ref, e)
+      refs.push(ref)
+    }
+    if (refs.length > 0) this.emit({ type: "fetch", refs })
+  }
+
+  /**
+   * Stored messages read back: their payloads (undefined: no longer stored, the message is
+   * let go) and the QoS they were published with (a recovered one may be lower than the
+   * subscription's grant). A resumed session's resend goes once all of it is here.
+   */
+  private onFetched(messages: ReadonlyArray<{ readonly ref: number; readonly payload: Uint8Array | undefined; readonly qos?: number | undefined }>, now: number): void {
+    if (this.phase !== "connected") return
+    for (const m of messages) {
+      const e = this.fetching.get(m.ref)
+      if (e === undefined) continue
+      this.fetching.delete(m.ref)
+      const inFlight = "packetId" in e
+      if (m.payload === undefined) {
+        if (inFlight) {
+          if (this.out.inflight.get(e.packetId) === e) this.out.inflight.delete(e.packetId)
+        } else e.gone = true
+        this.emit({ type: "drop", reason: "gone", ref: e.ref })
+      } else {
+        e.payload = m.payload
+        if (!inFlight && (m.qos === 1 || m.qos === 2) && m.qos < e.qos) e.qos = m.qos
+      }
+      if (inFlight && this.resendWaiting > 0) this.resendWaiting--
+    }
+    if (this.resendWaiting > 0) return
+    if (this.resumePending) return this.resendAll(now)
+    this.fillWindow(now)
   }
 
   private onTick(now: number): void {
@@ -783,6 +883,8 @@ export class MqttSession {
   setLimits(config: SessionConfig): void {
     this.config = config
     this.out.maxAckPending = config.maxAckPending
+    this.out.maxQueued = config.maxQueued
+    this.out.maxQueuedBytes = config.maxQueuedBytes ?? 0
   }
 
   /** Subscriptions the client may no longer have: gone without an UNSUBACK (it asked for nothing), and forgotten by the stored session. */

@@ -91,7 +91,8 @@ export interface SessionSnapshot {
     readonly packetId: number
     readonly qos: 1 | 2
     readonly topic: string
-    readonly payload: Uint8Array
+    /** Undefined: a stored message (numeric `ref`) the session fetches when it resumes. */
+    readonly payload: Uint8Array | undefined
     readonly retain: boolean
     readonly phase: "publish" | "pubrel"
     readonly ref?: string | number | undefined
@@ -100,7 +101,10 @@ export interface SessionSnapshot {
   readonly queued: ReadonlyArray<{
     readonly qos: 1 | 2
     readonly topic: string
-    readonly payload: Uint8Array
+    /** Undefined: a stored message (numeric `ref`), fetched when the window has room for it. */
+    readonly payload: Uint8Array | undefined
+    /** Payload bytes (for max_queued_bytes). */
+    readonly size: number
     readonly retain: boolean
     readonly ref?: string | number | undefined
   }>
@@ -125,6 +129,14 @@ export type SessionInput =
     readonly payload: Uint8Array
     readonly qos: number
     readonly ref?: string | number | undefined
+  }
+  /**
+   * Stored messages the session asked for (`fetch`): each payload (undefined when it is no
+   * longer stored) and the QoS it was published with, when known.
+   */
+  | {
+    readonly type: "fetched"
+    readonly messages: ReadonlyArray<{ readonly ref: number; readonly payload: Uint8Array | undefined; readonly qos?: number | undefined }>
   }
   /** Retained messages matching a filter the client just subscribed to. */
   | {
@@ -202,10 +214,16 @@ export type SessionAction =
   /** The stored outbound message `ref` is acknowledged and may be removed. */
   | { readonly type: "ack"; readonly ref: string | number }
   /**
-   * A message will not be sent: the window and queue are full (`max_pending`), or the
-   * client may no longer receive it (`not_permitted`: a stored message of a resumed session).
+   * A message will not be sent: the oldest waiting one gave way to a newer one at the queue's
+   * bounds (`queue_full`), the client may no longer receive it (`not_permitted`: a stored
+   * message of a resumed session), or it is no longer stored (`gone`).
    */
-  | { readonly type: "drop"; readonly reason: "max_pending" | "not_permitted"; readonly ref?: string | number | undefined }
+  | { readonly type: "drop"; readonly reason: "queue_full" | "not_permitted" | "gone"; readonly ref?: string | number | undefined }
+  /**
+   * Read these stored messages (refs of `$MQTT_msgs`) back for sending: the shell answers
+   * with `fetched`, as fast as the client's socket drains.
+   */
+  | { readonly type: "fetch"; readonly refs: ReadonlyArray<number> }
   /**
    * Refused by the client's permissions (the shell logs it): a PUBLISH, a SUBSCRIBE filter,
    * the will (at CONNECT, refused with CONNACK 5; or when it was due), or a stored

@@ -67,7 +67,10 @@ export const MQTTOptsVarz = Schema.Struct({
   tls_pinned_certs: opt(Strings),
   js_domain: opt(Schema.String),
   ack_wait: opt(Int.annotations({ description: "nanoseconds" })),
-  max_ack_pending: opt(Count)
+  max_ack_pending: opt(Count),
+  max_queued_messages: opt(Count.annotations({ description: "Switchyard: QoS 1/2 messages a session holds beyond its in-flight window" })),
+  max_queued_bytes: opt(Count.annotations({ description: "Switchyard: their payload bytes (0: no bound)" })),
+  queue_dropped: opt(Count.annotations({ description: "Switchyard: messages dropped, oldest first, at a session's queue bounds since start" }))
 }).annotations({ identifier: "MQTTOptsVarz" })
 
 export const WebsocketOptsVarz = Schema.Struct({

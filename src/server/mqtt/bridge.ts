@@ -15,6 +15,7 @@ import {
   type QoS,
   type ServerPacket,
   recordTakeover,
+  SendQueue,
   type SessionAction,
   type SessionConfig,
   type SessionInput,
@@ -35,6 +36,12 @@ import { HeldPayloads } from "./held.js"
 import { closedRecord, MqttConnection, mqttLogPrefix } from "./connection.js"
 import { traceMqttIn, traceMqttOut, traceMqttOutQos0 } from "./trace.js"
 import type { MqttAccountStore, MqttPersistence, RetainedMsg } from "./persist.js"
+
+/** A fetch of stored messages for a session waits while more than this waits in its socket. */
+const FETCH_HIGH_WATER = 1024 * 1024
+/** Stored messages read back at a time for a session, at most (and about this many bytes). */
+const FETCH_BATCH = 64
+const FETCH_BATCH_BYTES = 1024 * 1024
 
 /** Takeovers of one client id within this window beyond the limit count as flapping (logged). */
 const FLAP_WINDOW_MS = 10_000
@@ -60,7 +67,8 @@ interface Detached {
   readonly key: string
   readonly account: string
   readonly snapshot: SessionSnapshot
-  readonly queued: Array<SessionSnapshot["queued"][number]>
+  /** What it was owed and not yet sent, oldest first; stored messages without their payloads. */
+  readonly queue: SendQueue
   readonly filters: ReadonlyArray<{ readonly filter: string; readonly qos: QoS; readonly subjects: ReadonlyArray<string> }>
   /**
    * The owner's permissions when known (it disconnected since the start): nothing it may not
@@ -70,7 +78,6 @@ interface Detached {
   subs: Array<Subscription>
   lastBuf: Buffer | undefined
   lastStart: number
-  full: boolean
 }
 
 export class MqttBridge {
@@ -120,12 +127,28 @@ export class MqttBridge {
       ...defaultSessionConfig,
       ackWaitMs: options.ackWaitMs,
       maxAckPending: options.maxAckPending,
+      maxQueued: options.maxQueuedMessages,
+      maxQueuedBytes: options.maxQueuedBytes,
       // A connection that never sends CONNECT is closed, as NATS clients are at auth_timeout.
       connectTimeoutMs: options.authorization?.timeoutMs ?? server.options.authTimeoutMs
     }
     this.host = options.host
     this.port = options.port
     this.tracing = server.log.traceEnabled
+  }
+
+  /**
+   * What a persistent session whose client is away holds for it: messages, their bytes, and
+   * how many of those bytes are in memory (stored messages wait on disk). Undefined when the
+   * session is not away.
+   */
+  awayQueue(clientId: string, account: string = GLOBAL_ACCOUNT): { messages: number; bytes: number; bytesInMemory: number } | undefined {
+    const d = this.detached.get(sessionKey(account, clientId))
+    if (d === undefined) return undefined
+    let inMemory = 0
+    for (const q of d.queue.toArray()) inMemory += q.payload?.length ?? 0
+    for (const o of d.snapshot.outbound) inMemory += o.payload?.length ?? 0
+    return { messages: d.queue.length, bytes: d.queue.bytes, bytesInMemory: inMemory }
   }
 
   /** The open connection of a client id in an account. */
@@ -223,7 +246,11 @@ export class MqttBridge {
           this.input(c, { type: "protocolError", reason: `packet of ${Math.max(announced, buffered)} bytes over the limit of ${this.maxPacketBytes}` })
         }
       },
-      onDrain: () => {},
+      onDrain: () => {
+        if (!c.waitingDrain) return
+        c.waitingDrain = false
+        this.pump(c)
+      },
       onClose: () => {
         if (!c.closed) {
           // The socket is gone: the session still runs its loss (will) but nothing is written.
@@ -278,8 +305,12 @@ export class MqttBridge {
         store.writeSubscription(c.session.clientId, a.filter, a.qos)
         return this.hold(c)
       }
+      case "fetch":
+        for (const ref of a.refs) c.toFetch.push(ref)
+        return this.pump(c)
       case "ack":
       case "drop": {
+        if (a.type === "drop" && a.reason === "queue_full") this.queueDropped(c.session.clientId, c.client.account.name)
         const store = this.persisted(c)
         if (store !== undefined && typeof a.ref === "number") {
           store.unref(a.ref)
@@ -440,6 +471,12 @@ export class MqttBridge {
       c.reasonOverride = ClosedReason.SlowConsumerPendingBytes
       this.server.log.warn(`MQTT client "${c.session.clientId}" - Slow Consumer Detected: pending ${pending} bytes over max_pending ${maxPending}`)
       this.input(c, { type: "connectionLost" })
+      return
+    }
+    // A fetch that waited for this turn's output to be written goes on if the socket took it.
+    if (c.waitingDrain && pending <= FETCH_HIGH_WATER) {
+      c.waitingDrain = false
+      this.pump(c)
     }
   }
 
@@ -475,7 +512,7 @@ export class MqttBridge {
     if (d !== undefined) {
       this.detached.delete(key)
       for (const s of d.subs) this.removeSub(s)
-      stored = { ...d.snapshot, queued: d.queued }
+      stored = { ...d.snapshot, queued: d.queue.toArray() }
     }
     const store = this.storeOf(c.client.account.name)
     const owner = c.client.user
@@ -702,7 +739,21 @@ export class MqttBridge {
       const subjects = subscriptionSubjects(s.filter)
       if (subjects.ok) filters.push({ filter: s.filter, qos: s.qos, subjects: subjects.value })
     }
-    const d: Detached = { key, account, snapshot, queued, filters, perms, subs: [], lastBuf: undefined, lastStart: -1, full: false }
+    const queue = new SendQueue()
+    for (const q of queued) queue.push({ ...q })
+    // Stored messages wait on disk, not in memory: the session fetches them when it resumes.
+    const outbound = snapshot.outbound.map((o) => {
+      if (typeof o.ref !== "number" || o.phase !== "publish" || o.payload === undefined) return o
+      this.held.release(o.payload)
+      return { ...o, payload: undefined }
+    })
+    const d: Detached = { key, account, snapshot: { ...snapshot, outbound, queued: [] }, queue, filters, perms, subs: [], lastBuf: undefined, lastStart: -1 }
+    for (const q of queue.toArray()) {
+      if (typeof q.ref === "number" && q.payload !== undefined) {
+        this.held.release(q.payload)
+        q.payload = undefined
+      }
+    }
     let client = this.offlineClients.get(account)
     if (client === undefined) {
       client = this.server.internalClient(account, "mqtt-sessions")
@@ -735,15 +786,86 @@ export class MqttBridge {
     if (qos === 0) return
     // What the owner may not receive is not kept for it (its subscribe permissions, deny included).
     if (d.perms !== undefined && !d.perms.canSubscribe(subject)) return
-    if (d.queued.length >= this.sessionConfig.maxQueued) {
-      if (!d.full) this.server.log.warn(`MQTT session "${d.snapshot.clientId}": ${d.queued.length} messages queued while away; newer ones are dropped`)
-      d.full = true
-      return
-    }
     const from = hdrLen >= 0 ? start + hdrLen : start
     const ref = this.routingRef
-    d.queued.push({ qos, topic: subjectToTopic(subject), payload: buf.subarray(from, end), retain: false, ref })
-    if (ref !== undefined) this.storeOf(d.account)?.ref(ref)
+    const store = this.storeOf(d.account)
+    // At the session's bounds the oldest message waiting gives way to the newest.
+    const size = end - from
+    const limits = this.sessionConfig
+    const q = d.queue
+    while (q.length >= limits.maxQueued || ((limits.maxQueuedBytes ?? 0) > 0 && q.length > 0 && q.bytes + size > limits.maxQueuedBytes!)) {
+      const old = q.shift()!
+      if (typeof old.ref === "number") store?.unref(old.ref)
+      this.queueDropped(d.snapshot.clientId, d.account)
+    }
+    // A stored message waits on disk; one with no stream behind it is copied (not a view
+    // pinning the whole read chunk it came in).
+    const payload = ref !== undefined ? undefined : Buffer.from(buf.subarray(from, end))
+    q.push({ qos, topic: subjectToTopic(subject), payload, size, retain: false, ref })
+    if (ref !== undefined) store?.ref(ref)
+  }
+
+  /** Messages dropped at a session's queue bounds (/varz mqtt.queue_dropped); logged at most every 10 s per session. */
+  queueDrops = 0
+  private readonly dropLog = new Map<string, { at: number; count: number }>()
+
+  private queueDropped(clientId: string, account: string): void {
+    this.queueDrops++
+    const key = sessionKey(account, clientId)
+    const now = this.server.now()
+    const l = this.dropLog.get(key)
+    if (l !== undefined && now - l.at < 10_000) {
+      l.count++
+      return
+    }
+    const since = l === undefined ? 1 : l.count + 1
+    this.dropLog.set(key, { at: now, count: 0 })
+    if (this.dropLog.size > 10_000) this.dropLog.delete(this.dropLog.keys().next().value as string)
+    const c = this.sessionConfig
+    this.server.log.warn(
+      `MQTT session "${clientId}": its queue is full (max_queued_messages ${c.maxQueued}, max_queued_bytes ${c.maxQueuedBytes ?? 0}); ` +
+        `the oldest message waiting was dropped (${since} since the last report)`
+    )
+  }
+
+  /**
+   * Read stored messages back for a session (its \`fetch\`), at the pace its socket drains:
+   * a batch at a time (about 1 MiB), the next one only when fewer than \`FETCH_HIGH_WATER\`
+   * bytes wait in the socket. A resumed backlog of any size costs a batch of memory, and the
+   * client is never cut off as a slow consumer by its own resend.
+   */
+  private pump(c: MqttConnection): void {
+    if (c.fetchBusy || c.closed || c.toFetch.length === 0) return
+    // What the last batch made is still to be written (this turn's output, or output waiting
+    // for a commit), or is in the socket above the mark: the next batch waits. A write of the
+    // output (writeBufs) or the socket's drain takes it up again.
+    if (c.out.length > 0 || c.awaiting > 0 || c.held || c.conn.writableLength() > FETCH_HIGH_WATER) {
+      c.waitingDrain = true
+      return
+    }
+    const store = this.storeOf(c.client.account.name)
+    const batch: number[] = []
+    let bytes = 0
+    while (c.toFetch.length > 0 && batch.length < FETCH_BATCH && bytes < FETCH_BATCH_BYTES) {
+      const seq = c.toFetch.shift()!
+      batch.push(seq)
+      bytes += store?.sizeOf(seq) ?? 0
+    }
+    if (store === undefined) {
+      return this.input(c, { type: "fetched", messages: batch.map((ref) => ({ ref, payload: undefined })) })
+    }
+    c.fetchBusy = true
+    store.loadMessages(batch).then((loaded) => {
+      c.fetchBusy = false
+      if (c.closed) return
+      // The buffers read are the payloads (their own memory, freed once acknowledged).
+      const messages = batch.map((ref, i) => {
+        const m = loaded[i]
+        return m === undefined ? { ref, payload: undefined } : { ref, payload: m.payload, qos: m.qos }
+      })
+      this.input(c, { type: "fetched", messages })
+      this.pump(c)
+    })
   }
 
   /** Wake sessions whose deadline (keepalive, redelivery) has come; rewrite stale session records. */

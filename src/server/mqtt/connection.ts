@@ -95,6 +95,12 @@ export class MqttConnection {
   awaiting = 0
   /** Its publishes waiting for a commit before they are forwarded: later ones queue behind them. */
   deferred = 0
+  /** Stored messages its session asked for (`fetch`), not yet being read. */
+  readonly toFetch: number[] = []
+  /** A batch of them is being read. */
+  fetchBusy = false
+  /** The next batch waits for the socket to drain. */
+  waitingDrain = false
   /** The session record must be rewritten: before this turn's output ("now") or soon ("lazy"). */
   recordDirty: "now" | "lazy" | undefined
 

@@ -128,6 +128,25 @@ export class MqttAccountStore {
     return r
   }
 
+  /** The stored size of a message (0 when it is gone), from the index alone. */
+  sizeOf(seq: number): number {
+    const e = this.streams[MqttStream.msgs].store.nextMatchingEntry(">", seq)
+    return e !== undefined && e.seq === seq ? e.size : 0
+  }
+
+  /** Stored messages read back for a session (its `fetch`): payload and QoS, undefined when gone. */
+  loadMessages(seqs: ReadonlyArray<number>): Promise<Array<{ readonly payload: Buffer; readonly qos: QoS } | undefined>> {
+    const msgs = this.streams[MqttStream.msgs].store
+    return Effect.runPromise(
+      Effect.forEach(seqs, (seq) =>
+        Effect.map(Effect.either(msgs.load(seq)), (r) => {
+          if (r._tag === "Left") return undefined
+          const p = r.right.payload
+          return { payload: Buffer.isBuffer(p) ? p : Buffer.from(p.buffer, p.byteOffset, p.byteLength), qos: qosOfHeader(r.right.headers) }
+        }))
+    )
+  }
+
   /** A message stored with `routedLater` has been routed (they are routed in the order stored). */
   routed(seq: number): void {
     if (this.unrouted[this.unroutedHead] !== seq) return
@@ -270,22 +289,32 @@ export class MqttAccountStore {
       const qos2in = ids(MqttStream.qos2in)
       const pubrel = ids(MqttStream.out)
       const msgs = self.streams[MqttStream.msgs].store
-      // Every stored message once: the QoS 2 copies whose de-duplication record did not reach
-      // the disk with them (a power cut between the two files' syncs) get it back. A record
-      // written and later removed (PUBREL) is below the stream's last sequence: that
-      // exchange is over, and its packet id may be in use again.
+      // Every stored message once, from the index (nothing is read for it): the QoS 2 copies
+      // whose de-duplication record did not reach the disk with them (a power cut between the
+      // two files' syncs) get it back. Only copies written since the last record on disk can
+      // be such; their headers are read. A record written and later removed (PUBREL) is below
+      // the stream's last sequence: that exchange is over, and its packet id may be in use again.
       const stored: Array<number> = []
-      const recordsUpTo = self.streams[MqttStream.qos2in].store.state().last_seq
+      const q2State = self.streams[MqttStream.qos2in].store.state()
+      const recordsUpTo = q2State.last_seq
       for (let from = 1;;) {
-        const m = yield* Effect.either(msgs.loadNextMatching(">", from))
-        if (m._tag === "Left" || m.right === undefined) break
-        from = m.right.seq + 1
-        stored.push(m.right.seq)
+        const e = msgs.nextMatchingEntry(">", from)
+        if (e === undefined) break
+        from = e.seq + 1
+        stored.push(e.seq)
+        if (e.ts < q2State.last_ts) continue
+        const m = yield* Effect.either(msgs.load(e.seq))
+        if (m._tag === "Left") continue
         const inbound = inboundOfHeader(m.right.headers)
         if (inbound === undefined || recordsUpTo > inbound.recordsBefore) continue
         let set = qos2in.get(inbound.hash)
         if (set === undefined) qos2in.set(inbound.hash, (set = new Set()))
         set.add(inbound.packetId)
+      }
+      /** What the index knows of a stored message: its topic and size (its payload stays on disk). */
+      const entryOf = (seq: number): { topic: string; size: number } | undefined => {
+        const e = msgs.nextMatchingEntry(">", seq)
+        return e === undefined || e.seq !== seq ? undefined : { topic: subjectToTopic(storedSubjectOf(e.subject)), size: e.size }
       }
       // And the reverse: a record whose stored copy did not reach the disk (the copy's stream
       // ends before it) is dropped, so the publisher's resend is forwarded, not lost.
@@ -297,17 +326,6 @@ export class MqttAccountStore {
         const copy = qos2InCopy(rec.right.payload)
         if (copy !== undefined && copy > copiesUpTo) qos2in.get(tokenAt(subject, 1))?.delete(Number(tokenAt(subject, 0)))
       }
-      const bodies = new Map<number, { topic: string; payload: Uint8Array; qos: QoS }>()
-      const body = (seq: number) =>
-        Effect.gen(function*() {
-          if (!bodies.has(seq)) {
-            const m = yield* Effect.either(msgs.load(seq))
-            if (m._tag === "Right") {
-              bodies.set(seq, { topic: subjectToTopic(storedSubjectOf(m.right.subject)), payload: m.right.payload, qos: qosOfHeader(m.right.headers) })
-            }
-          }
-          return bodies.get(seq)
-        })
       const ss = self.streams[MqttStream.sess].store
       // Subscription records first (`$MQTT.sess.<hash>.<filter hash>`), by session.
       const subsOf = new Map<string, Array<SubscriptionRecord>>()
@@ -343,7 +361,6 @@ export class MqttAccountStore {
         const subs: ReadonlyArray<SubscriptionRecord> = legacy
           ? rec.subs.map((s) => ({ f: s.f, q: s.q, c: rec.cursor }))
           : subsOf.get(hash) ?? []
-        for (const e of [...rec.out, ...rec.queued]) if (e.s !== undefined) yield* body(e.s)
         const released = pubrel.get(hash) ?? new Set<number>()
         const outbound: Array<SessionSnapshot["outbound"][number]> = []
         const seen = new Set<number>()
@@ -356,7 +373,7 @@ export class MqttAccountStore {
             outbound.push({ packetId: o.p, qos: 2, topic: "", payload: new Uint8Array(0), retain: false, phase: "pubrel" })
             continue
           }
-          const m = pendingMessage(o, (s) => bodies.get(s))
+          const m = pendingMessage(o, entryOf)
           if (m === undefined) continue
           if (m.ref !== undefined) seen.add(m.ref)
           outbound.push({ ...m, packetId: o.p, phase: "publish" })
@@ -366,7 +383,7 @@ export class MqttAccountStore {
         }
         const queued: Array<SessionSnapshot["queued"][number]> = []
         for (const q of rec.queued) {
-          const m = pendingMessage(q, (s) => bodies.get(s))
+          const m = pendingMessage(q, entryOf)
           if (m === undefined) continue
           if (m.ref !== undefined) seen.add(m.ref)
           queued.push(m)
@@ -384,19 +401,20 @@ export class MqttAccountStore {
             grant.push({ subject: msgSubject(x), qos: s.q, from: Math.max(rec.cursor, s.c) + 1 })
           }
         }
+        // From the index alone: the message's own QoS is learnt when it is fetched (and lowers
+        // the grant then), its payload stays on disk until the session's window has room.
         let from = rec.cursor + 1
         while (filters.length > 0) {
-          const m = yield* Effect.either(msgs.loadNextMatching(filters, from))
-          if (m._tag === "Left" || m.right === undefined) break
-          const seq = m.right.seq
+          const e = msgs.nextMatchingEntry(filters, from)
+          if (e === undefined) break
+          const seq = e.seq
           from = seq + 1
           if (seen.has(seq)) continue
           let best = 0
-          for (const g of grant) if (g.qos > best && seq >= g.from && matchLiteral(m.right.subject, g.subject)) best = g.qos
-          const qos = Math.min(best, qosOfHeader(m.right.headers))
-          if (qos === 0) continue
+          for (const g of grant) if (g.qos > best && seq >= g.from && matchLiteral(e.subject, g.subject)) best = g.qos
+          if (best === 0) continue
           seen.add(seq)
-          queued.push({ qos: qos as 1 | 2, topic: subjectToTopic(storedSubjectOf(m.right.subject)), payload: m.right.payload, retain: false, ref: seq })
+          queued.push({ qos: best as 1 | 2, topic: subjectToTopic(storedSubjectOf(e.subject)), payload: undefined, size: e.size, retain: false, ref: seq })
         }
         for (const o of outbound) if (typeof o.ref === "number") self.ref(o.ref)
         for (const q of queued) if (typeof q.ref === "number") self.ref(q.ref)

@@ -20,6 +20,8 @@ export const reloadMqtt = (bridge: MqttBridge, previous: MqttAuthenticator, next
     ...bridge.sessionConfig,
     ackWaitMs: m.ackWaitMs,
     maxAckPending: m.maxAckPending,
+    maxQueued: m.maxQueuedMessages,
+    maxQueuedBytes: m.maxQueuedBytes,
     connectTimeoutMs: m.authorization?.timeoutMs ?? next.authTimeoutMs
   }
   bridge.sessionConfig = config

@@ -1,0 +1,103 @@
+// Stored messages that are not in memory (a session restored from the streams, or queued
+// while its client was away) are fetched from the shell when the session needs them: the
+// in-flight ones before the resumed session's resend, which keeps its order; the queued
+// ones as the window makes room. Issue #15, items 8 and 9.
+import { describe, expect, it } from "vitest"
+import { bytes, connected, ofType, pkt, sent } from "../../src/core/mqtt/testing.js"
+import type { SessionSnapshot } from "../../src/core/mqtt/types.js"
+
+const persistent = { clientId: "dev", clean: false }
+
+/** A stored session: two messages in flight on disk, a PUBREL owed, three queued on disk. */
+const stored = (): SessionSnapshot => ({
+  clientId: "dev",
+  owner: "",
+  subscriptions: [{ filter: "t/#", qos: 2 }],
+  outbound: [
+    { packetId: 1, qos: 1, topic: "t/1", payload: undefined, retain: false, phase: "publish", ref: 11 },
+    { packetId: 2, qos: 2, topic: "", payload: new Uint8Array(0), retain: false, phase: "pubrel" },
+    { packetId: 3, qos: 2, topic: "t/3", payload: undefined, retain: false, phase: "publish", ref: 13 }
+  ],
+  queued: [
+    { qos: 2, topic: "t/4", payload: undefined, size: 4, retain: false, ref: 14 },
+    { qos: 2, topic: "t/5", payload: undefined, size: 4, retain: false, ref: 15 },
+    { qos: 1, topic: "t/6", payload: bytes("six"), size: 3, retain: false }
+  ],
+  inboundQos2: [],
+  lastPacketId: 3
+})
+
+const publishes = (a: ReturnType<typeof sent>) => a.filter((p) => p.cmd === "publish" || p.cmd === "pubrel")
+
+describe("a resumed session fetches what is on disk", () => {
+  it("asks for its in-flight messages first and resends nothing until they are here, then everything in order [MQTT-4.4.0-1]", () => {
+    const { session, readyActions } = connected({ connect: persistent, stored: stored(), config: { maxAckPending: 4 } })
+    expect(sent(readyActions)).toEqual([{ cmd: "connack", returnCode: 0, sessionPresent: true }])
+    expect(ofType(readyActions, "fetch")).toEqual([{ type: "fetch", refs: [11, 13] }])
+    // A live message meanwhile waits behind them.
+    expect(sent(session.step({ type: "deliver", subject: "t.live", payload: bytes("live"), qos: 1 }, 1))).toEqual([])
+    const half = session.step({ type: "fetched", messages: [{ ref: 11, payload: bytes("one"), qos: 1 }] }, 2)
+    expect(sent(half)).toEqual([])
+    const rest = session.step({ type: "fetched", messages: [{ ref: 13, payload: bytes("three"), qos: 2 }] }, 3)
+    expect(publishes(sent(rest))).toEqual([
+      { cmd: "publish", topic: "t/1", payload: bytes("one"), qos: 1, retain: false, dup: true, messageId: 1 },
+      { cmd: "pubrel", messageId: 2 },
+      { cmd: "publish", topic: "t/3", payload: bytes("three"), qos: 2, retain: false, dup: true, messageId: 3 }
+    ])
+    // The window (4) has one slot: the next queued message is on disk, so it is fetched.
+    expect(ofType(rest, "fetch")).toEqual([{ type: "fetch", refs: [14] }])
+    const next = session.step({ type: "fetched", messages: [{ ref: 14, payload: bytes("four"), qos: 1 }] }, 4)
+    // Published at QoS 1, so it goes at QoS 1 whatever the subscription's grant.
+    expect(publishes(sent(next))).toEqual([{ cmd: "publish", topic: "t/4", payload: bytes("four"), qos: 1, retain: false, dup: false, messageId: 4 }])
+  })
+
+  it("a message no longer stored is let go, its packet id freed, and the rest goes on", () => {
+    const { session } = connected({ connect: persistent, stored: stored(), config: { maxAckPending: 10 } })
+    const a = session.step({ type: "fetched", messages: [{ ref: 11, payload: undefined }, { ref: 13, payload: bytes("three") }] }, 1)
+    expect(ofType(a, "drop")).toEqual([{ type: "drop", reason: "gone", ref: 11 }])
+    expect(publishes(sent(a)).map((p) => (p.cmd === "publish" ? p.topic : "pubrel"))).toEqual(["pubrel", "t/3"])
+    expect(ofType(a, "fetch")).toEqual([{ type: "fetch", refs: [14, 15] }])
+    const b = session.step({ type: "fetched", messages: [{ ref: 14, payload: undefined }, { ref: 15, payload: bytes("five") }] }, 2)
+    expect(publishes(sent(b)).map((p) => (p.cmd === "publish" ? p.topic : "pubrel"))).toEqual(["t/5", "t/6"])
+    expect(session.snapshot().outbound.map((o) => o.packetId)).toEqual([2, 3, 4, 5])
+  })
+
+  it("fetches no more than the window has room for, and each message once", () => {
+    const { session, readyActions } = connected({
+      connect: persistent,
+      stored: { ...stored(), outbound: [] },
+      config: { maxAckPending: 1 }
+    })
+    expect(ofType(readyActions, "fetch")).toEqual([{ type: "fetch", refs: [14] }])
+    // Another look at the window before the answer asks for nothing again.
+    expect(ofType(session.step({ type: "deliver", subject: "t.x", payload: bytes("x"), qos: 1 }, 1), "fetch")).toEqual([])
+  })
+
+  it("a snapshot of a session waiting for fetches still lists everything it owes", () => {
+    const { session } = connected({ connect: persistent, stored: stored() })
+    const snap = session.snapshot()
+    expect(snap.outbound.map((o) => o.ref ?? o.phase)).toEqual([11, "pubrel", 13])
+    expect(snap.queued.map((q) => q.ref ?? q.topic)).toEqual([14, 15, "t/6"])
+  })
+})
+
+describe("the queue's bounds, with stored messages", () => {
+  it("the oldest waiting message gives way even when it is on disk", () => {
+    const { session } = connected({ connect: persistent, stored: { ...stored(), outbound: [] }, config: { maxAckPending: 1, maxQueued: 3 } })
+    const a = session.step({ type: "deliver", subject: "t.new", payload: bytes("new"), qos: 1, ref: 20 }, 1)
+    // t/4 was being fetched: it goes all the same, and its late answer is ignored.
+    expect(ofType(a, "drop")).toEqual([{ type: "drop", reason: "queue_full", ref: 14 }])
+    expect(session.snapshot().queued.map((q) => q.topic)).toEqual(["t/5", "t/6", "t/new"])
+    expect(sent(session.step({ type: "fetched", messages: [{ ref: 14, payload: bytes("four") }] }, 2))).toEqual([])
+  })
+})
+
+describe("packets", () => {
+  it("a PUBACK for a resumed in-flight message not fetched yet is taken", () => {
+    const { session } = connected({ connect: persistent, stored: stored() })
+    session.step(pkt({ cmd: "puback", messageId: 1 }), 1)
+    const a = session.step({ type: "fetched", messages: [{ ref: 11, payload: bytes("one") }, { ref: 13, payload: bytes("three") }] }, 2)
+    // Message 1 was acknowledged meanwhile: it is not sent again.
+    expect(publishes(sent(a)).map((p) => (p.cmd === "publish" ? p.topic : "pubrel"))).toEqual(["pubrel", "t/3"])
+  })
+})
