@@ -11,7 +11,7 @@
 // Every series is a gauge labelled `server_id`, as the exporter makes them, except the
 // connz message and byte sums, which it types as counters.
 import type { Jsz, Varz } from "../../schema/monitor.js"
-import type { Family, Labels } from "./metrics.js"
+import type { Family, Labels } from "./prometheus.js"
 import type { ConnSnapshot } from "./source.js"
 
 /** /varz string fields the exporter turns into `{value="…"} 1` gauges. */

@@ -6,44 +6,8 @@
 // (exporter-metrics.ts), for the dashboards written for nats-server.
 import type { Jsz, Varz } from "../../schema/monitor.js"
 import { connzFamilies, jszFamilies, varzFamilies } from "./exporter-metrics.js"
+import { type Family, one, render } from "./prometheus.js"
 import type { AccountSnapshot, ConnSnapshot, JetStreamSnapshot, ProcessSnapshot, ServerSnapshot } from "./source.js"
-
-export const MetricsContentType = "text/plain; version=0.0.4; charset=utf-8"
-
-export type Labels = Readonly<Record<string, string>>
-export interface Family {
-  readonly name: string
-  readonly type: "counter" | "gauge"
-  readonly help: string
-  readonly samples: ReadonlyArray<readonly [Labels, number]>
-}
-
-const escapeLabel = (v: string): string => v.replace(/\\/g, "\\\\").replace(/\n/g, "\\n").replace(/"/g, '\\"')
-const escapeHelp = (v: string): string => v.replace(/\\/g, "\\\\").replace(/\n/g, "\\n")
-
-const formatValue = (v: number): string =>
-  Number.isNaN(v) ? "NaN" : v === Infinity ? "+Inf" : v === -Infinity ? "-Inf" : String(v)
-
-const render = (families: ReadonlyArray<Family>): string => {
-  const lines: Array<string> = []
-  for (const f of families) {
-    if (f.samples.length === 0) continue
-    lines.push(`# HELP ${f.name} ${escapeHelp(f.help)}`, `# TYPE ${f.name} ${f.type}`)
-    for (const [labels, value] of f.samples) {
-      const ls = Object.entries(labels)
-      const labelText = ls.length === 0 ? "" : `{${ls.map(([k, v]) => `${k}="${escapeLabel(v)}"`).join(",")}}`
-      lines.push(`${f.name}${labelText} ${formatValue(value)}`)
-    }
-  }
-  return lines.join("\n") + "\n"
-}
-
-const one = (name: string, type: Family["type"], help: string, value: number): Family => ({
-  name,
-  type,
-  help,
-  samples: [[{}, value]]
-})
 
 export interface MetricsInput {
   readonly server: ServerSnapshot
