@@ -11,7 +11,7 @@ import { utf8Length } from "../topic.js"
 import { encodableStringLength, propertiesLength, propertyId, putBinary, putProperties, putString, putU16, putU32, putVbi } from "./properties.js"
 import { reasonAllowed, reasonName, type ReasonPacket } from "./reason.js"
 import { malformed, MAX_VBI, protocolError, vbiLength } from "./reader.js"
-import { NO_PROPERTIES, type Packet, PacketType, type Properties, type Publish, type Sender } from "./types.js"
+import { type MessageProperties, NO_PROPERTIES, type Packet, PacketType, type Properties, type Publish, type Sender } from "./types.js"
 
 /** Payloads from this size on go by reference (their own writev slot), as in the 3.1.1 encoder. */
 export const PUBLISH_BY_REFERENCE = 4096
@@ -315,20 +315,13 @@ export const fitToMaximumPacketSize = (p: Packet, maximumPacketSize: number, fro
 // ---- the PUBLISH of the delivery path ----
 
 /**
- * The properties of an Application Message that every receiver gets unaltered: Payload
- * Format Indicator [MQTT-3.3.2-4], Content Type [MQTT-3.3.2-20], Response Topic
- * [MQTT-3.3.2-15], Correlation Data [MQTT-3.3.2-16] and User Properties in order
- * [MQTT-3.3.2-17], [MQTT-3.3.2-18]. Encoded once per message; `undefined` when there are none.
+ * The property bytes (without a Property Length) of what every receiver of a message gets
+ * unaltered: Payload Format Indicator [MQTT-3.3.2-4], Content Type [MQTT-3.3.2-20], Response
+ * Topic [MQTT-3.3.2-15], Correlation Data [MQTT-3.3.2-16] and User Properties in order
+ * [MQTT-3.3.2-17], [MQTT-3.3.2-18]; checked, encoded once per message; undefined when there
+ * are none. The Message Expiry Interval is left out: what is left of it differs per
+ * delivery (`PublishHead.messageExpiryInterval`).
  */
-export interface MessageProperties {
-  readonly payloadFormatIndicator?: boolean
-  readonly contentType?: string
-  readonly responseTopic?: string
-  readonly correlationData?: Buffer
-  readonly userProperties?: ReadonlyArray<readonly [string, string]>
-}
-
-/** The property bytes (without a Property Length) of a message's own properties, checked. */
 export const encodeMessageProperties = (m: MessageProperties): Buffer | undefined => {
   const props: Properties = {
     payloadFormatIndicator: m.payloadFormatIndicator,

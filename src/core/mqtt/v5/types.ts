@@ -42,6 +42,12 @@ export interface Properties {
 
 export type PropertyName = keyof Properties
 
+/** The properties of an Application Message: what travels with it from publisher to subscribers. */
+export type MessageProperties = Pick<
+  Properties,
+  "payloadFormatIndicator" | "messageExpiryInterval" | "contentType" | "responseTopic" | "correlationData" | "userProperties"
+>
+
 /** Shared by every packet without properties: decoding allocates nothing for them. */
 export const NO_PROPERTIES: Properties = Object.freeze({})
 
