@@ -1,4 +1,4 @@
-// `node dist/fuzz/scripts/fuzz.js [--target nats|mqtt|config|subject|all] [--seconds S] [--runs N] [--seed N]`:
+// `node dist/fuzz/scripts/fuzz.js [--target nats|mqtt|mqtt5|config|subject|all] [--seconds S] [--runs N] [--seed N]`:
 // coverage-guided fuzzing of the parsers and the subject matcher. A seed and `--runs`
 // replay the same inputs; `--replay FILE` runs one saved input. Findings are written to
 // fuzz-findings/<target>-<hash>.bin and make the exit code 1.

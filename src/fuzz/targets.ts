@@ -1,5 +1,5 @@
-// The fuzz targets: the byte-facing parsers (NATS protocol, MQTT codec, configuration
-// files) and the subject matcher. Each turns one input into calls on the code under
+// The fuzz targets: the byte-facing parsers (NATS protocol, MQTT 3.1.1 codec, MQTT 5.0
+// decoder, configuration files) and the subject matcher. Each turns one input into calls on the code under
 // test and throws when a property breaks; documented rejections are not findings.
 import * as MqttPacket from "mqtt-packet"
 import { Either } from "effect"
@@ -8,6 +8,7 @@ import type { ClientPacket } from "../core/mqtt/index.js"
 import { NatsParser, type NatsOpHandler, type ParseError } from "../core/nats/parser.js"
 import { isValidLiteralSubject, isValidSubject, matchLiteral, subjectIsSubsetMatch, subjectsCollide } from "../core/subject/subject.js"
 import { Sublist, type SublistResult } from "../core/subject/sublist.js"
+import * as V5 from "../core/mqtt/v5/index.js"
 import { encode, MalformedPacket, MAX_REMAINING_LENGTH, MqttParser } from "../server/mqtt/codec.js"
 import type { FuzzTarget } from "./engine.js"
 import { refMatch } from "./reference.js"
@@ -222,6 +223,105 @@ export const mqttTarget: FuzzTarget = {
   }
 }
 
+// ---- MQTT 5.0 decoder ----------------------------------------------------------
+
+/** The codes the v5 decoder may refuse with; any other throw, or another code, is a finding. */
+const V5_CODES = new Set<number>([0x81, 0x82, 0x84, 0x8f, 0x90, 0x94, 0x95])
+
+/** The complete packets of a byte stream: first byte and body (a truncated tail is left out). */
+const v5Frames = (b: Buffer): Array<{ first: number; body: Buffer }> => {
+  const out: Array<{ first: number; body: Buffer }> = []
+  let i = 0
+  while (i < b.length) {
+    const first = b[i++]
+    let len = 0
+    let mul = 1
+    let n = 0
+    for (;;) {
+      if (i >= b.length || n === 4) return out
+      const c = b[i++]
+      n++
+      len += (c & 0x7f) * mul
+      mul *= 128
+      if ((c & 0x80) === 0) break
+    }
+    if (i + len > b.length) return out
+    out.push({ first, body: b.subarray(i, i + len) })
+    i += len
+  }
+  return out
+}
+
+/** A v5 packet as text with object keys sorted: properties decode in wire order, which re-encoding makes canonical. */
+const showV5 = (p: V5.Packet): string =>
+  showPacket(JSON.parse(showPacket(p), (_k, v: unknown) =>
+    typeof v === "object" && v !== null && !Array.isArray(v) ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : 1))) : v))
+
+/**
+ * The v5 decoder over a stream of packets (the first input byte says who sends them):
+ * each is refused with a `PacketError` of a decoder code, or re-encodes to bytes that
+ * decode to the same packet and re-encode to themselves.
+ */
+export const mqtt5Target: FuzzTarget = {
+  name: "mqtt5",
+  maxLength: 2048,
+  coverage: ["/src/core/mqtt/v5/"],
+  seeds: (() => {
+    const topicProps = { messageExpiryInterval: 60, contentType: "text/plain", responseTopic: "r/1", correlationData: Buffer.from([1, 2]), userProperties: [["k", "v"]] as const }
+    const client: ReadonlyArray<V5.Packet> = [
+      { cmd: "connect", protocolId: "MQTT", protocolVersion: 5, clean: true, keepalive: 30, clientId: "dev-1", properties: { sessionExpiryInterval: 60, receiveMaximum: 10, topicAliasMaximum: 5, requestProblemInformation: false },
+        will: { topic: "will/t", payload: Buffer.from("bye"), qos: 1, retain: true, properties: { willDelayInterval: 5, payloadFormatIndicator: true } }, username: "u", password: Buffer.from("p") },
+      { cmd: "publish", topic: "a/b", payload: Buffer.from("payload"), qos: 1, retain: false, dup: false, messageId: 7, properties: { ...topicProps, topicAlias: 3 } },
+      { cmd: "publish", topic: "", payload: Buffer.alloc(0), qos: 0, retain: true, dup: false, properties: { topicAlias: 3 } },
+      { cmd: "subscribe", messageId: 2, properties: { subscriptionIdentifiers: [9], userProperties: [["a", "b"]] }, subscriptions: [{ topic: "a/+", qos: 1, nl: true, rap: true, rh: 1 }, { topic: "$share/g/#", qos: 2, nl: false, rap: false, rh: 2 }] },
+      { cmd: "unsubscribe", messageId: 3, properties: {}, unsubscriptions: ["a/+"] },
+      { cmd: "puback", messageId: 7, reasonCode: 0x10, properties: { reasonString: "none" } },
+      { cmd: "pubrel", messageId: 8, reasonCode: 0, properties: {} },
+      { cmd: "disconnect", reasonCode: 4, properties: { sessionExpiryInterval: 0 } },
+      { cmd: "auth", reasonCode: 0x18, properties: { authenticationMethod: "m", authenticationData: Buffer.from("d") } },
+      { cmd: "pingreq" }
+    ]
+    const server: ReadonlyArray<V5.Packet> = [
+      { cmd: "connack", sessionPresent: false, reasonCode: 0, properties: { assignedClientIdentifier: "auto", maximumQoS: 1, retainAvailable: false, serverKeepAlive: 60 } },
+      { cmd: "suback", messageId: 2, properties: {}, reasonCodes: [1, 0x9e] },
+      { cmd: "unsuback", messageId: 3, properties: {}, reasonCodes: [0x11] },
+      { cmd: "publish", topic: "a/b", payload: Buffer.from("x"), qos: 2, retain: false, dup: true, messageId: 9, properties: { subscriptionIdentifiers: [1, 300] } },
+      { cmd: "disconnect", reasonCode: 0x8e, properties: { serverReference: "other" } }
+    ]
+    return [
+      Buffer.concat([Buffer.from([0]), ...client.map((p) => V5.encode(p, "client"))]),
+      Buffer.concat([Buffer.from([1]), ...server.map((p) => V5.encode(p, "server"))])
+    ]
+  })(),
+  dictionary: [
+    ...words("\x00\x04MQTT\x05", "\x00\x00", "\x00\x01", "\xff\xff\xff\x7f", "\x80\x80\x80\x80\x01", "$share/", "#", "+", "/"),
+    ...[0x01, 0x02, 0x03, 0x08, 0x09, 0x0b, 0x11, 0x12, 0x13, 0x15, 0x16, 0x17, 0x18, 0x19, 0x1a, 0x1c, 0x1f, 0x21, 0x22, 0x23, 0x24, 0x25, 0x26, 0x27, 0x28, 0x29, 0x2a]
+      .map((id) => Uint8Array.of(id)),
+    ...[0x10, 0x20, 0x30, 0x3b, 0x40, 0x50, 0x62, 0x70, 0x82, 0x90, 0xa2, 0xb0, 0xc0, 0xd0, 0xe0, 0xf0].map((b) => Uint8Array.of(b)),
+    Buffer.from("\xc3\xa9\xed\xa0\x80\xf0\x9f\x98\x80\xef\xbb\xbf", "latin1")
+  ],
+  run: (input) => {
+    if (input.length === 0) return
+    const from: V5.Sender = (input[0] & 1) === 1 ? "server" : "client"
+    const decoder = new V5.Decoder({ from, maxTopicLevels: 16 })
+    for (const { first, body } of v5Frames(input.subarray(1))) {
+      let p: V5.Packet
+      try {
+        p = decoder.decode(first, body)
+      } catch (e) {
+        check(e instanceof V5.PacketError, `decoder threw ${String(e)}`)
+        check(V5_CODES.has((e as V5.PacketError).code), `refused with code 0x${(e as V5.PacketError).code.toString(16)}`)
+        continue
+      }
+      const wire = V5.encode(p, from)
+      const [again] = v5Frames(wire)
+      const back = new V5.Decoder({ from, maxTopicLevels: 16 }).decode(again.first, again.body)
+      check(showV5(back) === showV5(p), `${showV5(p)} re-encodes to ${wire.toString("hex")}, read back as ${showV5(back)}`)
+      check(V5.encode(back, from).equals(wire), `${showV5(p)} does not re-encode to the same bytes`)
+    }
+  }
+}
+
 // ---- configuration parser -----------------------------------------------------
 
 const CONF_ENV: ParseEnv = {
@@ -402,4 +502,4 @@ export const subjectTarget: FuzzTarget = {
   }
 }
 
-export const TARGETS: ReadonlyArray<FuzzTarget> = [natsTarget, mqttTarget, configTarget, subjectTarget]
+export const TARGETS: ReadonlyArray<FuzzTarget> = [natsTarget, mqttTarget, mqtt5Target, configTarget, subjectTarget]

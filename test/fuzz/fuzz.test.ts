@@ -3,7 +3,7 @@
 // seeds, and a bug behind a four-byte magic prefix is found only with feedback.
 import { describe, expect, it } from "vitest"
 import { describeFinding, fuzz, type FuzzResult, type FuzzTarget } from "../../src/fuzz/engine.js"
-import { configTarget, mqttTarget, natsTarget, subjectTarget } from "../../src/fuzz/targets.js"
+import { configTarget, mqtt5Target, mqttTarget, natsTarget, subjectTarget } from "../../src/fuzz/targets.js"
 
 const RUNS = 40_000
 /** Inputs kept beyond the seeds; each target keeps 18-35 with these seeds. */
@@ -19,7 +19,8 @@ describe("fuzz targets hold their properties", () => {
     [natsTarget, 1],
     [mqttTarget, 2],
     [configTarget, 3],
-    [subjectTarget, 4]
+    [subjectTarget, 4],
+    [mqtt5Target, 5]
   ] as const) {
     it(`${target.name}: ${RUNS} runs from seed ${seed}`, () => {
       const r = fuzz(target, { seed, runs: RUNS })
