@@ -7,6 +7,7 @@ import fc from "fast-check"
 import { describe, expect, it } from "vitest"
 import { OutBuf } from "../../src/core/nats/outbuf.js"
 import {
+  Decoder,
   decodePacket,
   encode,
   encodePublishRange,
@@ -46,6 +47,20 @@ describe("MQTT 5 codec round trip", () => {
       )
     })
   }
+})
+
+describe("decoding in place", () => {
+  it("a body inside a larger chunk decodes as alone, reading nothing outside it", () => {
+    fc.assert(
+      fc.property(packet("client"), fc.uint8Array({ maxLength: 8 }), fc.uint8Array({ maxLength: 8 }), (p, before, after) => {
+        const { first, body } = unframe(encode(p, "client"))
+        const chunk = Buffer.concat([before, body, after])
+        const d = new Decoder()
+        expect(d.decode(first, chunk, before.length, before.length + body.length)).toEqual(p)
+      }),
+      RUNS
+    )
+  })
 })
 
 describe("MQTT 5 codec agrees with mqtt-packet", () => {
