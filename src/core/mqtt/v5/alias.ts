@@ -115,7 +115,7 @@ export class OutboundTopicAliases {
       c.topic = ""
       c.topicAlias = known
       c.fresh = false
-    } else if (this.maximum === 0 || topic.length < MIN_ALIASED_TOPIC_BYTES || utf8Length(topic) < MIN_ALIASED_TOPIC_BYTES) {
+    } else if (this.maximum === 0 || (topic.length < MIN_ALIASED_TOPIC_BYTES && utf8Length(topic) < MIN_ALIASED_TOPIC_BYTES)) {
       c.topic = topic
       c.topicAlias = 0
       c.fresh = false

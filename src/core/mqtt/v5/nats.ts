@@ -237,6 +237,43 @@ const correlationOf = (v: string): Buffer | undefined => {
   return b.toString("base64") === v ? b : undefined
 }
 
+type Building = { -readonly [K in keyof MessageProperties]: MessageProperties[K] }
+
+/** Takes a well-known header into `p` (or an escaped User Property into `user`); false when it stays a plain User Property. */
+const wellKnown = (p: Building, name: string, v: string, user: Array<Header>): boolean => {
+  switch (name) {
+    case "content-type":
+      if (p.contentType !== undefined) return false
+      p.contentType = v
+      return true
+    case "mqtt-content-type": {
+      const text = p.contentType === undefined ? unescapeText(v) : undefined
+      if (text !== undefined) p.contentType = text
+      return text !== undefined
+    }
+    case "mqtt-payload-format":
+      if (p.payloadFormatIndicator !== undefined || (v !== "0" && v !== "1")) return false
+      p.payloadFormatIndicator = v === "1"
+      return true
+    case "mqtt-message-expiry":
+      if (p.messageExpiryInterval !== undefined || !U32_DECIMAL.test(v) || Number(v) > 0xffff_ffff) return false
+      p.messageExpiryInterval = Number(v)
+      return true
+    case "mqtt-correlation-data": {
+      const data = p.correlationData === undefined ? correlationOf(v) : undefined
+      if (data !== undefined) p.correlationData = data
+      return data !== undefined
+    }
+    case "mqtt-user-property": {
+      const pair = unescapeUserProperty(v)
+      if (pair !== undefined) user.push(pair)
+      return pair !== undefined
+    }
+    default:
+      return false
+  }
+}
+
 /** Does a reply subject survive the trip to a topic and back, so an MQTT answer reaches the NATS requester? */
 const responseTopicOf = (reply: string): string | undefined => {
   const topic = subjectToTopic(reply)
@@ -253,20 +290,9 @@ const responseTopicOf = (reply: string): string | undefined => {
 export const natsToPublish = (subject: string, reply: string | undefined, headers: Uint8Array | undefined): FromNats => {
   const parsed = headers === undefined || headers.length === 0 ? undefined : parseHeaderBlock(headers)
   const response = parseResponseSubject(subject)
-  const p: {
-    -readonly [K in keyof MessageProperties]: MessageProperties[K]
-  } = {}
+  const p: Building = {}
   const user: Array<Header> = []
-  for (const [k, v] of parsed?.headers ?? []) {
-    const name = k.toLowerCase()
-    if (name === "content-type" && p.contentType === undefined) p.contentType = v
-    else if (name === "mqtt-content-type" && p.contentType === undefined && unescapeText(v) !== undefined) p.contentType = unescapeText(v)
-    else if (name === "mqtt-payload-format" && p.payloadFormatIndicator === undefined && (v === "0" || v === "1")) p.payloadFormatIndicator = v === "1"
-    else if (name === "mqtt-message-expiry" && p.messageExpiryInterval === undefined && U32_DECIMAL.test(v) && Number(v) <= 0xffff_ffff) p.messageExpiryInterval = Number(v)
-    else if (name === "mqtt-correlation-data" && p.correlationData === undefined && correlationOf(v) !== undefined) p.correlationData = correlationOf(v)
-    else if (name === "mqtt-user-property" && unescapeUserProperty(v) !== undefined) user.push(unescapeUserProperty(v)!)
-    else user.push([k, v])
-  }
+  for (const [k, v] of parsed?.headers ?? []) if (!wellKnown(p, k.toLowerCase(), v, user)) user.push([k, v])
   if (user.length > 0) p.userProperties = user
   if (response !== undefined) p.correlationData = response.correlationData
   else if (reply !== undefined) {

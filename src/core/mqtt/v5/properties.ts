@@ -197,9 +197,9 @@ export const readProperties = (r: Reader, context: PropertyContext, from: Sender
   const out: Record<string, unknown> = {}
   while (r.pos < end) {
     const id = r.byte("property identifier")
-    const d = BY_ID[id & 0x7f]
     // Every identifier of v5 is one byte: a longer Variable Byte Integer names none.
-    if (d === undefined || id >= 0x80) throw malformed(`unknown property identifier 0x${id.toString(16)}`)
+    const d = id < 0x80 ? BY_ID[id] : undefined
+    if (d === undefined) throw malformed(`unknown property identifier 0x${id.toString(16)}`)
     if ((d.contexts & bit) === 0) throw malformed(`${d.title} is not allowed in ${CONTEXT_NAME[context]}`)
     const value = readValue(r, d)
     const bad = valueViolation(d, value, context, from)
