@@ -134,22 +134,19 @@ const switchyardDetail = (root: string, entry: string, other: boolean): Availabi
   return { ok: true, detail: `${pkg.version} (${gitRev(root)}) on Node ${process.version}` }
 }
 
-// MQTT on a port of its own and the stream store in the run's directory, so that
-// neither 1883 nor ./data of the checkout is touched; JetStream is on by default
-// (MQTT QoS 1/2 keeps its state in streams), with the default sync_interval
-// "always": a PubAck / PUBACK only after the fsync
-const switchyardArgs = (entry: string, ports: Ports, workDir: string, extra: ReadonlyArray<string>): Array<string> => [
+// Like nats-server, Switchyard started with flags runs only what they name, so each
+// scenario asks for what it uses: MQTT on a port of its own and JetStream with its store
+// in the run's directory (neither 1883 nor ./data of the checkout is touched). MQTT runs
+// with JetStream on (QoS 1/2 state lives in streams), with the default sync_interval
+// "always": a PubAck / PUBACK only after the fsync. Core NATS scenarios run NATS alone.
+const switchyardArgs = (entry: string, ports: Ports, workDir: string, protocol: Protocol, extra: ReadonlyArray<string>): Array<string> => [
   entry,
   "-a",
   "127.0.0.1",
   "-p",
   String(ports.nats),
-  "-m",
-  "0",
-  "--mqtt_port",
-  String(ports.mqtt),
-  "-sd",
-  path.join(workDir, "store"),
+  ...(usesMqtt(protocol) ? ["--mqtt_port", String(ports.mqtt)] : []),
+  ...(protocol === "nats" ? [] : ["-js", "-sd", path.join(workDir, "store")]),
   ...extra
 ]
 
@@ -174,7 +171,7 @@ export const SYSTEMS: ReadonlyArray<SystemDef> = [
     protocols: ["nats", "mqtt", "mqtt-qos2", "bridge", "jetstream"],
     color: "#2b7bb9",
     available: (root) => switchyardDetail(root, switchyardEntry(root), process.env.SWITCHYARD_ENTRY !== undefined),
-    command: (root, ports, workDir) => ({ cmd: process.execPath, args: switchyardArgs(switchyardEntry(root), ports, workDir, []) }),
+    command: (root, ports, workDir, protocol) => ({ cmd: process.execPath, args: switchyardArgs(switchyardEntry(root), ports, workDir, protocol, []) }),
     ready: natsReady
   },
   {
@@ -189,9 +186,9 @@ export const SYSTEMS: ReadonlyArray<SystemDef> = [
       const how = [...variantB.args, ...Object.entries(variantB.env).map(([k, v]) => `${k}=${v}`)].join(" ")
       return a.ok && how !== "" ? { ok: true, detail: `${a.detail} with ${how}` } : a
     },
-    command: (root, ports, workDir) => ({
+    command: (root, ports, workDir, protocol) => ({
       cmd: process.execPath,
-      args: switchyardArgs(variantB.entry ?? switchyardEntry(root), ports, workDir, variantB.args),
+      args: switchyardArgs(variantB.entry ?? switchyardEntry(root), ports, workDir, protocol, variantB.args),
       env: variantB.env
     }),
     ready: natsReady

@@ -2,7 +2,7 @@
 // configuration, then compose the layers and run until SIGINT/SIGTERM (NodeRuntime
 // interrupts the program; scopes close listeners gracefully) or until lame duck mode
 // (SIGUSR2) has closed every client.
-import { NodeRuntime } from "@effect/platform-node"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Deferred, Effect, Layer } from "effect"
 import { ConfigFiles, load, loadOptions } from "./config/load.js"
 import { helpText } from "./config/flags.js"

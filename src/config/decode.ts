@@ -8,9 +8,11 @@ import { isConfMap, type ConfMap, type ConfValue, type ParsedConfig } from "./co
 import { ConfigError, configError, type SourcePos } from "./errors.js"
 import type { ServerOptions } from "./options.js"
 import type { OptionsPatch } from "./patch.js"
+import { findUnsupported } from "./unsupported.js"
 
 export interface ConfigWarning {
-  readonly reason: "UnknownKey" | "Invalid"
+  /** `Refused` ones stop the start: decodeConfig turns them into an error. */
+  readonly reason: "UnknownKey" | "Invalid" | "NotImplemented" | "Refused"
   readonly detail: string
   readonly at: SourcePos | undefined
 }
@@ -31,7 +33,9 @@ export const formatPath = (path: ReadonlyArray<PropertyKey>): string => {
 
 interface Problem {
   readonly path: ReadonlyArray<PropertyKey>
+  /** Said after the key path, unless `at` is given: then it is the whole text, placed there. */
   readonly message: string
+  readonly at?: SourcePos | undefined
 }
 
 /** The leaves of a parse issue, each with its path. No default messages: they would echo values. */
@@ -64,7 +68,7 @@ const problems = (issue: ParseResult.ParseIssue, path: ReadonlyArray<PropertyKey
 
 /** Problems in the order they are written (files in the order read); unplaced ones last. */
 const inFileOrder = (parsed: ParsedConfig | undefined, found: ReadonlyArray<Problem>) => {
-  const placed = found.map((p) => ({ p, at: parsed?.locate(p.path) }))
+  const placed = found.map((p) => ({ p, at: "at" in p ? p.at : parsed?.locate(p.path) }))
   const rank = (at: SourcePos | undefined) =>
     at === undefined ? [Infinity, 0, 0] : [parsed!.files.indexOf(at.file), at.line, at.column]
   return placed.sort((a, b) => {
@@ -75,7 +79,7 @@ const inFileOrder = (parsed: ParsedConfig | undefined, found: ReadonlyArray<Prob
 
 /** One error for all the problems, placed at the first; the others carry their own places. */
 const invalid = (parsed: ParsedConfig | undefined, found: ReadonlyArray<Problem>): ConfigError => {
-  const line = (p: Problem) => `${formatPath(p.path)}: ${p.message}`
+  const line = (p: Problem) => ("at" in p ? p.message : `${formatPath(p.path)}: ${p.message}`)
   const [head, ...rest] = inFileOrder(parsed, found)
   const more = rest.map(({ p, at }) => (at === undefined ? line(p) : `${at.file}:${at.line}:${at.column}: ${line(p)}`))
   return configError(
@@ -103,11 +107,17 @@ const withoutVariables = (parsed: ParsedConfig, root: ConfMap, spec: KeySpec): C
   return out
 }
 
-/** Keys the schema does not know, block by block; nats-server keys we skip and used variables are fine. */
+const NOT_IMPLEMENTED = "is not implemented by this version and has no effect"
+const REFUSED = "is not implemented by this version, and running without it would be less secure than the configuration asks"
+
+/**
+ * Keys the schema does not know, block by block (unknown: a warning), nats-server
+ * keys this version does not act on (a warning too, so `-t` fails on them) and the
+ * refused ones among them (errors). Keys used as `$variables` are definitions.
+ */
 export const unknownKeys = (parsed: ParsedConfig, spec: KeySpec = configKeys): Array<ConfigWarning> => {
   const out: Array<ConfigWarning> = []
   const walk = (value: unknown, s: KeySpec, path: ReadonlyArray<PropertyKey>): void => {
-    if (s.open === true) return
     if (Array.isArray(value)) {
       value.forEach((v, i) => walk(v, s, [...path, i]))
       return
@@ -115,14 +125,23 @@ export const unknownKeys = (parsed: ParsedConfig, spec: KeySpec = configKeys): A
     if (!isConfMap(value)) return
     for (const [key, v] of Object.entries(value)) {
       const here = [...path, key]
+      const at = () => parsed.locate(here)
       if (s.entries !== undefined) {
         if (!parsed.isUsedVariable(value, key)) walk(v, s.entries, here)
+      } else if (parsed.isUsedVariable(value, key)) {
+        continue
+      } else if (s.notImplemented !== undefined) {
+        out.push({ reason: "NotImplemented", detail: `${formatPath(here)}: ${s.notImplemented}`, at: at() })
       } else if (s.known.has(key)) {
         const child = s.children[key]
         if (child !== undefined) walk(v, child, here)
-      } else if (!s.ignored.has(key) && !parsed.isUsedVariable(value, key)) {
+      } else if (s.refused.has(key)) {
+        out.push({ reason: "Refused", detail: `${formatPath(here)} ${REFUSED}`, at: at() })
+      } else if (s.ignored.has(key)) {
+        out.push({ reason: "NotImplemented", detail: `${formatPath(here)} ${NOT_IMPLEMENTED}`, at: at() })
+      } else {
         const where = path.length === 0 ? "the top level" : formatPath(path)
-        out.push({ reason: "UnknownKey", detail: `unknown key "${key}" in ${where}`, at: parsed.locate(here) })
+        out.push({ reason: "UnknownKey", detail: `unknown key "${key}" in ${where}`, at: at() })
       }
     }
   }
@@ -159,9 +178,14 @@ export const decodeConfig = (parsed: ParsedConfig): Either.Either<DecodedConfig,
     problems(decoded.left.issue, [], found)
     return Either.left(invalid(parsed, found))
   }
+  const keys = unknownKeys(parsed)
+  const refused = keys.filter((w) => w.reason === "Refused")
+  if (refused.length > 0) {
+    return Either.left(invalid(parsed, refused.map((w) => ({ path: [], message: w.detail, at: w.at }))))
+  }
   return Either.right({
     patch: { ...decoded.right, configFile: parsed.file },
-    warnings: [...unknownKeys(parsed), ...websocketWithoutPort(parsed)]
+    warnings: [...keys, ...websocketWithoutPort(parsed)]
   })
 }
 
@@ -217,6 +241,7 @@ export const checkOptions = (
       message: `no user "${options.noAuthUser}" is defined in authorization or accounts`
     })
   }
+  for (const e of findUnsupported(options).errors) found.push({ ...e, at: parsed?.locate(e.path) })
   const mqttNoAuth = options.mqtt?.noAuthUser
   if (mqttNoAuth !== undefined && !users.has(mqttNoAuth)) {
     found.push({
@@ -225,4 +250,44 @@ export const checkOptions = (
     })
   }
   return found.length === 0 ? Either.right(options) : Either.left(invalid(parsed, found))
+}
+
+/** Where a setting was written: the first of `paths` the file has, else it came from `flag`. */
+const placed = (parsed: ParsedConfig | undefined, paths: ReadonlyArray<ReadonlyArray<string>>, flag: string) => {
+  for (const path of paths) {
+    let v: unknown = parsed?.root
+    for (const k of path) v = isConfMap(v) ? v[k] : undefined
+    if (v !== undefined) return { at: parsed!.locate(path), name: formatPath(path) }
+  }
+  return { at: undefined, name: flag }
+}
+
+/**
+ * Settings the resolved configuration accepts but would not act on: a store directory
+ * with JetStream off, monitoring settings with monitoring off, a WebSocket listener
+ * with MQTT off. Warnings at a normal start, errors under `-t`.
+ */
+export const ineffectiveSettings = (
+  options: ServerOptions,
+  patch: OptionsPatch,
+  parsed: ParsedConfig | undefined
+): Array<ConfigWarning> => {
+  const out: Array<ConfigWarning> = []
+  const warn = (detail: string, at: SourcePos | undefined) => out.push({ reason: "Invalid", detail, at })
+  if (patch.jetstream?.storeDir !== undefined && options.jetstream === undefined) {
+    const { at, name } = placed(parsed, [["jetstream", "store_dir"], ["jetstream", "storedir"], ["store_dir"]], "-sd")
+    warn(`${name}: JetStream is not enabled (jetstream {} or -js), so the store directory is not used`, at)
+  }
+  const monitoring = options.httpPort !== undefined || options.httpsPort !== undefined
+  if (!monitoring && patch.httpBasePath !== undefined) {
+    warn("http_base_path: monitoring is not enabled (http_port, http, https_port, -m or -ms), so it has no effect", parsed?.locate(["http_base_path"]))
+  }
+  if (options.httpsPort === undefined && patch.httpTls !== undefined) {
+    warn("http.tls: no https_port is set, so this certificate is not used", parsed?.locate(["http", "tls"]))
+  }
+  for (const w of findUnsupported(options).warnings) {
+    const at = parsed?.locate(w.path) ?? (w.path[0] === "websocket" ? parsed?.locate(["ws"]) : undefined)
+    warn(w.message, at)
+  }
+  return out
 }

@@ -112,7 +112,7 @@ const flags: ReadonlyArray<FlagDef> = [
     names: ["m", "http_port"],
     arg: "<port>",
     group: "Server",
-    help: "Use port (or host:port) for http monitoring (default: 8222; 0 disables)",
+    help: "Use port (or host:port) for http monitoring (-1 for a random port; 0 disables)",
     apply: (s, v) => {
       const hp = parseHostPort(String(v))
       if (hp === undefined || hp.port === undefined) return `${PORT} or host:port`
@@ -293,7 +293,7 @@ const flags: ReadonlyArray<FlagDef> = [
     names: ["js", "jetstream"],
     arg: undefined,
     group: "JetStream",
-    help: "Enable JetStream functionality (on by default; -js=false turns it off)",
+    help: "Enable JetStream functionality",
     apply: (s, v) => {
       s.jetstream.enabled = v === true
       return undefined
@@ -303,7 +303,7 @@ const flags: ReadonlyArray<FlagDef> = [
     names: ["sd", "store_dir"],
     arg: "<dir>",
     group: "JetStream",
-    help: "Set the storage directory (default: ./data)",
+    help: "Set the JetStream storage directory (default: ./data; needs -js or a jetstream block)",
     apply: (s, v) => {
       s.jetstream.storeDir = String(v)
       return undefined
@@ -398,7 +398,7 @@ const flags: ReadonlyArray<FlagDef> = [
     names: ["mqtt_port"],
     arg: "<port>",
     group: "MQTT",
-    help: "Use port for MQTT clients (default: 1883; 0 disables, -1 for a random port)",
+    help: "Enable MQTT on this port (1883 is the standard one; -1 for a random port, 0 disables)",
     apply: (s, v) => {
       const n = portValue(String(v))
       if (n === undefined) return PORT
@@ -556,5 +556,10 @@ export const helpText: string = [
   ...GROUP_ORDER.flatMap((g) => [`${GROUP_TITLE[g]}:`, ...flags.filter((f) => f.group === g).map(usageLine), ""]),
   "Flags take one or two dashes and their value as the next argument or after '='",
   "(-p 4222, -p=4222, --port=4222); boolean flags accept -flag=false. Flags override",
-  "the configuration file."
+  "the configuration file.",
+  "",
+  "With no file and no flags at all, every listener runs (clients 4222, MQTT 1883,",
+  "monitoring 8222, JetStream under ./data). With a file or any flag, only the client",
+  "listener runs unless MQTT (--mqtt_port, mqtt {}), JetStream (-js, jetstream {}) or",
+  "monitoring (-m, -ms, http_port) is named."
 ].join("\n")

@@ -4,11 +4,12 @@
 import { Context, Effect, Either, Layer } from "effect"
 import { readFileSync } from "node:fs"
 import { parseConfigFile, type ParsedConfig } from "./conf-parser.js"
-import { checkOptions, decodeConfig, formatWarning, type ConfigWarning } from "./decode.js"
+import { checkOptions, decodeConfig, formatWarning, ineffectiveSettings, type ConfigWarning } from "./decode.js"
+import { tlsProblems } from "./tls-check.js"
 import { configError, type ConfigError } from "./errors.js"
 import { parseArgs } from "./flags.js"
 import type { SignalRequest } from "./signal.js"
-import { defaultOptions, type ServerOptions } from "./options.js"
+import { bareOptions, defaultOptions, type ServerOptions } from "./options.js"
 import { applyPatch, mergePatches, type OptionsPatch } from "./patch.js"
 
 /** Reads configuration files (the main one and its includes). */
@@ -41,7 +42,10 @@ export interface LoadInput {
   readonly env: Readonly<Record<string, string | undefined>>
   /** Warnings are errors (`-t`). */
   readonly strict?: boolean | undefined
-  /** Defaults under everything; `defaultOptions` unless given. */
+  /**
+   * Defaults under everything. Unless given: `defaultOptions` (everything on) when
+   * there is neither a file nor an override, else `bareOptions` (only what is named runs).
+   */
   readonly base?: ServerOptions | undefined
 }
 
@@ -54,7 +58,20 @@ export interface Loaded {
 const strictError = (warnings: ReadonlyArray<ConfigWarning>): ConfigError => {
   const [head, ...rest] = warnings
   const more = rest.length === 0 ? "" : `\n${rest.map(formatWarning).join("\n")}`
-  return configError("UnknownKey", `${head.detail}${more}`, head.at)
+  const reason = head.reason === "UnknownKey" ? "UnknownKey" : "Invalid"
+  return configError(reason, `${head.detail}${more}`, head.at)
+}
+
+/** A TLS block that cannot load, placed at its key (`ws` for a `ws` block) or named alone (flags). */
+const tlsError = (problems: ReturnType<typeof tlsProblems>, parsed: ParsedConfig | undefined): ConfigError => {
+  const at = (path: ReadonlyArray<PropertyKey>) =>
+    parsed?.locate(path) ?? (path[0] === "websocket" ? parsed?.locate(["ws", ...path.slice(1)]) : undefined)
+  const [head, ...rest] = problems
+  const line = (p: (typeof problems)[number]) => {
+    const pos = at(p.path)
+    return pos === undefined ? p.message : `${pos.file}:${pos.line}:${pos.column}: ${p.message}`
+  }
+  return configError("Invalid", [head.message, ...rest.map(line)].join("\n"), at(head.path))
 }
 
 /** The options from an optional file, overrides and defaults. */
@@ -63,7 +80,7 @@ export const loadOptions = (input: LoadInput): Effect.Effect<Loaded, ConfigError
     Effect.suspend(() => {
       let parsed: ParsedConfig | undefined
       let filePatch: OptionsPatch = {}
-      let warnings: ReadonlyArray<ConfigWarning> = []
+      let fileWarnings: ReadonlyArray<ConfigWarning> = []
       if (input.configFile !== undefined) {
         const p = parseConfigFile(input.configFile, { readFile: files.readFile, env: input.env })
         if (Either.isLeft(p)) return Effect.fail(p.left)
@@ -71,15 +88,20 @@ export const loadOptions = (input: LoadInput): Effect.Effect<Loaded, ConfigError
         const d = decodeConfig(parsed)
         if (Either.isLeft(d)) return Effect.fail(d.left)
         filePatch = d.right.patch
-        warnings = d.right.warnings
+        fileWarnings = d.right.warnings
       }
-      if (input.strict === true && warnings.length > 0) return Effect.fail(strictError(warnings))
       const patch = mergePatches([filePatch, input.overrides ?? {}])
       if (patch.tls !== undefined && (patch.tls.certFile === undefined || patch.tls.keyFile === undefined)) {
         return Effect.fail(configError("Flag", "TLS needs a server certificate and key (--tlscert and --tlskey, or cert_file and key_file in the tls block)"))
       }
-      const checked = checkOptions(applyPatch(input.base ?? defaultOptions, patch), parsed)
+      const named = input.configFile !== undefined || Object.keys(input.overrides ?? {}).length > 0
+      const base = input.base ?? (named ? bareOptions : defaultOptions)
+      const checked = checkOptions(applyPatch(base, patch), parsed)
       if (Either.isLeft(checked)) return Effect.fail(checked.left)
+      const tls = tlsProblems(checked.right, files.readFile)
+      if (tls.length > 0) return Effect.fail(tlsError(tls, parsed))
+      const warnings = [...fileWarnings, ...ineffectiveSettings(checked.right, patch, parsed)]
+      if (input.strict === true && warnings.length > 0) return Effect.fail(strictError(warnings))
       return Effect.succeed({ options: checked.right, warnings: warnings.map(formatWarning) })
     })
   )
@@ -109,7 +131,11 @@ export const load = (
     if (Either.isLeft(flags)) return Effect.fail(flags.left)
     const f = flags.right
     if (f.kind !== "run") return Effect.succeed(f)
-    const source: LoadInput = { configFile: f.configFile, overrides: f.overrides, env }
+    // No file and no flag at all: the embedded default, everything on. Any flag (even -D
+    // or -t) means what nats-server means by it: only what is named runs. A reload
+    // starts from the same base.
+    const base = argv.length === 0 ? defaultOptions : bareOptions
+    const source: LoadInput = { configFile: f.configFile, overrides: f.overrides, env, base }
     return Effect.map(
       loadOptions({ ...source, strict: f.checkOnly }),
       (loaded): LoadOutcome => ({ kind: "run", ...loaded, checkOnly: f.checkOnly, signal: f.signal, source })

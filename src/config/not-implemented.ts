@@ -122,3 +122,20 @@ export const notImplementedKeys = {
     "no_auth_timeout"
   ]
 } as const
+
+/**
+ * Of the keys above, those whose absence would leave the server less secure than
+ * the configuration asks (any certificate where pinned ones were meant, users
+ * allowed where JWTs or a callout would decide, weaker TLS): the server refuses to
+ * start with them instead of warning.
+ */
+export const refusedKeys: { readonly [B in keyof typeof notImplementedKeys]?: ReadonlyArray<string> } = {
+  top: ["operator", "operators", "root_operators", "trusted", "trusted_keys", "resolver", "resolver_tls", "resolver_preload", "resolver_pinned_accounts"],
+  tls: ["cipher_suites", "curve_preferences", "pinned_certs", "verify_and_map", "verify_cert_and_check_known_urls", "min_version", "ocsp_peer", "cert_match", "cert_match_by"],
+  user: ["allowed_connection_types", "connection_types", "allowed_connection_type"],
+  authorization: ["auth_callout", "callout"],
+  account: ["default_permissions"]
+}
+
+/** Account `jetstream` maps are accepted, but their limits are not enforced yet. */
+export const accountJetStreamLimits = "account JetStream limits are not enforced by this version"

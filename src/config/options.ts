@@ -202,6 +202,7 @@ export const MiB = 1024 * 1024
  * The embedded defaults: what `npm start` / `switchyard` with no flags and no
  * config file runs with. nats-server's defaults where it has them; the spec's
  * where it differs (MQTT on 1883, monitoring on 8222, streams under ./data).
+ * A configuration file or any flag starts from `bareOptions` instead.
  */
 export const defaultOptions: ServerOptions = {
   configFile: undefined,
@@ -249,4 +250,18 @@ export const defaultOptions: ServerOptions = {
   portsFileDir: undefined,
   lameDuckDurationMs: 2 * 60_000,
   lameDuckGracePeriodMs: 10_000
+}
+
+/**
+ * What a configuration file or flags start from, as in nats-server: the client
+ * listener and nothing else. MQTT, WebSocket, JetStream and monitoring run only
+ * when the file or the flags name them (`mqtt`, `websocket`, `jetstream`/`-js`,
+ * `http`/`http_port`/`https_port`/`-m`/`-ms`).
+ */
+export const bareOptions: ServerOptions = {
+  ...defaultOptions,
+  httpPort: undefined,
+  jetstream: undefined,
+  mqtt: undefined,
+  websocket: undefined
 }

@@ -214,6 +214,18 @@ const completeTls = (p: Partial<TlsOptions> | undefined, base: TlsOptions | unde
   return { certFile: t.certFile, keyFile: t.keyFile, caFile: t.caFile, verify: t.verify ?? false, timeoutMs: t.timeoutMs ?? 2_000 }
 }
 
+/**
+ * A listener block (MQTT, WebSocket) binds where clients do unless it names a host of its
+ * own: `-a 127.0.0.1` (or `host`) keeps every listener on that interface, as monitoring.
+ */
+const followHost = <T extends { readonly host: string }>(
+  block: T | undefined,
+  blockPatch: { readonly host?: string } | undefined,
+  base: ServerOptions,
+  host: string
+): T | undefined =>
+  block === undefined || blockPatch?.host !== undefined || block.host !== base.host ? block : { ...block, host }
+
 /** `base` overlaid with `patch`: the options the server runs with. */
 export const applyPatch = (base: ServerOptions, patch: OptionsPatch): ServerOptions => {
   const host = pick(patch.host, base.host)
@@ -254,8 +266,13 @@ export const applyPatch = (base: ServerOptions, patch: OptionsPatch): ServerOpti
     accounts: pick(patch.accounts, base.accounts),
     systemAccount: pick(patch.systemAccount, base.systemAccount),
     jetstream: applyBlock<JetStreamOptions>(base.jetstream, patch.jetstream, jetstreamDefaults),
-    mqtt: applyBlock<MqttOptions>(base.mqtt, patch.mqtt, mqttDefaults),
-    websocket: applyBlock<WebsocketOptions>(base.websocket, patch.websocket, websocketDefaults),
+    mqtt: followHost(applyBlock<MqttOptions>(base.mqtt, patch.mqtt, { ...mqttDefaults, host: base.host }), patch.mqtt, base, host),
+    websocket: followHost(
+      applyBlock<WebsocketOptions>(base.websocket, patch.websocket, { ...websocketDefaults, host: base.host }),
+      patch.websocket,
+      base,
+      host
+    ),
     log: over<Partial<LogOptions>>(base.log, patch.log) as LogOptions,
     pidFile: pick(patch.pidFile, base.pidFile),
     portsFileDir: pick(patch.portsFileDir, base.portsFileDir),

@@ -23,7 +23,7 @@ import {
   type OptionsPatch,
   type WebsocketPatch
 } from "../config/patch.js"
-import { notImplementedKeys } from "../config/not-implemented.js"
+import { accountJetStreamLimits, notImplementedKeys, refusedKeys } from "../config/not-implemented.js"
 import { MAX_TOPIC_LEVELS_LIMIT } from "../core/mqtt/topic.js"
 
 // ---- building blocks --------------------------------------------------------
@@ -724,25 +724,35 @@ export const ConfigFile: Schema.Schema<OptionsPatch, unknown> = block(topFields,
 /**
  * The keys a block accepts. `children` describe the blocks under a key (a map
  * value, or each map in a list value); `entries` describes every value of a
- * block whose keys are names (accounts); `ignored` are nats-server keys accepted
- * without effect; `open` blocks are not checked.
+ * block whose keys are names (accounts); `ignored` are nats-server keys this
+ * version does not act on (a warning, an error under `-t`), `refused` those of them
+ * the server will not start with; every key of a `notImplemented` block is one
+ * this version does not act on, for the reason given.
  */
 export interface KeySpec {
   readonly known: ReadonlySet<string>
   readonly ignored: ReadonlySet<string>
+  readonly refused: ReadonlySet<string>
   readonly children: Readonly<Record<string, KeySpec>>
   readonly entries?: KeySpec
-  readonly open?: boolean
+  readonly notImplemented?: string
 }
 
 const spec = (
   fields: object,
   children: Record<string, KeySpec> = {},
-  ignored: ReadonlyArray<string> = []
-): KeySpec => ({ known: new Set(Object.keys(fields)), ignored: new Set(ignored), children })
+  block?: keyof typeof notImplementedKeys
+): KeySpec => ({
+  known: new Set(Object.keys(fields)),
+  ignored: new Set(block === undefined ? [] : notImplementedKeys[block]),
+  refused: new Set(block === undefined ? [] : (refusedKeys[block] ?? [])),
+  children
+})
+
+const namesOnly = (entries: KeySpec): KeySpec => ({ known: new Set(), ignored: new Set(), refused: new Set(), children: {}, entries })
 
 
-const tlsSpec = spec(tlsFields, {}, notImplementedKeys.tls)
+const tlsSpec = spec(tlsFields, {}, "tls")
 const subjectPermissionSpec = spec(subjectPermissionFields)
 const permissionsSpec = spec(
   permissionsFields,
@@ -755,7 +765,7 @@ const permissionsSpec = spec(
     allow_response: spec(allowResponsesFields)
   }
 )
-const userSpec = spec(userFields, { permissions: permissionsSpec }, notImplementedKeys.user)
+const userSpec = spec(userFields, { permissions: permissionsSpec }, "user")
 const authorizationSpec = spec(
   authorizationFields,
   {
@@ -764,21 +774,21 @@ const authorizationSpec = spec(
     default_permissions: permissionsSpec,
     default_permission: permissionsSpec
   },
-  notImplementedKeys.authorization
+  "authorization"
 )
 const importSourceSpec = spec(importSourceFields)
 const accountSpec = spec(
   accountFields,
   {
     users: userSpec,
-    exports: spec(exportFields, {}, notImplementedKeys.export),
-    imports: spec(importFields, { stream: importSourceSpec, service: importSourceSpec }, notImplementedKeys.import),
-    jetstream: { known: new Set(), ignored: new Set(), children: {}, open: true }
+    exports: spec(exportFields, {}, "export"),
+    imports: spec(importFields, { stream: importSourceSpec, service: importSourceSpec }, "import"),
+    jetstream: { ...spec({}), notImplemented: accountJetStreamLimits }
   },
-  notImplementedKeys.account
+  "account"
 )
-const mqttSpec = spec(mqttFields, { tls: tlsSpec, authorization: authorizationSpec }, notImplementedKeys.mqtt)
-const websocketSpec = spec(websocketFields, { tls: tlsSpec }, notImplementedKeys.websocket)
+const mqttSpec = spec(mqttFields, { tls: tlsSpec, authorization: authorizationSpec }, "mqtt")
+const websocketSpec = spec(websocketFields, { tls: tlsSpec }, "websocket")
 
 /** Every block's keys, from the top of the file down. */
 export const configKeys: KeySpec = spec(
@@ -787,11 +797,11 @@ export const configKeys: KeySpec = spec(
     tls: tlsSpec,
     http: spec(httpFields, { tls: tlsSpec }),
     authorization: authorizationSpec,
-    accounts: { known: new Set(), ignored: new Set(), children: {}, entries: accountSpec },
-    jetstream: spec(jetstreamFields, {}, notImplementedKeys.jetstream),
+    accounts: namesOnly(accountSpec),
+    jetstream: spec(jetstreamFields, {}, "jetstream"),
     mqtt: mqttSpec,
     websocket: websocketSpec,
     ws: websocketSpec
   },
-  notImplementedKeys.top
+  "top"
 )

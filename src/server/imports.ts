@@ -4,9 +4,10 @@
 // the importer that forwards requests to the exporter with a private reply subject,
 // whose single response is forwarded back. Nothing else ever crosses accounts.
 import { randomBytes } from "node:crypto"
-import type { AccountExport, AccountImport, ServerOptions } from "../config/options.js"
+import { importLabel, importProblem, importProblems, importSource as source } from "../config/account-checks.js"
+import type { AccountImport, ServerOptions } from "../config/options.js"
 import type { AccountExportSnapshot, AccountImportSnapshot } from "../core/monitor/source.js"
-import { isValidSubject, subjectHasWildcard, subjectIsSubsetMatch } from "../core/subject/subject.js"
+import { subjectHasWildcard } from "../core/subject/subject.js"
 import type { Client } from "./client.js"
 import type { Server } from "./server.js"
 import type { Subscription } from "./subscription.js"
@@ -15,44 +16,6 @@ import type { Subscription } from "./subscription.js"
 export const MAX_RESPONSE_MAPS = 10_000
 /** How long a service response is waited for (nats-server's response_threshold default). */
 export const RESPONSE_THRESHOLD_MS = 2 * 60_000
-
-type Kind = "stream" | "service"
-
-const source = (imp: AccountImport): { kind: Kind; account: string; subject: string } | undefined =>
-  imp.stream !== undefined
-    ? { kind: "stream", ...imp.stream }
-    : imp.service !== undefined
-      ? { kind: "service", ...imp.service }
-      : undefined
-
-const exportSubject = (e: AccountExport, kind: Kind): string | undefined => (kind === "stream" ? e.stream : e.service)
-
-/** Why an account's import is not allowed (unknown account, nothing exported that covers it, not for this account), or undefined. */
-export const importProblem = (o: ServerOptions, importer: string, imp: AccountImport): string | undefined => {
-  const src = source(imp)
-  if (src === undefined) return undefined
-  const what = `accounts.${importer}: ${src.kind} import of "${src.subject}" from "${src.account}"`
-  const from = o.accounts.find((a) => a.name === src.account)
-  if (from === undefined) return `${what}: no such account`
-  if (!isValidSubject(src.subject)) return `${what}: invalid subject`
-  const allowed = from.exports.some((e) => {
-    const s = exportSubject(e, src.kind)
-    return s !== undefined && subjectIsSubsetMatch(src.subject, s) && (e.accounts === undefined || e.accounts.includes(importer))
-  })
-  return allowed ? undefined : `${what}: not authorized (no matching export for this account)`
-}
-
-/** Every configured import's problem. */
-export const importProblems = (o: ServerOptions): Array<string> => {
-  const problems: Array<string> = []
-  for (const acc of o.accounts) {
-    for (const imp of acc.imports) {
-      const p = importProblem(o, acc.name, imp)
-      if (p !== undefined) problems.push(p)
-    }
-  }
-  return problems
-}
 
 /** An account's exports and imports as /accountz shows them. */
 export const accountSharing = (o: ServerOptions, name: string): { exports: Array<AccountExportSnapshot>; imports: Array<AccountImportSnapshot> } => {
@@ -178,7 +141,7 @@ export interface WiredImports {
 /** Subscribe what the configured imports need; unauthorized ones are skipped and logged (`serve` refuses to start with them). */
 export const wireImports = (server: Server): WiredImports => {
   const o = server.options
-  const problems = new Set(importProblems(o))
+  const problems = new Set(importProblems(o).map((p) => p.message))
   if (problems.size > 0) for (const p of problems) server.log.error(p)
   const byName = new Map(o.accounts.map((a) => [a.name, a]))
   const subs: Array<Subscription> = []
@@ -186,7 +149,7 @@ export const wireImports = (server: Server): WiredImports => {
     for (const imp of acc.imports) {
       const src = source(imp)
       if (src === undefined || !byName.has(src.account)) continue
-      const what = `accounts.${acc.name}: ${src.kind} import of "${src.subject}" from "${src.account}"`
+      const what = importLabel(acc.name, src)
       if ([...problems].some((p) => p.startsWith(what))) continue
       if (src.kind === "stream") subs.push(...wireStream(server, acc.name, imp, src.account, src.subject))
       else subs.push(...wireService(server, acc.name, imp, src.account, src.subject))

@@ -6,7 +6,8 @@
 // running configuration stays as it was.
 import type { AccountOptions, ServerOptions } from "../config/options.js"
 import type { LogService } from "../services/log.js"
-import { importProblems, wireImports } from "./imports.js"
+import { importProblems } from "../config/account-checks.js"
+import { wireImports } from "./imports.js"
 import { mqttAuthenticator } from "./mqtt/auth.js"
 import { reloadMqtt } from "./mqtt/reload.js"
 import { reauthorizeClients } from "./reauthorize.js"
@@ -117,7 +118,7 @@ export const planReload = (prev: ServerOptions, next: ServerOptions): ReloadPlan
     }
   }
   // What would stop a start stops a reload too: an import nothing exports to the importer.
-  refused.push(...importProblems(next))
+  refused.push(...importProblems(next).map((p) => p.message))
   return { changed, refused }
 }
 

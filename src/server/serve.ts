@@ -9,7 +9,7 @@ import { VERSION } from "../version.js"
 import { type MonitorError, type MonitorHandle, startMonitor } from "./monitor/http.js"
 import { makeMonitorSource } from "./monitor-source.js"
 import { hostPort, type RunningServer, startNatsServer } from "./run.js"
-import { checkUnsupported } from "./unsupported.js"
+import { checkUnsupported } from "../config/unsupported.js"
 import type { JetStream } from "./jetstream/jetstream.js"
 import { startJetStreamOnDisk } from "./jetstream/start.js"
 import type { MqttBridge } from "./mqtt/bridge.js"
@@ -69,7 +69,8 @@ export const serve = (
     if (options.configFile !== undefined) log.info(`  Using configuration file: ${options.configFile}`)
     for (const w of warnings) log.warn(w)
     const unsupported = checkUnsupported(options)
-    for (const w of unsupported.warnings) log.warn(w)
+    // Options loaded from a file or flags carry these already (with their place); options built in code do not.
+    for (const w of unsupported.warnings) if (!warnings.some((x) => x.endsWith(w))) log.warn(w)
     if (unsupported.errors.length > 0) {
       for (const e of unsupported.errors) log.fatal(e)
       return yield* Effect.fail(new StartupError(unsupported.errors.join("; ")))

@@ -4,8 +4,9 @@
 import { afterEach, describe, expect, it } from "vitest"
 import { connect, type NatsConnection, StringCodec } from "nats"
 import type { AccountExport, AccountImport, AccountOptions, UserEntry } from "../../src/config/options.js"
-import { importProblems, mapSubject } from "../../src/server/imports.js"
-import { checkUnsupported } from "../../src/server/unsupported.js"
+import { importProblems } from "../../src/config/account-checks.js"
+import { mapSubject } from "../../src/server/imports.js"
+import { checkUnsupported } from "../../src/config/unsupported.js"
 import { eventually, startTestServer, testOptions, type TestServer } from "../helpers/server.js"
 import { getJson, startMonitoredServer } from "../helpers/monitor.js"
 
@@ -165,9 +166,9 @@ describe("exports and imports", () => {
       ]
     })
     expect(importProblems(o)).toEqual([
-      'accounts.C: stream import of "other" from "A": not authorized (no matching export for this account)',
-      'accounts.C: service import of "svc" from "A": not authorized (no matching export for this account)',
-      'accounts.C: stream import of "x" from "Z": no such account'
+      { path: ["accounts", "C", "imports", 0], message: 'accounts.C: stream import of "other" from "A": not authorized (no matching export for this account)' },
+      { path: ["accounts", "C", "imports", 1], message: 'accounts.C: service import of "svc" from "A": not authorized (no matching export for this account)' },
+      { path: ["accounts", "C", "imports", 2], message: 'accounts.C: stream import of "x" from "Z": no such account' }
     ])
     expect(checkUnsupported(o).errors).toHaveLength(3)
     expect(checkUnsupported(testOptions({ accounts: [acc("A", [streamExport(">")]), acc("B", [], [streamImport("A", "x.y")])] })).errors)

@@ -73,9 +73,53 @@ describe("switchyard command", () => {
     fs.rmSync(dir, { recursive: true, force: true })
   })
 
+  it("two servers started with only -p and -m run side by side: no MQTT, no JetStream, no ./data", async () => {
+    // What client test harnesses (nats.py, nats.js) do: several servers with nothing but -p N -m M.
+    const cwd = fs.mkdtempSync(path.join(os.tmpdir(), "sy-cli-named-"))
+    const start = async () => {
+      const child = spawn(process.execPath, [bin, "-a", "127.0.0.1", "-p", "-1", "-m", "-1"], { cwd, stdio: ["ignore", "pipe", "pipe"] })
+      children.push(child)
+      let log = ""
+      child.stderr!.on("data", (d) => (log += d))
+      child.stdout!.on("data", (d) => (log += d))
+      await eventually(() => log.includes("Server is ready") || child.exitCode !== null, "the server to be ready", 20_000)
+      return { child, log: () => log }
+    }
+    const [a, b] = [await start(), await start()]
+    for (const s of [a, b]) {
+      expect(s.child.exitCode).toBe(null)
+      expect(s.log()).toMatch(/Starting http monitor on 127\.0\.0\.1:\d+/)
+      expect(s.log()).not.toMatch(/MQTT|JetStream/)
+      const http = Number(/Starting http monitor on 127\.0\.0\.1:(\d+)/.exec(s.log())?.[1])
+      const varz = (await (await fetch(`http://127.0.0.1:${http}/varz`)).json()) as { mqtt?: { port: number }; jetstream?: { config?: unknown } }
+      expect(varz.mqtt?.port ?? 0).toBe(0)
+      expect(varz.jetstream?.config).toBeUndefined()
+    }
+    expect(fs.existsSync(path.join(cwd, "data"))).toBe(false)
+    fs.rmSync(cwd, { recursive: true, force: true })
+  })
+
+  it("-t refuses what would be accepted but not acted on, with file:line:column", () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sy-cli-"))
+    const check = (name: string, text: string) => {
+      const file = path.join(dir, name)
+      fs.writeFileSync(file, text)
+      const r = run("-t", "-c", file)
+      expect(r.status).toBe(1)
+      return { file, stderr: r.stderr }
+    }
+    const imports = check("imports.conf", "port: 4333\naccounts { A: { imports: [ { stream: { account: NOPE, subject: x } } ] } }\n")
+    expect(imports.stderr).toContain(`${imports.file}:2:28: accounts.A: stream import of "x" from "NOPE": no such account`)
+    const tls = check("tls.conf", 'port: 4333\ntls {\n  cert_file: "nope.pem"\n  key_file: "nope-key.pem"\n}\n')
+    expect(tls.stderr).toContain(`${tls.file}:2:1: tls: cannot load the certificate or key: cert_file "nope.pem" cannot be read`)
+    const cluster = check("cluster.conf", 'port: 4333\ncluster { name: c, listen: "0.0.0.0:6222" }\n')
+    expect(cluster.stderr).toContain(`${cluster.file}:2:1: cluster is not implemented by this version and has no effect`)
+    fs.rmSync(dir, { recursive: true, force: true })
+  })
+
   it("starts, logs one line per listener, serves clients and stops gracefully on SIGTERM", async () => {
     const storeDir = fs.mkdtempSync(path.join(os.tmpdir(), "sy-cli-js-"))
-    const child = spawn(process.execPath, [bin, "-a", "127.0.0.1", "-p", "-1", "-m", "-1", "--mqtt_port", "0", "-sd", storeDir], { stdio: ["ignore", "pipe", "pipe"] })
+    const child = spawn(process.execPath, [bin, "-a", "127.0.0.1", "-p", "-1", "-m", "-1", "-js", "-sd", storeDir], { stdio: ["ignore", "pipe", "pipe"] })
     children.push(child)
     let log = ""
     child.stderr!.on("data", (d) => (log += d))

@@ -15,7 +15,7 @@ interface Running {
 }
 
 const startServer = async (storeDir: string): Promise<Running> => {
-  const proc = await startServerProcess(["-a", "127.0.0.1", "-p", "-1", "-m", "0", "--mqtt_port", "0", "-sd", storeDir])
+  const proc = await startServerProcess(["-a", "127.0.0.1", "-p", "-1", "-js", "-sd", storeDir])
   return { proc, port: loggedPort(proc, /Listening for client connections on 127\.0\.0\.1:(\d+)/) }
 }
 

@@ -8,7 +8,7 @@ import mqtt from "mqtt"
 import * as MqttPacket from "mqtt-packet"
 import { connect } from "nats"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { checkUnsupported } from "../../src/server/unsupported.js"
+import { checkUnsupported } from "../../src/config/unsupported.js"
 import { getJson } from "../helpers/monitor.js"
 import {
   connectMqtt,

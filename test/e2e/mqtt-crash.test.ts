@@ -16,7 +16,7 @@ interface Running {
 }
 
 const startServer = async (storeDir: string): Promise<Running> => {
-  const proc = await startServerProcess(["-a", "127.0.0.1", "-p", "-1", "-m", "0", "--mqtt_port", "-1", "-js", "-sd", storeDir])
+  const proc = await startServerProcess(["-a", "127.0.0.1", "-p", "-1", "--mqtt_port", "-1", "-js", "-sd", storeDir])
   return { proc, mqttPort: loggedPort(proc, /Listening for MQTT clients on [^\s]*:(\d+)/) }
 }
 

@@ -10,7 +10,7 @@ import * as MqttPacket from "mqtt-packet"
 import { connect, type NatsConnection } from "nats"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import WebSocket from "ws"
-import { checkUnsupported } from "../../src/server/unsupported.js"
+import { checkUnsupported } from "../../src/config/unsupported.js"
 import { getJson, startMonitoredServer } from "../helpers/monitor.js"
 import {
   connectMqtt,

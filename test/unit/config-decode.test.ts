@@ -8,7 +8,7 @@ import { checkOptions, decodeConfig, formatPath, formatWarning } from "../../src
 import type { ConfigError } from "../../src/config/errors.js"
 import { defaultOptions, MiB, type ServerOptions } from "../../src/config/options.js"
 import { applyPatch } from "../../src/config/patch.js"
-import { notImplementedKeys } from "../../src/config/not-implemented.js"
+import { notImplementedKeys, refusedKeys } from "../../src/config/not-implemented.js"
 import { parseDurationText, parseHostPort } from "../../src/schema/config.js"
 
 type Result = Either.Either<{ options: ServerOptions; warnings: Array<string> }, ConfigError>
@@ -277,8 +277,19 @@ describe("tls", () => {
     expect([e.line, e.column, e.detail]).toEqual([2, 1, "tls: cert_file and key_file are both required"])
   })
 
-  it("accepts nats-server tls keys it does not implement, without warning", () => {
-    expect(warnings("tls { cert_file: c, key_file: k, cipher_suites: [a], handshake_first: true }")).toEqual([])
+  it("warns, with its place, about a nats-server tls key it does not act on", () => {
+    expect(warnings("tls { cert_file: c, key_file: k, handshake_first: true }")).toEqual([
+      "t.conf:1:34: tls.handshake_first is not implemented by this version and has no effect"
+    ])
+  })
+
+  it("refuses to start with a tls key whose absence would weaken it (pinned_certs, cipher_suites, …)", () => {
+    const e = failure("tls {\n  cert_file: c, key_file: k\n  pinned_certs: [abc]\n  cipher_suites: [a]\n}")
+    expect([e.line, e.column]).toEqual([3, 3])
+    expect(e.message).toBe(
+      "t.conf:3:3: tls.pinned_certs is not implemented by this version, and running without it would be less secure than the configuration asks\n" +
+        "t.conf:4:3: tls.cipher_suites is not implemented by this version, and running without it would be less secure than the configuration asks"
+    )
   })
 })
 
@@ -312,6 +323,7 @@ describe("authorization", () => {
           { user: d, permissions: { allow_responses: false } }
         ]
       }
+      accounts { B: {} }
     `)
     const auth = o.authorization!
     expect(auth.defaultPermissions).toEqual({
@@ -385,6 +397,11 @@ describe("authorization", () => {
       expect(e.message).toMatch(/(password|pass|token): expected a string \(quote the value\)$/)
       expect(e.message).not.toMatch(/123456|hunter2|987654|555555|true/)
     }
+  })
+
+  it("checks that a user's account is defined", () => {
+    const e = failure("authorization {\n  users: [ { user: a, password: p, account: NOPE } ]\n}")
+    expect([e.line, e.column, e.detail]).toEqual([2, 36, 'authorization.users[0]: account "NOPE" is not defined in accounts'])
   })
 
   it("checks that no_auth_user names a defined user", () => {
@@ -641,8 +658,11 @@ describe("websocket", () => {
     )
   })
 
-  it("accepts nats-server's other websocket keys without warning, and warns about unknown ones", () => {
-    expect(warnings("websocket { port: 1, no_tls: true, same_origin: true, allowed_origins: [x], jwt_cookie: c }")).toEqual([])
+  it("warns about nats-server's websocket keys it does not act on, and about unknown ones", () => {
+    expect(warnings("websocket { port: 1, no_tls: true, same_origin: true, jwt_cookie: c }")).toEqual([
+      "t.conf:1:36: websocket.same_origin is not implemented by this version and has no effect",
+      "t.conf:1:55: websocket.jwt_cookie is not implemented by this version and has no effect"
+    ])
     expect(warnings("websocket { port: 1, no_tls: true, path: /x }")).toEqual([
       't.conf:1:36: unknown key "path" in websocket'
     ])
@@ -681,14 +701,37 @@ jetstream { store_dir: x, turbo: true }
     ])
   })
 
-  it("accepts nats-server keys that are not implemented yet, without warning", () => {
-    const text = notImplementedKeys.top.map((k) => `${k}: 1`).join("\n")
-    expect(warnings(text)).toEqual([])
-    expect(warnings("cluster { name: c, listen: 0.0.0.0:6222, routes: [ nats://a:6222 ] }\nlame_duck_duration: \"30s\"")).toEqual([])
+  it("warns about every nats-server key this version does not act on, each at its place", () => {
+    const keys = notImplementedKeys.top.filter((k) => !(refusedKeys.top ?? []).includes(k))
+    expect(warnings(keys.map((k) => `${k}: 1`).join("\n"))).toEqual(
+      keys.map((k, i) => `t.conf:${i + 1}:1: ${k} is not implemented by this version and has no effect`)
+    )
+    expect(warnings("cluster { name: c, listen: 0.0.0.0:6222, routes: [ nats://a:6222 ] }")).toEqual([
+      "t.conf:1:1: cluster is not implemented by this version and has no effect"
+    ])
     // Implemented now, so they left the list; syslog is refused rather than ignored.
     for (const k of ["pid_file", "ports_file_dir", "lame_duck_duration", "log_size_limit", "logfile_max_num", "syslog", "remote_syslog"]) {
       expect(notImplementedKeys.top).not.toContain(k)
     }
+  })
+
+  it("refuses the keys whose absence would leave the server open (operator, resolver, …)", () => {
+    for (const k of refusedKeys.top ?? []) {
+      expect(failure(`port: 4222\n${k}: x`).message).toBe(
+        `t.conf:2:1: ${k} is not implemented by this version, and running without it would be less secure than the configuration asks`
+      )
+    }
+    expect(failure("authorization { users: [ { user: a, allowed_connection_types: [MQTT] } ] }").message).toContain(
+      "authorization.users[0].allowed_connection_types is not implemented by this version"
+    )
+  })
+
+  it("says account JetStream limits are not enforced", () => {
+    expect(warnings("accounts { A { jetstream { max_memory: 1GB, max_streams: 3 } } }")).toEqual([
+      "t.conf:1:28: accounts.A.jetstream.max_memory: account JetStream limits are not enforced by this version",
+      "t.conf:1:45: accounts.A.jetstream.max_streams: account JetStream limits are not enforced by this version"
+    ])
+    expect(warnings("accounts { A { jetstream: enabled } }")).toEqual([])
   })
 
   it("does not warn about keys used as variables", () => {
@@ -730,9 +773,13 @@ describe("http block (the spec's form for HTTPS monitoring)", () => {
   it("takes host, port and a tls block of its own for https_port", async () => {
     const { loadOptions, ConfigFiles } = await import("../../src/config/load.js")
     const { Effect } = await import("effect")
+    const { readFileSync } = await import("node:fs")
+    const pem = (f: string) => readFileSync(`test/fixtures/config/certs/${f}`, "utf8")
     const conf = 'http { host: "127.0.0.1", port: 8300, tls { cert_file: "c.pem", key_file: "k.pem" } }\nhttps_port: 8443\n'
     const loaded = await Effect.runPromise(
-      loadOptions({ configFile: "/x.conf", env: {} }).pipe(Effect.provide(ConfigFiles.layerMemory({ "/x.conf": conf })))
+      loadOptions({ configFile: "/x.conf", env: {} }).pipe(
+        Effect.provide(ConfigFiles.layerMemory({ "/x.conf": conf, "c.pem": pem("server.pem"), "k.pem": pem("server-key.pem") }))
+      )
     )
     expect(loaded.options.httpHost).toBe("127.0.0.1")
     expect(loaded.options.httpPort).toBe(8300)

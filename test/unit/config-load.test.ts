@@ -3,6 +3,7 @@
 // of every message.
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Either } from "effect"
+import { readFileSync } from "node:fs"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { ConfigFiles, load, loadOptions, type LoadOutcome } from "../../src/config/load.js"
@@ -60,10 +61,11 @@ describe("load from disk", () => {
         noAuthUser: "app",
         systemAccount: "SYS",
         log: { debug: true, trace: false, logtime: false, logFile: "/var/log/switchyard.log" },
-        tls: { certFile: "./certs/server.pem", keyFile: "./certs/server-key.pem", caFile: "./certs/ca.pem", verify: true, timeoutMs: 1500 },
+        tls: { certFile: "test/fixtures/config/certs/server.pem", keyFile: "test/fixtures/config/certs/server-key.pem", caFile: "test/fixtures/config/certs/ca.pem", verify: true, timeoutMs: 1500 },
         jetstream: { storeDir: "/var/lib/switchyard", maxMemory: 1024 ** 3, maxStorage: 10 * 1024 ** 3 },
         mqtt: { host: "0.0.0.0", port: 1884, ackWaitMs: 60_000, maxAckPending: 100, noAuthUser: "svc" },
-        websocket: { host: "0.0.0.0", port: 8080, noTls: true, compression: true, tls: undefined }
+        // no host of its own: where clients are (the file's host)
+        websocket: { host: "127.0.0.1", port: 8080, noTls: true, compression: true, tls: undefined }
       })
       const users = o.authorization!.users
       expect(users.map((u) => u.user)).toEqual(["admin", "app", "svc"])
@@ -109,6 +111,63 @@ describe("load from disk", () => {
   )
 })
 
+describe("a file or flags run only what they name (as nats-server)", () => {
+  const files = ConfigFiles.layerMemory({
+    "/plain.conf": "port: 4333\nhttp: 8333\n",
+    "/sd.conf": "port: 4333\nstore_dir: /srv/js\n",
+    "/mqtt.conf": "host: 127.0.0.1\nmqtt { port: 1884 }\njetstream: enabled\n"
+  })
+
+  it.effect("a file with port and http starts no MQTT, no JetStream, and monitoring only where it says", () =>
+    Effect.gen(function* () {
+      const o = runOptions(yield* load(["-c", "/plain.conf"], {}))
+      expect([o.port, o.httpPort, o.mqtt, o.jetstream, o.websocket]).toEqual([4333, 8333, undefined, undefined, undefined])
+    }).pipe(Effect.provide(files))
+  )
+
+  it.effect("any flag alone (-p, -m, even -D) starts the client listener and what the flags name", () =>
+    Effect.gen(function* () {
+      const pm = runOptions(yield* load(["-p", "4555", "-m", "8555"], {}))
+      expect([pm.port, pm.httpPort, pm.mqtt, pm.jetstream]).toEqual([4555, 8555, undefined, undefined])
+      const d = runOptions(yield* load(["-D"], {}))
+      expect([d.port, d.httpPort, d.mqtt, d.jetstream, d.log.debug]).toEqual([4222, undefined, undefined, undefined, true])
+      const js = runOptions(yield* load(["-js"], {}))
+      expect(js.jetstream).toEqual({ storeDir: "./data", maxMemory: -1, maxStorage: -1 })
+      const mqtt = runOptions(yield* load(["--mqtt_port", "1884"], {}))
+      expect(mqtt.mqtt).toMatchObject({ host: "0.0.0.0", port: 1884 })
+    }).pipe(Effect.provide(files))
+  )
+
+  it.effect("MQTT binds the client host unless its block names one", () =>
+    Effect.gen(function* () {
+      const flags = runOptions(yield* load(["-a", "127.0.0.1", "--mqtt_port", "1884", "-m", "8222"], {}))
+      expect([flags.mqtt?.host, flags.httpHost]).toEqual(["127.0.0.1", "127.0.0.1"])
+      const file = runOptions(yield* load(["-c", "/mqtt.conf"], {}))
+      expect([file.mqtt?.host, file.mqtt?.port, file.jetstream?.storeDir]).toEqual(["127.0.0.1", 1884, "./data"])
+      const own = runOptions(yield* load(["-c", "/mqtt.conf", "-a", "10.1.2.3"], {}))
+      expect(own.mqtt?.host).toBe("10.1.2.3")
+    }).pipe(Effect.provide(files))
+  )
+
+  it.effect("a store directory without JetStream is a warning where it was set, an error under -t", () =>
+    Effect.gen(function* () {
+      const sd = yield* load(["-p", "4333", "-sd", "/srv/js"], {})
+      if (sd.kind !== "run") throw new Error("expected run")
+      expect([sd.options.jetstream, sd.warnings]).toEqual([
+        undefined,
+        ["-sd: JetStream is not enabled (jetstream {} or -js), so the store directory is not used"]
+      ])
+      const file = yield* load(["-c", "/sd.conf"], {})
+      if (file.kind !== "run") throw new Error("expected run")
+      expect(file.warnings).toEqual(["/sd.conf:2:1: store_dir: JetStream is not enabled (jetstream {} or -js), so the store directory is not used"])
+      const e = yield* Effect.flip(load(["-t", "-c", "/sd.conf"], {}))
+      expect([e.line, e.column]).toEqual([2, 1])
+      const on = runOptions(yield* load(["-c", "/sd.conf", "-js"], {}))
+      expect(on.jetstream?.storeDir).toBe("/srv/js")
+    }).pipe(Effect.provide(files))
+  )
+})
+
 describe("unknown keys and strict mode", () => {
   it.effect("warns about unknown keys and runs", () =>
     Effect.gen(function* () {
@@ -130,6 +189,22 @@ describe("unknown keys and strict mode", () => {
         `${fixture("unknown.conf")}:2:1: unknown key "colour" in the top level\n` +
           `${fixture("unknown.conf")}:6:3: unknown key "shoe_size" in authorization`
       )
+    }).pipe(Effect.provide(ConfigFiles.layerNode))
+  )
+
+  it.effect("warns about each key it does not act on, at its place, and -t refuses them all", () =>
+    Effect.gen(function* () {
+      const file = fixture("not-implemented.conf")
+      const outcome = yield* load(["-c", file], {})
+      if (outcome.kind !== "run") throw new Error("expected run")
+      const expected = [
+        `${file}:4:1: cluster is not implemented by this version and has no effect`,
+        `${file}:13:3: jetstream.domain is not implemented by this version and has no effect`,
+        `${file}:15:1: mappings is not implemented by this version and has no effect`
+      ]
+      expect(outcome.warnings).toEqual(expected)
+      const e = yield* Effect.flip(load(["-t", "-c", file], {}))
+      expect([e.file, e.line, e.column, e.message]).toEqual([file, 4, 1, expected.join("\n")])
     }).pipe(Effect.provide(ConfigFiles.layerNode))
   )
 
@@ -236,15 +311,17 @@ describe("environment and outcomes", () => {
 
   it.effect("--tls* flags override the file's tls block field by field", () =>
     Effect.gen(function* () {
-      const files = ConfigFiles.layerMemory({ "/s.conf": `tls { cert_file: "f.pem", key_file: "f.key", timeout: 3 }` })
+      const pem = (f: string) => readFileSync(fixture(`certs/${f}`), "utf8")
+      const certs = { "f.pem": pem("server.pem"), "f.key": pem("server-key.pem"), "ca.pem": pem("ca.pem"), "flag.pem": pem("server.pem"), "s.pem": pem("server.pem"), "s.key": pem("server-key.pem") }
+      const files = ConfigFiles.layerMemory({ "/s.conf": `tls { cert_file: "f.pem", key_file: "f.key", timeout: 3 }`, ...certs })
       const verify = yield* load(["-c", "/s.conf", "--tlsverify", "--tlscacert", "ca.pem"], {}).pipe(Effect.provide(files))
       expect(runOptions(verify).tls).toEqual({ certFile: "f.pem", keyFile: "f.key", caFile: "ca.pem", verify: true, timeoutMs: 3000 })
       const cert = yield* load(["-c", "/s.conf", "--tls", "--tlscert", "flag.pem"], {}).pipe(Effect.provide(files))
       expect(runOptions(cert).tls).toEqual({ certFile: "flag.pem", keyFile: "f.key", caFile: undefined, verify: false, timeoutMs: 3000 })
       // Without a file, the flags must name both the certificate and its key.
-      const e = yield* Effect.flip(load(["--tls", "--tlscert", "s.pem"], {}).pipe(Effect.provide(ConfigFiles.layerMemory({}))))
+      const e = yield* Effect.flip(load(["--tls", "--tlscert", "s.pem"], {}).pipe(Effect.provide(ConfigFiles.layerMemory(certs))))
       expect(e.message).toContain("TLS needs a server certificate and key (--tlscert and --tlskey")
-      const both = yield* load(["--tls", "--tlscert", "s.pem", "--tlskey", "s.key"], {}).pipe(Effect.provide(ConfigFiles.layerMemory({})))
+      const both = yield* load(["--tls", "--tlscert", "s.pem", "--tlskey", "s.key"], {}).pipe(Effect.provide(ConfigFiles.layerMemory(certs)))
       expect(runOptions(both).tls).toEqual({ certFile: "s.pem", keyFile: "s.key", caFile: undefined, verify: false, timeoutMs: 2_000 })
     })
   )
