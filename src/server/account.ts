@@ -14,6 +14,18 @@ export class Account {
   outMsgs = 0
   outBytes = 0
   slowConsumers = 0
+  /** Told after any subscription of this account comes or goes (push consumers watch their deliver subject). */
+  onInterestChange: (() => void) | undefined = undefined
 
   constructor(readonly name: string) {}
+
+  subscribe(s: Subscription): void {
+    this.sublist.insert(s)
+    this.onInterestChange?.()
+  }
+
+  unsubscribe(s: Subscription): void {
+    this.sublist.remove(s)
+    this.onInterestChange?.()
+  }
 }

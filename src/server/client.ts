@@ -246,7 +246,7 @@ export class Client implements NatsOpHandler {
       }
       const s = new Subscription(this, subject, queue === "" ? undefined : queue, sid)
       this.subs.set(sid, s)
-      this.account.sublist.insert(s)
+      this.account.subscribe(s)
     }
     if (this.verbose) this.sendOk()
   }
@@ -323,7 +323,7 @@ export class Client implements NatsOpHandler {
     if (s.closed) return
     s.closed = true
     this.subs.delete(s.sid)
-    this.account.sublist.remove(s)
+    this.account.unsubscribe(s)
   }
 
   sendOk(): void {

@@ -1,10 +1,11 @@
-// The Effect shell around the engine: listens through the Transport, drives the
-// engine's timers from Effect's Clock (so tests steer them with TestClock), flushes
+// The Effect shell around the engine: listens through the Transport, wakes the
+// engine's timers on demand from Effect's Clock (so tests steer them with TestClock), flushes
 // on setImmediate, and shuts down gracefully when its scope closes.
 import { Effect, Random, type Scope } from "effect"
 import type { ServerOptions } from "../config/options.js"
 import { Log } from "../services/log.js"
 import { Transport, type TransportError } from "../services/transport.js"
+import { type Alarm, startAlarm } from "./alarm.js"
 import { BusyPoll } from "./busy-poll.js"
 import { GcPacer, nodeMinorGc } from "./gc-pacer.js"
 import { type WiredImports, wireImports } from "./imports.js"
@@ -18,6 +19,8 @@ export interface RunningServer {
   readonly busyPoll: BusyPoll | undefined
   /** The accounts' imports as wired now (a reload rewires them). */
   imports: WiredImports
+  /** The timer of the clients' deadlines (pings, auth and write deadlines). */
+  readonly alarm: Alarm
 }
 
 /** A small, fast seeded generator (xorshift32) for per-message choices; the seed comes from Effect's Random. */
@@ -31,7 +34,7 @@ export const xorshift = (seed: number): (() => number) => {
   }
 }
 
-/** How often the engine's timers are checked: fine enough for the shortest configured timeout. */
+/** The closest two runs of the engine's timers may be: fine enough for the shortest configured timeout. */
 export const tickIntervalMs = (o: ServerOptions): number => {
   const shortest = Math.min(o.pingIntervalMs, o.writeDeadlineMs, o.authorization?.timeoutMs ?? o.authTimeoutMs)
   return Math.max(10, Math.min(1000, Math.floor(shortest / 4)))
@@ -51,6 +54,7 @@ export const startNatsServer = (
     const poll = options.busyPollUs > 0
       ? new BusyPoll(options.busyPollUs / 1000, { now: () => performance.now(), schedule: (f) => setImmediate(f) })
       : undefined
+    let alarm: Alarm | undefined
     const minorGc = nodeMinorGc()
     const pacer = minorGc === undefined ? undefined : new GcPacer(minorGc)
     const server = new Server(options, {
@@ -63,9 +67,15 @@ export const startNatsServer = (
       random,
       log,
       scheduleFlush: (flush) => setImmediate(flush),
+      wakeAt: (at) => alarm?.wakeAt(at),
       serverId: makeServerId(random)
     })
     const imports = wireImports(server)
+    // Pings, stale connections, auth and write deadlines: woken only when a client has
+    // one due, never more often than the tick interval (so nearby deadlines share a run;
+    // read each time: a reload may shorten the ping interval or a deadline).
+    const timer = yield* startAlarm((t) => server.tick(t), () => tickIntervalMs(server.options))
+    alarm = timer
     const listener = yield* transport.listen(options.host, options.port, (conn) => server.accept(conn), options.tls)
     server.setListener(listener.host, listener.port)
     server.registerListener(listener)
@@ -77,12 +87,6 @@ export const startNatsServer = (
         server.shutdown()
       })
     )
-    // Read each round: a reload may shorten the ping interval or a deadline.
-    yield* Effect.suspend(() => Effect.sleep(tickIntervalMs(server.options))).pipe(
-      Effect.zipRight(Effect.sync(() => server.tick(now()))),
-      Effect.forever,
-      Effect.forkScoped
-    )
     log.info(`Listening for client connections on ${hostPort(listener.host, listener.port)}`)
-    return { server, host: listener.host, port: listener.port, busyPoll: poll, imports }
+    return { server, host: listener.host, port: listener.port, busyPoll: poll, imports, alarm: timer }
   })

@@ -29,6 +29,8 @@ export interface ServerEnv {
   readonly scheduleFlush: (flush: () => void) => void
   /** Called for every chunk read from a client socket (NATS or MQTT): the shell's busy polling. */
   readonly activity?: (bytes: number) => void
+  /** Ask the shell to run `tick` no later than `at` (a client's first deadline, a blocked write). */
+  readonly wakeAt?: (at: number) => void
   readonly serverId: string
 }
 
@@ -159,6 +161,8 @@ export class Server {
       if (c.nextPingAt > now + next.pingIntervalMs) c.nextPingAt = now + next.pingIntervalMs
       if (c.authDeadline > 0 && !c.connectReceived) c.authDeadline = Math.min(c.authDeadline, c.start + this.authTimeoutMs())
     }
+    // Deadlines may have come closer: the timer looks again now.
+    if (this.clients.size > 0) this.env.wakeAt?.(now)
     this.closeOverMaxConnections(next.maxConnections)
   }
 
@@ -194,6 +198,7 @@ export class Server {
     this.clients.set(cid, c)
     this.totalConnections++
     if (this.authRequired) c.authDeadline = now + this.authTimeoutMs()
+    this.env.wakeAt?.(c.authDeadline > 0 ? Math.min(c.authDeadline, c.nextPingAt) : c.nextPingAt)
     conn.write(this.infoFor(c))
     this.log.debug(`${c.logPrefix()} - Client connection created`)
     return {
@@ -325,7 +330,7 @@ export class Server {
     this.closed.push({ ...c.snapshot(), pendingBytes: 0, stop: this.env.now(), reason })
     for (const s of c.subs.values()) {
       s.closed = true
-      c.account.sublist.remove(s)
+      c.account.unsubscribe(s)
     }
     c.subs.clear()
     c.out.clear()
@@ -472,7 +477,7 @@ export class Server {
   internalSubscribe(c: Client, subject: string, queue: string | undefined, handler: InternalHandler): Subscription {
     const s = new Subscription(c, subject, queue, `$I${this.nextInternalSid++}`, handler)
     c.subs.set(s.sid, s)
-    c.account.sublist.insert(s)
+    c.account.subscribe(s)
     return s
   }
 
@@ -513,27 +518,40 @@ export class Server {
     const queued = c.conn.writableLength()
     if (queued > 0) {
       // The write deadline runs from the last time the transport made progress.
-      if (c.blockedSince < 0 || queued < c.transportPending) c.blockedSince = this.env.now()
+      if (c.blockedSince < 0) {
+        c.blockedSince = this.env.now()
+        this.env.wakeAt?.(c.blockedSince + this.options.writeDeadlineMs)
+      } else if (queued < c.transportPending) c.blockedSince = this.env.now()
     } else {
       c.blockedSince = -1
     }
     c.transportPending = queued
   }
 
-  // ---- timers: driven by the shell's periodic tick ----
+  // ---- timers: the shell runs tick when a deadline asked for is due ----
 
-  /** Ping, stale, auth-timeout and write-deadline checks for every client. */
-  tick(now: number): void {
+  /**
+   * Ping, stale, auth-timeout and write-deadline checks for every client; returns when
+   * the next of them is due (undefined: no client, nothing timed).
+   */
+  tick(now: number): number | undefined {
     const o = this.options
+    let next = Infinity
     for (const c of this.clients.values()) {
       if (c.closed) continue
-      if (c.authDeadline > 0 && !c.connectReceived && now >= c.authDeadline) {
-        this.closeClient(c, ClosedReason.AuthenticationTimeout, ErrText.AuthenticationTimeout)
-        continue
+      if (c.authDeadline > 0 && !c.connectReceived) {
+        if (now >= c.authDeadline) {
+          this.closeClient(c, ClosedReason.AuthenticationTimeout, ErrText.AuthenticationTimeout)
+          continue
+        }
+        next = Math.min(next, c.authDeadline)
       }
-      if (c.blockedSince >= 0 && now - c.blockedSince >= o.writeDeadlineMs) {
-        this.slowConsumer(c, ClosedReason.SlowConsumerWriteDeadline)
-        continue
+      if (c.blockedSince >= 0) {
+        if (now - c.blockedSince >= o.writeDeadlineMs) {
+          this.slowConsumer(c, ClosedReason.SlowConsumerWriteDeadline)
+          continue
+        }
+        next = Math.min(next, c.blockedSince + o.writeDeadlineMs)
       }
       if ((c.firstRtt === FirstRtt.Connected || c.firstRtt === FirstRtt.Handshaken) && now >= c.firstRttDueAt) c.sendFirstRttPing()
       if (now >= c.nextPingAt) {
@@ -547,7 +565,9 @@ export class Server {
         c.pingsOut++
         c.sendPing(false)
       }
+      next = Math.min(next, c.nextPingAt)
     }
+    return next === Infinity ? undefined : next
   }
 
   /** Graceful shutdown: stop accepting, flush what each client has pending, close. */

@@ -78,7 +78,7 @@ const until = (check: Effect.Effect<boolean>, what: string) =>
   })
 
 describe("sync_interval", () => {
-  it.scoped("with a duration, PubAcks go out before any fsync, and the timer fsyncs every period", () =>
+  it.scoped("with a duration, PubAcks go out before any fsync, and the timer fsyncs a period after a write", () =>
     Effect.gen(function*() {
       const { store, js, jsm, client } = yield* serveWith(10_000)
       yield* Effect.promise(() => jsm.streams.add({ name: "FAST", subjects: ["fast"] }))
@@ -94,9 +94,14 @@ describe("sync_interval", () => {
       yield* TestClock.adjust("1 second")
       yield* Effect.promise(() => eventually(() => store.counts.syncs === 1, "the periodic fsync", 30_000))
 
-      // The next round comes one period after the blocked one completed.
+      // Nothing written since: no fsync is armed, however long the server stays idle.
       store.open()
       yield* Effect.promise(() => eventually(() => store.counts.synced === 1, "the first fsync to complete", 30_000))
+      yield* TestClock.adjust("1 hour")
+      expect(store.counts.syncs).toBe(1)
+
+      // The next write arms the next fsync, one period after it.
+      yield* Effect.promise(() => client.publish("fast", "later"))
       const next = (yield* Clock.currentTimeMillis) + 10_000
       yield* until(Effect.map(TestClock.sleeps(), Chunk.some((at) => at === next)), "the timer to be set again")
       yield* TestClock.adjust("10 seconds")

@@ -97,17 +97,20 @@ export const notifyConsumers = (s: JsStream, removed: boolean): void => {
   }
 }
 
-/** The subsystem's clock tick: every consumer runs what is due. */
-export const tickConsumers = (js: JetStream, now: number): void => {
+/** The subsystem's timer run: every consumer runs what is due; returns the earliest next deadline. */
+export const tickConsumers = (js: JetStream, now: number): number | undefined => {
+  let next = Infinity
   for (const a of js.accounts.values())
     for (const s of a.streams.values())
       for (const c of [...(registry.get(s)?.values() ?? [])]) {
         try {
-          c.tick(now)
+          const at = c.tick(now)
+          if (at !== undefined) next = Math.min(next, at)
         } catch (err) {
           s.host.server.log.error(`JetStream consumer '${s.name} > ${c.name}' failed: ${String(err)}`)
         }
       }
+  return next === Infinity ? undefined : next
 }
 
 /** The stream is being deleted: stop its consumers (their state goes with the stream's store). */

@@ -102,6 +102,8 @@ const toBuffer = (u: Uint8Array): Buffer => Buffer.from(u.buffer, u.byteOffset, 
 export class JsConsumer {
   private subs: Subscription[] = []
   private interest = false
+  /** Counted among the push consumers whose deliver subject's interest is watched. */
+  private watching = false
   private stepping = false
   private readonly inbox: ConsumerInput[] = []
   /** Deliveries waiting for a store read, kept in order. */
@@ -157,6 +159,8 @@ export class JsConsumer {
     )
     if (this.isPush) {
       this.subs.push(server.internalSubscribe(client, `$JS.FC.${base}.*`, undefined, (subject) => this.input({ type: "flowControlReply", subject })))
+      this.stream.host.watchInterest(1)
+      this.watching = true
       this.checkInterest()
     } else {
       this.subs.push(
@@ -171,15 +175,18 @@ export class JsConsumer {
   }
 
   /**
-   * Driven by the subsystem's clock tick (Effect's Clock, so TestClock in tests): run the
-   * machine's deadlines (ack_wait, pull expiry, heartbeats, inactivity) once they are due,
-   * and for push consumers notice subscribers appearing on or leaving `deliver_subject`.
+   * Driven by the subsystem's timer (Effect's Clock, so TestClock in tests), which runs
+   * when a deadline is due or a subscription came or went: run the machine's deadlines
+   * (ack_wait, pull expiry, heartbeats, inactivity) once they are due, and for push
+   * consumers notice subscribers appearing on or leaving `deliver_subject`. Returns the
+   * machine's next deadline.
    */
-  tick(now: number): void {
-    if (this.stopIfStreamClosed()) return
+  tick(now: number): number | undefined {
+    if (this.stopIfStreamClosed()) return undefined
     if (this.isPush) this.checkInterest()
     const at = this.machine.nextDeadline()
     if (at !== undefined && at <= now) this.input({ type: "tick" })
+    return this.closed ? undefined : this.machine.nextDeadline()
   }
 
   /** Push consumers have no event for a subscription on `deliver_subject`: look at the Sublist. */
@@ -211,6 +218,9 @@ export class JsConsumer {
     } finally {
       this.stepping = false
     }
+    // What the step armed (an ack wait, a pull request's expiry, a heartbeat) wakes the timer.
+    const at = this.closed ? undefined : this.machine.nextDeadline()
+    if (at !== undefined) this.stream.host.wakeAt(at)
   }
 
 
@@ -392,6 +402,8 @@ export class JsConsumer {
   /** Stop timers and subscriptions (server shutdown, stream deleted, consumer replaced). */
   stop(): void {
     this.closed = true
+    if (this.watching) this.stream.host.watchInterest(-1)
+    this.watching = false
     for (const s of this.subs) this.stream.host.client.removeSub(s)
     this.subs = []
   }

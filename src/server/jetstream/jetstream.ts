@@ -8,18 +8,18 @@ import type { JetStreamSnapshot, StreamSnapshot } from "../../core/monitor/sourc
 import { type ApiError, JsErr } from "../../core/jetstream/errors.js"
 import { type StreamConfig } from "../../core/jetstream/stream-config.js"
 import { Log, type LogService } from "../../services/log.js"
-import { Store, type StoreError, type StoreService } from "../../services/store.js"
+import { Store, type StoreError, type StoreService, type StreamStore } from "../../services/store.js"
+import { type Alarm, startAlarm } from "../alarm.js"
 import type { Client } from "../client.js"
 import type { Server } from "../server.js"
 import { handleApi, handleDirectGet } from "./api.js"
 import { consumerCount, consumerSnapshots, notifyConsumers, restoreConsumers, saveAllConsumers, tickConsumers } from "./consumer-api.js"
 import { JsStream, type StreamHost } from "./stream.js"
 
-/** Meta key under which a stream's JetStream configuration and creation time are kept. */
-/** Resolution of the subsystem's timers (ack_wait, pull expiry, heartbeats, max_age). */
+/** Resolution of the subsystem's timers (ack_wait, pull expiry, heartbeats, max_age): the closest two runs may be. */
 const TICK_MS = 25
-/** How often removed messages' space is reclaimed. */
-const COMPACT_EVERY_MS = 60_000
+/** How long after the first write since the last compaction removed messages' space is reclaimed. */
+export const COMPACT_AFTER_MS = 60_000
 
 export const STREAM_META = "jetstream.stream"
 
@@ -50,6 +50,12 @@ export class JsAccount implements StreamHost {
 
   get syncAlways(): boolean {
     return this.js.syncIntervalMs === undefined
+  }
+
+  wakeAt = (at: number): void => this.js.wakeAt(at)
+
+  watchInterest = (delta: 1 | -1): void => {
+    this.js.pushConsumers += delta
   }
 
   usage(storage: "file" | "memory"): number {
@@ -92,6 +98,14 @@ export class JetStream {
   /** Streams that could not be recovered, in nats-server's words; the first one fails /healthz. */
   readonly problems: string[] = []
   private queue: Promise<void> = Promise.resolve()
+  /** The subsystem's timer (set by startJetStream); undefined until then. */
+  alarm: Alarm | undefined
+  /** When the `sync_interval` fsync is due (written since the last one); undefined: nothing to sync. */
+  private syncAt: number | undefined
+  /** When compaction is due (written or removed since the last one); undefined: nothing to reclaim. */
+  private compactAt: number | undefined
+  /** Push consumers running: while there are any, subscription changes wake the timer. */
+  pushConsumers = 0
 
   constructor(
     readonly server: Server,
@@ -99,6 +113,79 @@ export class JetStream {
     readonly store: StoreService,
     readonly log: LogService
   ) {}
+
+  wakeAt(at: number): void {
+    this.alarm?.wakeAt(at)
+  }
+
+  /**
+   * A stream's store changed (stored, removed, expired, purged): arm the sync_interval
+   * fsync and the compaction after it, and the stream's next max_age expiry.
+   */
+  noteWrite(store: StreamStore): void {
+    const now = this.server.now()
+    const interval = this.syncIntervalMs
+    if (interval !== undefined && this.syncAt === undefined) {
+      this.syncAt = now + interval
+      this.wakeAt(this.syncAt)
+    }
+    if (this.compactAt === undefined) {
+      this.compactAt = now + COMPACT_AFTER_MS
+      this.wakeAt(this.compactAt)
+    }
+    const expiry = store.nextExpiry()
+    if (expiry !== undefined) this.wakeAt(expiry)
+  }
+
+  /** The store, telling the subsystem about every change (so its timers are armed on demand). */
+  private watched(store: StreamStore): StreamStore {
+    const touched = <F extends (...args: never[]) => unknown>(f: F): F =>
+      ((...args: Parameters<F>) => {
+        const r = f(...args)
+        this.noteWrite(store)
+        return r
+      }) as F
+    return {
+      ...store,
+      storeSync: touched(store.storeSync),
+      skipSync: touched(store.skipSync),
+      removeSync: touched(store.removeSync),
+      store: (...a) => Effect.tap(store.store(...a), () => this.noteWrite(store)),
+      storeBatch: (...a) => Effect.tap(store.storeBatch(...a), () => this.noteWrite(store)),
+      remove: (...a) => Effect.tap(store.remove(...a), () => this.noteWrite(store)),
+      purge: (...a) => Effect.tap(store.purge(...a), () => this.noteWrite(store)),
+      expire: (...a) => Effect.tap(store.expire(...a), () => this.noteWrite(store)),
+      updateConfig: (...a) => Effect.tap(store.updateConfig(...a), () => this.noteWrite(store))
+    }
+  }
+
+  /**
+   * The timer's run: consumers' deadlines, max_age expiry, the sync_interval fsync and
+   * compaction, whichever are due; returns when the next of them is.
+   */
+  runDue(now: number): Effect.Effect<number | undefined> {
+    return Effect.suspend(() => {
+      let next = tickConsumers(this, now) ?? Infinity
+      const work: Array<Effect.Effect<void>> = [this.expireDue(now)]
+      if (this.syncAt !== undefined && this.syncAt <= now) {
+        this.syncAt = undefined
+        work.push(this.syncAll())
+      }
+      if (this.compactAt !== undefined && this.compactAt <= now) {
+        this.compactAt = undefined
+        work.push(this.compactAll())
+      }
+      return Effect.map(Effect.all(work, { discard: true }), () => {
+        for (const a of this.accounts.values())
+          for (const s of a.streams.values()) {
+            const at = s.closed ? undefined : s.store.nextExpiry()
+            if (at !== undefined) next = Math.min(next, at)
+          }
+        for (const at of [this.syncAt, this.compactAt]) if (at !== undefined) next = Math.min(next, at)
+        return next === Infinity ? undefined : next
+      })
+    })
+  }
 
   /** The `sync_interval` period in ms; undefined when every PubAck waits for its fsync. */
   get syncIntervalMs(): number | undefined {
@@ -131,6 +218,10 @@ export class JetStream {
       const client = this.server.internalClient(name, "JetStream")
       a = new JsAccount(this, name, client, this.enabledFor(name))
       this.accounts.set(name, a)
+      // Push consumers learn of subscribers on their deliver subject from this, not by polling.
+      client.account.onInterestChange = () => {
+        if (this.pushConsumers > 0) this.wakeAt(0)
+      }
       for (const subject of ["$JS.API.INFO", "$JS.API.STREAM.>", "$JS.API.CONSUMER.>"]) {
         const acc = a
         this.server.internalSubscribe(client, subject, undefined, (s, reply, hdrLen, buf, start, end) => {
@@ -165,7 +256,10 @@ export class JetStream {
     })
   }
 
-  makeStream(acc: JsAccount, meta: StoredStreamMeta, store: JsStream["store"]): JsStream {
+  makeStream(acc: JsAccount, meta: StoredStreamMeta, raw: JsStream["store"]): JsStream {
+    const store = this.watched(raw)
+    const expiry = store.nextExpiry()
+    if (expiry !== undefined) this.wakeAt(expiry)
     const s = new JsStream(acc, meta.config, meta.created, store, (st, subject, reply, buf, start, end, hdrLen) =>
       handleDirectGet(this, acc, st, subject, reply, buf.toString("utf8", start + Math.max(0, hdrLen), end))
     )
@@ -308,6 +402,10 @@ export const startJetStream = (
     const store = yield* Store
     const log = yield* Log
     const js = new JetStream(server, options, store, log)
+    // One timer for every time-driven thing in the subsystem (max_age, ack_wait, pull
+    // expiry, heartbeats, inactivity, the sync_interval fsync, compaction), armed only
+    // when one of them is pending: Effect's Clock, so tests drive it with TestClock.
+    js.alarm = yield* startAlarm((now) => js.runDue(now), TICK_MS)
     yield* js.recover()
     for (const name of server.accounts.keys()) if (name !== server.options.systemAccount) js.account(name)
     yield* Effect.addFinalizer(() =>
@@ -317,34 +415,6 @@ export const startJetStream = (
           for (const a of js.accounts.values()) for (const s of a.streams.values()) s.closed = true
         })
       )
-    )
-    // One clock for every time-driven thing in the subsystem (max_age, ack_wait, pull
-    // expiry, heartbeats, inactivity): Effect's Clock, so tests drive it with TestClock.
-    yield* Effect.sleep(`${TICK_MS} millis`).pipe(
-      Effect.zipRight(
-        Effect.suspend(() => {
-          const now = server.now()
-          tickConsumers(js, now)
-          return js.expireDue(now)
-        })
-      ),
-      Effect.forever,
-      Effect.forkScoped
-    )
-    // With a sync_interval, PubAcks wait only for the write to the OS; this timer
-    // (Effect's Clock, so TestClock drives it) makes everything durable each period.
-    const interval = js.syncIntervalMs
-    if (interval !== undefined)
-      yield* Effect.sleep(`${interval} millis`).pipe(
-        Effect.zipRight(Effect.suspend(() => js.syncAll())),
-        Effect.forever,
-        Effect.forkScoped
-      )
-    // Reclaim the space of removed messages now and then (blocks mostly removed are rewritten).
-    yield* Effect.sleep(`${COMPACT_EVERY_MS} millis`).pipe(
-      Effect.zipRight(Effect.suspend(() => js.compactAll())),
-      Effect.forever,
-      Effect.forkScoped
     )
     return js
   })

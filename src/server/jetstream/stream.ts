@@ -22,6 +22,10 @@ export interface StreamHost {
   readonly admit: (storage: "file" | "memory", bytes: number) => ApiError | undefined
   /** True: a PubAck waits for the fsync (`sync_interval: always`); false: for the write to the OS. */
   readonly syncAlways: boolean
+  /** Ask the subsystem's timer to run by then (a consumer's deadline). */
+  readonly wakeAt: (at: number) => void
+  /** A push consumer starts (+1) or stops (-1) watching its deliver subject's interest. */
+  readonly watchInterest: (delta: 1 | -1) => void
 }
 
 interface PendingAck {

@@ -5,6 +5,7 @@
 // depends on a write is said to a client before the write is durable; without it
 // they live in memory. Persistent sessions of disconnected clients stay subscribed
 // ("detached") and queue the QoS 1/2 messages published while they are away.
+import type { Alarm } from "../alarm.js"
 import type { MqttOptions } from "../../config/options.js"
 import {
   type ClientPacket,
@@ -44,6 +45,11 @@ const FETCH_BATCH = 64
 const FETCH_BATCH_BYTES = 1024 * 1024
 
 /** Takeovers of one client id within this window beyond the limit count as flapping (logged). */
+/**
+ * How long a persistent session's stale record (acknowledged QoS 1 messages) may wait
+ * before it is rewritten: acks of a burst share one write.
+ */
+export const LAZY_RECORD_MS = 250
 const FLAP_WINDOW_MS = 10_000
 const FLAP_MAX_TAKEOVERS = 3
 
@@ -82,6 +88,12 @@ interface Detached {
 
 export class MqttBridge {
   readonly connections = new Map<number, MqttConnection>()
+  /** The shell's timer that runs tick() (set by the listener). */
+  alarm: Alarm | undefined = undefined
+  /** Asks the shell to run tick() by then. */
+  wakeAt(at: number): void {
+    this.alarm?.wakeAt(at)
+  }
   /** MQTT connections accepted since start (for /varz total_connections). */
   totalConnections = 0
   // Client ids, retained messages and stored sessions are per account, as subjects are.
@@ -207,6 +219,9 @@ export class MqttBridge {
     this.connections.set(c.cid, c)
     this.totalConnections++
     if (this.server.log.debugEnabled) this.server.log.debug(`${mqttLogPrefix(c)} - Client connection created`)
+    // The CONNECT timeout: the session's first deadline, before it has stepped at all.
+    const connectBy = c.session.nextDeadline()
+    if (connectBy !== undefined) this.wakeAt(connectBy)
     c.parser.onPacket = (packet: ClientPacket) => {
       if (c.closed) return
       if (this.tracing) traceMqttIn(this.server.log, c, packet)
@@ -314,7 +329,7 @@ export class MqttBridge {
         const store = this.persisted(c)
         if (store !== undefined && typeof a.ref === "number") {
           store.unref(a.ref)
-          if (c.recordDirty === undefined) c.recordDirty = "lazy"
+          this.markLazy(c)
         }
         return
       }
@@ -328,9 +343,9 @@ export class MqttBridge {
         )
         return
       }
-      // Deadlines are polled by the tick loop through nextDeadline().
+      // The shell's alarm runs tick() by then (tick reads every session's nextDeadline()).
       case "deadline":
-        return
+        return this.wakeAt(a.at)
     }
   }
 
@@ -383,7 +398,7 @@ export class MqttBridge {
       if (packet.qos === 2 && !packet.dup && this.persisted(c) !== undefined) {
         c.recordDirty = "now"
         c.held = true
-      } else if (packet.qos === 1 && c.recordDirty === undefined && this.persisted(c) !== undefined) c.recordDirty = "lazy"
+      } else if (packet.qos === 1 && this.persisted(c) !== undefined) this.markLazy(c)
     }
     c.outBytes += encodeInto(c.out, packet, this.held)
     this.markDirty(c)
@@ -686,7 +701,7 @@ export class MqttBridge {
   private removeSub(s: Subscription): void {
     s.closed = true
     s.client.subs.delete(s.sid)
-    s.client.account.sublist.remove(s)
+    s.client.account.unsubscribe(s)
   }
 
   /** The session ended: flush what it said last (CONNACK refusal, …), then end the socket. */
@@ -868,9 +883,20 @@ export class MqttBridge {
     })
   }
 
-  /** Wake sessions whose deadline (keepalive, redelivery) has come; rewrite stale session records. */
-  tick(now: number): void {
+  /** A persistent session's record is stale in a way that may wait: it is rewritten by the next tick, soon. */
+  private markLazy(c: MqttConnection): void {
+    if (c.recordDirty !== undefined) return
+    c.recordDirty = "lazy"
+    this.wakeAt(this.server.now() + LAZY_RECORD_MS)
+  }
+
+  /**
+   * Wake sessions whose deadline (keepalive, redelivery) has come; rewrite stale session
+   * records. Returns when a session next needs it (undefined: none does).
+   */
+  tick(now: number): number | undefined {
     let wrote = false
+    let next = Infinity
     for (const c of [...this.connections.values()]) {
       const at = c.session.nextDeadline()
       if (at !== undefined && at <= now && !c.closed) this.input(c, { type: "tick" })
@@ -878,8 +904,11 @@ export class MqttBridge {
         this.writeRecord(c)
         wrote = true
       }
+      const after = c.closed ? undefined : c.session.nextDeadline()
+      if (after !== undefined) next = Math.min(next, after)
     }
     if (wrote) this.persistence!.commit(() => {})
+    return next === Infinity ? undefined : next
   }
 
   /** Close one connection as the server stops (lame duck mode, shutdown): no will, its session kept. */

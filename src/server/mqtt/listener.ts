@@ -8,10 +8,11 @@ import { GLOBAL_ACCOUNT } from "../account.js"
 import { ClosedReason } from "../reasons.js"
 import type { Server } from "../server.js"
 import type { JetStream } from "../jetstream/jetstream.js"
+import { startAlarm } from "../alarm.js"
 import { MqttBridge } from "./bridge.js"
 import { MqttPersistence } from "./persist.js"
 
-/** Keepalive is counted in seconds: checking deadlines four times a second is fine enough. */
+/** Keepalive is counted in seconds: deadlines this close together are served by one run. */
 export const MQTT_TICK_MS = 250
 
 /** A listener's start-up error names the listener ("mqtt tls: cannot load …"). */
@@ -62,9 +63,10 @@ export const startMqtt = (
 ): Effect.Effect<MqttBridge, TransportError, Transport | Scope.Scope> =>
   Effect.gen(function*() {
     const transport = yield* Transport
-    const clock = yield* Effect.clock
     const persistence = jetstream === undefined ? undefined : new MqttPersistence(jetstream, jetstream.log)
     const bridge = new MqttBridge(server, options, persistence)
+    // Keep-alives, redeliveries, CONNECT timeouts and stale session records: woken when one is due.
+    bridge.alarm = yield* startAlarm((now) => bridge.tick(now), MQTT_TICK_MS)
     // Sessions stored before a restart are subscribed again before the first client connects.
     if (persistence !== undefined) yield* Effect.promise(() => bridge.openStoredAccounts())
     // MQTT clients expect TLS from the first byte (mqtts://), unlike NATS's INFO-then-upgrade.
@@ -76,10 +78,5 @@ export const startMqtt = (
     bridge.port = listener.port
     server.registerListener(listener)
     yield* Effect.addFinalizer(() => Effect.promise(() => bridge.shutdown()))
-    yield* Effect.sleep(MQTT_TICK_MS).pipe(
-      Effect.zipRight(Effect.sync(() => bridge.tick(clock.unsafeCurrentTimeMillis()))),
-      Effect.forever,
-      Effect.forkScoped
-    )
     return bridge
   })
