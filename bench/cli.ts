@@ -57,7 +57,7 @@ const usage = `usage: npm run bench -- [options]
   --pin MODE        auto: pin server and generator to different CPUs where the scenario
                     asks (request-reply latency); all: in every scenario; none (default: auto)
   --render FILE     redraw FILE.svg and FILE.md from an earlier FILE.json (no runs) and exit
-  --no-build        do not run tsc -p tsconfig.build.json first
+  --no-build        do not run npm run build (tsc and the bundle) first
   --list            print scenarios and systems and exit`
 
 const parseNum = (s: string): number => {
@@ -194,11 +194,14 @@ const parseArgs = (argv: ReadonlyArray<string>): Options => {
   return o
 }
 
+/** `npm run build`'s two steps: tsc, then the bundle the switchyard command runs. */
 const buildSwitchyard = (): Availability => {
   const tsc = path.join(ROOT, "node_modules/typescript/bin/tsc")
-  const r = spawnSync(process.execPath, [tsc, "-p", "tsconfig.build.json"], { cwd: ROOT, encoding: "utf8" })
-  if (r.status === 0) return { ok: true, detail: "built" }
-  return { ok: false, detail: `build failed (tsc -p tsconfig.build.json):\n${(r.stdout + r.stderr).trim().slice(0, 2000)}` }
+  for (const [what, args] of [["tsc -p tsconfig.build.json", [tsc, "-p", "tsconfig.build.json"]], ["node scripts/bundle.mjs", [path.join(ROOT, "scripts/bundle.mjs")]]] as const) {
+    const r = spawnSync(process.execPath, args, { cwd: ROOT, encoding: "utf8" })
+    if (r.status !== 0) return { ok: false, detail: `build failed (${what}):\n${(r.stdout + r.stderr).trim().slice(0, 2000)}` }
+  }
+  return { ok: true, detail: "built" }
 }
 
 const machine = () => ({
@@ -219,7 +222,7 @@ const main = async (): Promise<void> => {
   )
 
   if (opts.build && !opts.list && chosen.some((s) => s.subject)) {
-    process.stdout.write("building Switchyard (tsc -p tsconfig.build.json) ... ")
+    process.stdout.write("building Switchyard (npm run build: tsc and the bundle) ... ")
     const b = buildSwitchyard()
     console.log(b.ok ? "ok" : "FAILED")
     if (!b.ok) console.log(b.detail)
@@ -351,7 +354,7 @@ const main = async (): Promise<void> => {
     })
   )
 
-  const targets = checkTargets(rs)
+  const targets = checkTargets(rs, summaries, subject)
   console.log(renderTargets(targets))
 
   mkdirSync(opts.out, { recursive: true })
@@ -408,7 +411,7 @@ const writeViews = (base: string, v: RunView): void => {
     m.os !== undefined ? `, ${m.os}` : ""
   }, Node ${m.node}: ${ran.map(([k, ver]) => `${k} ${ver}`).join(", ")}. Medians of ${v.iterations} runs per system, the systems alternating within each cell.`
   writeFileSync(base + ".svg", renderSvg(v.scenarios, v.summaries, SYSTEMS, subject, caption) + "\n")
-  writeFileSync(base + ".md", renderMarkdown(v.scenarios, v.summaries, v.ratios, targetGroups(checkTargets(v.ratios)), subject, header))
+  writeFileSync(base + ".md", renderMarkdown(v.scenarios, v.summaries, v.ratios, targetGroups(checkTargets(v.ratios, v.summaries, subject)), subject, header))
 }
 
 /** `--render results.json`: the chart and the summary again from the stored results, e.g. after a renderer change. */
@@ -458,7 +461,7 @@ const startInstance = async (
   const { cmd, args } =
     pin === undefined ? base : { cmd: "taskset", args: ["-c", String(pin.server), base.cmd, ...base.args] }
   try {
-    const server = await startServer(cmd, args, sys.ready(ports, [step.sc.protocol]), { cwd: ROOT, env: base.env })
+    const server = await startServer(cmd, args, sys.ready(ports, [step.sc.protocol]), { cwd: ROOT, env: base.env, readyLine: sys.readyLine })
     return {
       server,
       ports,
@@ -516,7 +519,10 @@ const runOne = async (
       if (!warm.ok) return { ...warm, error: `warm-up failed: ${warm.error ?? warm.errors.join("; ")}` }
     }
   }
-  const r = await runJob(step.sc.job(inst.ports, inst.server.pid, step.size, step.bound), 180_000, pin?.gen)
+  const job = step.sc.job(inst.ports, inst.server.pid, step.size, step.bound)
+  const ran = await runJob(job, 180_000, pin?.gen)
+  // The footprint scenario starts a fresh server for every run: how long it took to be ready belongs to the run.
+  const r = job.kind === "idle-footprint" && ran.ok ? { ...ran, metrics: { ...ran.metrics, readyMs: inst.server.readyMs } } : ran
   const peak = processStatusBytes(inst.server.pid, "VmHWM")
   if (inst.server.exited()) {
     const tail = inst.server.logTail().trim().split("\n").slice(-3).join(" | ")

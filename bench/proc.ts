@@ -78,6 +78,8 @@ export type Readiness = { readonly port: number; readonly kind: "nats-info" | "t
 
 export interface Server {
   readonly pid: number
+  /** Milliseconds from spawn until it was ready (its ready line, if it has one, and every probe). */
+  readonly readyMs: number
   /** Last lines the server printed (for failure reports). */
   readonly logTail: () => string
   readonly exited: () => boolean
@@ -89,14 +91,23 @@ export const startServer = async (
   cmd: string,
   args: ReadonlyArray<string>,
   ready: ReadonlyArray<Readiness>,
-  opts: { readonly cwd: string; readonly timeoutMs?: number; readonly env?: Readonly<Record<string, string>> }
+  opts: {
+    readonly cwd: string
+    readonly timeoutMs?: number
+    readonly env?: Readonly<Record<string, string>>
+    /** A line the server logs once it is ready ("Server is ready"), waited for besides the probes. */
+    readonly readyLine?: RegExp
+  }
 ): Promise<Server> => {
   const env = opts.env === undefined ? process.env : { ...process.env, ...opts.env }
+  const spawnedAt = performance.now()
   const child = spawn(cmd, args, { cwd: opts.cwd, env, stdio: ["ignore", "pipe", "pipe"] })
   live.add(child)
   let tail = ""
+  let lineAt: number | undefined
   const keep = (b: Buffer): void => {
     tail = (tail + b.toString("utf8")).slice(-4000)
+    if (lineAt === undefined && opts.readyLine?.test(tail) === true) lineAt = performance.now()
   }
   child.stdout!.on("data", keep)
   child.stderr!.on("data", keep)
@@ -125,24 +136,32 @@ export const startServer = async (
     clearTimeout(t)
   }
   const deadline = Date.now() + (opts.timeoutMs ?? 15000)
-  for (const r of ready) {
+  const checks: ReadonlyArray<Readiness | "line"> = opts.readyLine === undefined ? ready : [...ready, "line"]
+  let probedAt = spawnedAt
+  for (const r of checks) {
     for (;;) {
       if (exitedFlag) {
         throw new Error(
           `${cmd} exited before it was ready${spawnError ? `: ${spawnError.message}` : ""}\n${tail.trim()}`
         )
       }
-      const ok = r.kind === "nats-info" ? await probeNats(r.port) : await probeTcp(r.port)
-      if (ok) break
+      const ok = r === "line" ? lineAt !== undefined : r.kind === "nats-info" ? await probeNats(r.port) : await probeTcp(r.port)
+      if (ok) {
+        if (r !== "line") probedAt = performance.now()
+        break
+      }
       if (Date.now() > deadline) {
         await stop()
-        throw new Error(`${cmd} not ready on port ${r.port} within ${opts.timeoutMs ?? 15000} ms\n${tail.trim()}`)
+        const what = r === "line" ? `its "${opts.readyLine!.source}" line` : `port ${r.port}`
+        throw new Error(`${cmd} not ready (${what}) within ${opts.timeoutMs ?? 15000} ms\n${tail.trim()}`)
       }
-      await sleep(50)
+      // Fine-grained: the time to ready is measured with this resolution.
+      await sleep(5)
     }
   }
   return {
     pid: child.pid!,
+    readyMs: Math.max(probedAt, lineAt ?? spawnedAt) - spawnedAt,
     logTail: () => tail,
     exited: () => exitedFlag,
     stop

@@ -387,7 +387,7 @@ export const renderMarkdown = (
   scenarios: ReadonlyArray<Scenario>,
   summaries: ReadonlyArray<CellSummary>,
   rs: ReadonlyArray<Ratio>,
-  checks: ReadonlyArray<{ readonly what: string; readonly cells: ReadonlyArray<{ readonly label: string; readonly ratio: number | undefined; readonly met: boolean }> }>,
+  checks: ReadonlyArray<{ readonly what: string; readonly cells: ReadonlyArray<{ readonly label: string; readonly ratio: number | undefined; readonly met: boolean; readonly shown?: string }> }>,
   subject: string,
   header: string
 ): string => {
@@ -424,7 +424,7 @@ export const renderMarkdown = (
     for (const c of checks) {
       const all = c.cells.every((x) => x.met)
       const detail = c.cells
-        .map((x) => `${x.label} ${x.ratio === undefined ? "n/a" : `${x.ratio.toFixed(2)}×`}${x.met ? "" : " ✗"}`)
+        .map((x) => `${x.label} ${x.shown !== undefined && x.ratio === undefined && !x.shown.startsWith("n/a") ? x.shown : x.ratio === undefined ? "n/a" : `${x.ratio.toFixed(2)}×`}${x.met ? "" : " ✗"}`)
         .join(", ")
       lines.push(`- ${all ? "**met**" : "**not met**"} — ${c.what}: ${detail}`)
     }

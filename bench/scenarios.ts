@@ -212,6 +212,22 @@ export const SCENARIOS: ReadonlyArray<Scenario> = [
     freshServer: true,
     job: (ports, serverPid, _size, run) => ({ kind: "nats-idle", port: ports.nats, serverPid, count: run.count })
   },
+  {
+    id: "footprint",
+    title: "Footprint: started with JetStream and MQTT on, then idle (no clients)",
+    // MQTT scenarios start every system with MQTT, and JetStream where it has it.
+    protocol: "mqtt",
+    sized: false,
+    metrics: [
+      { key: "idleRssMiB", label: "idle RSS MiB", format: "num", better: "lower", compare: true, chart: true },
+      { key: "idleCpuPct", label: "idle CPU %", format: "num", better: "lower", compare: true },
+      { key: "readyMs", label: "ready ms", format: "num", better: "lower", compare: true, chart: true }
+    ],
+    defaultCount: () => 20,
+    countUnit: "seconds idle",
+    freshServer: true,
+    job: (_ports, serverPid, _size, run) => ({ kind: "idle-footprint", serverPid, seconds: run.count })
+  },
   ...([0, 1, 2] as const).flatMap((qos): Array<Scenario> =>
     ([1, 4] as const).map((subs) => ({
       id: subs === 1 ? `mqtt${qos}` : `mqtt${qos}-fanout`,
@@ -310,6 +326,9 @@ export const findScenario = (name: string): Scenario | undefined => {
     requestreply: "reqrep",
     latency: "reqrep",
     connections: "idle",
+    idlefootprint: "footprint",
+    memory: "footprint",
+    startup: "footprint",
     qos0: "mqtt0",
     qos1: "mqtt1",
     qos2: "mqtt2",

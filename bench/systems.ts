@@ -46,6 +46,8 @@ export interface SystemDef {
   ) => { readonly cmd: string; readonly args: ReadonlyArray<string>; readonly env?: Readonly<Record<string, string>> }
   /** What to probe before the instance counts as started. */
   readonly ready: (ports: Ports, protocols: ReadonlyArray<Protocol>) => ReadonlyArray<Readiness>
+  /** The line it logs once ready, if it logs one (the time to ready waits for it too). */
+  readonly readyLine?: RegExp
 }
 
 const which = (bin: string): string | undefined => {
@@ -119,13 +121,13 @@ const packageJson = (root: string, name: string): { version: string } | undefine
  * Switchyard's entry point; SWITCHYARD_ENTRY=/path/to/main.js benchmarks another
  * build (an older checkout's dist, say) with the same flags.
  */
-const switchyardEntry = (root: string): string => process.env.SWITCHYARD_ENTRY ?? path.join(root, "dist/src/main.js")
+const switchyardEntry = (root: string): string => process.env.SWITCHYARD_ENTRY ?? path.join(root, "dist/switchyard/main.js")
 
 /** The version line of a Switchyard build at `entry` (another checkout's dist, or this one's). */
 const switchyardDetail = (root: string, entry: string, other: boolean): Availability => {
   if (!existsSync(entry)) return { ok: false, detail: `${path.relative(root, entry)} not built` }
   if (other) {
-    // another build: its own package.json (dist/src/main.js -> ../../package.json), not this checkout's rev
+    // another build: its own package.json (dist/switchyard/main.js or dist/src/main.js -> ../../package.json), not this checkout's rev
     const pkgFile = path.resolve(path.dirname(entry), "../../package.json")
     const v = existsSync(pkgFile) ? (JSON.parse(readFileSync(pkgFile, "utf8")) as { version: string }).version : "?"
     return { ok: true, detail: `${v} on Node ${process.version} via ${entry}` }
@@ -172,7 +174,8 @@ export const SYSTEMS: ReadonlyArray<SystemDef> = [
     color: "#2b7bb9",
     available: (root) => switchyardDetail(root, switchyardEntry(root), process.env.SWITCHYARD_ENTRY !== undefined),
     command: (root, ports, workDir, protocol) => ({ cmd: process.execPath, args: switchyardArgs(switchyardEntry(root), ports, workDir, protocol, []) }),
-    ready: natsReady
+    ready: natsReady,
+    readyLine: /Server is ready/
   },
   {
     name: "switchyard-b",
@@ -191,7 +194,8 @@ export const SYSTEMS: ReadonlyArray<SystemDef> = [
       args: switchyardArgs(variantB.entry ?? switchyardEntry(root), ports, workDir, protocol, variantB.args),
       env: variantB.env
     }),
-    ready: natsReady
+    ready: natsReady,
+    readyLine: /Server is ready/
   },
   {
     name: "nats-server",
@@ -225,7 +229,8 @@ export const SYSTEMS: ReadonlyArray<SystemDef> = [
       )
       return { cmd, args: ["-c", conf] }
     },
-    ready: natsReady
+    ready: natsReady,
+    readyLine: /Server is ready/
   },
   {
     name: "mosquitto",

@@ -2,7 +2,7 @@
 // against the ratios of a run: each target names scenarios, sizes, a peer, a metric and a
 // bound on Switchyard ÷ peer. A cell that was not run is "not measured", never "met"; a
 // lossy or failed cell has no ratio and so does not meet its target.
-import type { Ratio } from "./report.js"
+import type { CellSummary, Ratio } from "./report.js"
 
 export interface Target {
   readonly what: string
@@ -39,23 +39,47 @@ export const TARGETS: ReadonlyArray<Target> = [
 ]
 
 /**
+ * Bounds on Switchyard's own numbers rather than ratios (the operations issue): the
+ * footprint of a server started with JetStream and MQTT on and left idle.
+ */
+export interface Bound {
+  readonly what: string
+  readonly scenario: string
+  readonly metric: string
+  /** Switchyard's median must be at most this. */
+  readonly max: number
+  readonly unit: string
+}
+
+export const BOUNDS: ReadonlyArray<Bound> = [
+  { what: "idle RSS with JetStream and MQTT on: ≤ 64 MiB", scenario: "footprint", metric: "idleRssMiB", max: 64, unit: " MiB" },
+  { what: "idle CPU with JetStream and MQTT on: ≤ 0.5%", scenario: "footprint", metric: "idleCpuPct", max: 0.5, unit: "%" },
+  { what: "spawn to \"Server is ready\": ≤ 500 ms", scenario: "footprint", metric: "readyMs", max: 500, unit: " ms" }
+]
+
+/**
  * What `npm run bench` runs by default: a scenario for every target, in a few minutes. The
  * MQTT 1→4 fan-outs the targets also cover, and the scenarios without a target, run with
  * `--scenario all` (or by name).
  */
-export const DEFAULT_SCENARIOS: ReadonlyArray<string> = ["1to1", "fanout", "reqrep", "idle", "mqtt0", "mqtt1", "mqtt1-persist", "mqtt2", "mqtt-connect"]
+export const DEFAULT_SCENARIOS: ReadonlyArray<string> = ["1to1", "fanout", "reqrep", "idle", "mqtt0", "mqtt1", "mqtt1-persist", "mqtt2", "mqtt-connect", "footprint"]
 
 export interface TargetCheck {
-  readonly target: Target
+  readonly target: Target | Bound
   readonly scenario: string
   readonly size: number
   /** undefined: no ratio (a lossy or failed cell). */
   readonly ratio: number | undefined
   readonly met: boolean
   readonly note?: string
+  /** How the cell reads: the ratio (`1.25×`), or a bound's value (`58.3 MiB`). */
+  readonly shown: string
 }
 
-export const checkTargets = (rs: ReadonlyArray<Ratio>): Array<TargetCheck> => {
+const shownValue = (v: number, unit: string): string => `${v >= 100 ? v.toFixed(0) : v.toFixed(v >= 10 ? 1 : 2)}${unit}`
+
+/** Ratio targets on `rs`, and bounds on the subject's own medians in `summaries`. */
+export const checkTargets = (rs: ReadonlyArray<Ratio>, summaries: ReadonlyArray<CellSummary> = [], subject = "switchyard"): Array<TargetCheck> => {
   const out: Array<TargetCheck> = []
   for (const t of TARGETS) {
     for (const scenario of t.scenarios) {
@@ -63,12 +87,21 @@ export const checkTargets = (rs: ReadonlyArray<Ratio>): Array<TargetCheck> => {
         const r = rs.find((x) => x.scenario === scenario && x.size === size && x.peer === t.peer && x.metric === t.metric)
         if (r === undefined) continue
         const met = r.ratio === undefined ? false : t.kind === "min" ? r.ratio >= t.bound : r.ratio <= t.bound
-        out.push({ target: t, scenario, size, ratio: r.ratio, met, ...(r.note !== undefined && { note: r.note }) })
+        const shown = r.ratio === undefined ? `n/a (${r.note ?? "no ratio"})` : `${r.ratio.toFixed(2)}×`
+        out.push({ target: t, scenario, size, ratio: r.ratio, met, shown, ...(r.note !== undefined && { note: r.note }) })
       }
     }
   }
+  for (const b of BOUNDS) {
+    const mine = summaries.find((x) => x.scenario === b.scenario && x.system === subject)
+    if (mine === undefined) continue
+    const v = mine.failed ? undefined : mine.stats[b.metric]?.median
+    out.push({ target: b, scenario: b.scenario, size: 0, ratio: undefined, met: v !== undefined && v <= b.max, shown: v === undefined ? "n/a (failed)" : shownValue(v, b.unit) })
+  }
   return out
 }
+
+const targetsInOrder = (): ReadonlyArray<Target | Bound> => [...TARGETS, ...BOUNDS]
 
 const sizeText = (n: number): string => (n === 0 ? "" : n >= 1024 ? ` ${n / 1024} KiB` : ` ${n} B`)
 
@@ -76,23 +109,20 @@ const sizeText = (n: number): string => (n === 0 ? "" : n >= 1024 ? ` ${n / 1024
 export const renderTargets = (checks: ReadonlyArray<TargetCheck>): string => {
   if (checks.length === 0) return ""
   const lines = ["", `== Targets (the benchmark issue's table): ${checks.filter((c) => c.met).length} of ${checks.length} cells meet theirs`]
-  for (const t of TARGETS) {
+  for (const t of targetsInOrder()) {
     const mine = checks.filter((c) => c.target === t)
     if (mine.length === 0) continue
     lines.push(`${mine.every((c) => c.met) ? "met   " : "NOT   "} ${t.what}`)
-    for (const c of mine) {
-      const r = c.ratio === undefined ? `n/a (${c.note ?? "no ratio"})` : `${c.ratio.toFixed(2)}×`
-      lines.push(`         ${c.met ? "ok " : "-- "} ${c.scenario}${sizeText(c.size)}: ${r}`)
-    }
+    for (const c of mine) lines.push(`         ${c.met ? "ok " : "-- "} ${c.scenario}${sizeText(c.size)}: ${c.shown}`)
   }
   return lines.join("\n")
 }
 
 /** The verdict grouped by target, for the Markdown summary (renderMarkdown). */
 export const targetGroups = (checks: ReadonlyArray<TargetCheck>) =>
-  TARGETS.map((t) => ({
+  targetsInOrder().map((t) => ({
     what: t.what,
     cells: checks
       .filter((c) => c.target === t)
-      .map((c) => ({ label: `${c.scenario}${sizeText(c.size)}`, ratio: c.ratio, met: c.met }))
+      .map((c) => ({ label: `${c.scenario}${sizeText(c.size)}`, ratio: c.ratio, met: c.met, shown: c.shown }))
   })).filter((g) => g.cells.length > 0)

@@ -87,7 +87,15 @@ export interface JsReplayJob {
   readonly count: number
 }
 
-export type Job = NatsFlowJob | NatsReqRepJob | NatsIdleJob | MqttFlowJob | MqttConnectJob | JsPubJob | JsReplayJob
+/** Nothing happens: how much memory and CPU the server uses meanwhile. */
+export interface FootprintJob {
+  readonly kind: "idle-footprint"
+  readonly serverPid: number
+  /** Seconds of idleness measured (the server's CPU over them, its RSS at the end). */
+  readonly seconds: number
+}
+
+export type Job = NatsFlowJob | NatsReqRepJob | NatsIdleJob | MqttFlowJob | MqttConnectJob | JsPubJob | JsReplayJob | FootprintJob
 
 export interface JobResult {
   /** False when the run could not be carried out at all (see `error`). */

@@ -1,6 +1,7 @@
 // The load-generator process: the harness forks it once per run, sends one Job over
 // IPC, and gets one JobResult back. Running here, away from the harness, gives the
 // generator its own event loop (and, the OS willing, its own core).
+import { runFootprint } from "./footprint.js"
 import type { Job, JobResult } from "./jobs.js"
 import { runJsPub, runJsReplay } from "./js-load.js"
 import { runMqttConnect, runMqttFlow } from "./mqtt-load.js"
@@ -22,6 +23,8 @@ const run = (job: Job): Promise<JobResult> => {
       return runJsPub(job)
     case "js-replay":
       return runJsReplay(job)
+    case "idle-footprint":
+      return runFootprint(job)
   }
 }
 

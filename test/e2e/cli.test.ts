@@ -18,6 +18,15 @@ describe("switchyard command", () => {
     for (const c of children.splice(0)) if (c.exitCode === null) c.kill("SIGKILL")
   })
 
+  it("npm start runs the built bundle and compiles nothing (the build is npm install's prepare)", () => {
+    const pkg = JSON.parse(fs.readFileSync("package.json", "utf8")) as { scripts: Record<string, string>; bin: Record<string, string> }
+    expect(pkg.scripts.start).toBe("node bin/switchyard.js")
+    expect(pkg.scripts.prepare).toBe("npm run build")
+    expect(fs.readFileSync(pkg.bin.switchyard, "utf8")).toContain('import "../dist/switchyard/main.js"')
+    // The entry stays tiny: it installs the signal guard, then loads the program chunk.
+    expect(fs.statSync("dist/switchyard/main.js").size).toBeLessThan(2048)
+  })
+
   it("--version prints the version", () => {
     const r = run("--version")
     expect(r.status).toBe(0)

@@ -82,4 +82,26 @@ describe("bench report", () => {
     expect(md).toContain("Targets: 2 of 4 cells meet theirs.")
     expect(md).toContain("- **not met** — MQTT QoS 0 ≤ 1 KiB: ≥ 3 × mosquitto: mqtt0 16 B 20.00×, mqtt0 1 KiB n/a ✗")
   })
+
+  it("checks the footprint bounds on Switchyard's own medians, beside the peers' numbers", () => {
+    const footprint = findScenario("footprint")!
+    const fp = (system: string, rss: number, cpu: number, ready: number): Cell => ({
+      scenario: "footprint",
+      size: 0,
+      system,
+      runs: [run({ idleRssMiB: rss, idleCpuPct: cpu, readyMs: ready })]
+    })
+    const summaries = [summarize(fp("switchyard", 58.25, 0.01, 620)), summarize(fp("nats-server", 11, 0.1, 30))]
+    const rs = ratios([footprint], summaries, "switchyard")
+    expect(rs.find((r) => r.metric === "idleRssMiB")?.ratio).toBeCloseTo(58.25 / 11)
+    const checks = checkTargets(rs, summaries, "switchyard")
+    expect(checks.map((c) => [c.target.what, c.met, c.shown])).toEqual([
+      ["idle RSS with JetStream and MQTT on: ≤ 64 MiB", true, "58.3 MiB"],
+      ["idle CPU with JetStream and MQTT on: ≤ 0.5%", true, "0.01%"],
+      ['spawn to "Server is ready": ≤ 500 ms', false, "620 ms"]
+    ])
+    const md = renderMarkdown([footprint], summaries, rs, targetGroups(checks), "switchyard", "H")
+    expect(md).toContain('- **not met** — spawn to "Server is ready": ≤ 500 ms: footprint 620 ms ✗')
+    expect(md).toContain("- **met** — idle RSS with JetStream and MQTT on: ≤ 64 MiB: footprint 58.3 MiB")
+  })
 })
