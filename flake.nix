@@ -10,7 +10,7 @@
     flake-utils.lib.eachDefaultSystem (system:
       let
         pkgs = import nixpkgs { inherit system; };
-        nodejs = pkgs.nodejs_20;
+        nodejs = pkgs.nodejs_22;
       in
       {
         # `nix develop`: Node and the peers the benchmarks compare against.
