@@ -280,6 +280,7 @@ export class Client implements NatsOpHandler {
     if (this.firstRtt === FirstRtt.Connected) {
       this.firstRtt = FirstRtt.Handshaken
       this.firstRttDueAt = this.server.env.now() + FIRST_RTT_DELAY_MS
+      this.server.env.wakeAt?.(this.firstRttDueAt)
     }
   }
 

@@ -285,6 +285,7 @@ export class Server {
     if (c.firstRtt === FirstRtt.None && typeof opts.protocol === "number" && opts.protocol >= 1) {
       c.firstRtt = FirstRtt.Connected
       c.firstRttDueAt = this.env.now() + FIRST_RTT_DELAY_MS
+      this.env.wakeAt?.(c.firstRttDueAt)
     }
   }
 
@@ -531,8 +532,8 @@ export class Server {
   // ---- timers: the shell runs tick when a deadline asked for is due ----
 
   /**
-   * Ping, stale, auth-timeout and write-deadline checks for every client; returns when
-   * the next of them is due (undefined: no client, nothing timed).
+   * Ping, first RTT, stale, auth-timeout and write-deadline checks for every client;
+   * returns when the next of them is due (undefined: no client, nothing timed).
    */
   tick(now: number): number | undefined {
     const o = this.options
@@ -553,7 +554,10 @@ export class Server {
         }
         next = Math.min(next, c.blockedSince + o.writeDeadlineMs)
       }
-      if ((c.firstRtt === FirstRtt.Connected || c.firstRtt === FirstRtt.Handshaken) && now >= c.firstRttDueAt) c.sendFirstRttPing()
+      if (c.firstRtt === FirstRtt.Connected || c.firstRtt === FirstRtt.Handshaken) {
+        if (now >= c.firstRttDueAt) c.sendFirstRttPing()
+        else next = Math.min(next, c.firstRttDueAt)
+      }
       if (now >= c.nextPingAt) {
         c.nextPingAt = now + o.pingIntervalMs
         if (c.pingsOut + 1 > o.pingMax) {

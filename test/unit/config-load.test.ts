@@ -27,7 +27,7 @@ describe("load from disk", () => {
         warnings: [],
         checkOnly: false,
         signal: undefined,
-        source: { configFile: undefined, overrides: {}, env: {} }
+        source: { configFile: undefined, overrides: {}, env: {}, base: defaultOptions }
       })
     }).pipe(Effect.provide(ConfigFiles.layerNode))
   )
@@ -122,6 +122,15 @@ describe("a file or flags run only what they name (as nats-server)", () => {
     Effect.gen(function* () {
       const o = runOptions(yield* load(["-c", "/plain.conf"], {}))
       expect([o.port, o.httpPort, o.mqtt, o.jetstream, o.websocket]).toEqual([4333, 8333, undefined, undefined, undefined])
+    }).pipe(Effect.provide(files))
+  )
+
+  it.effect("a reload reads the file again from the same base: only what is named", () =>
+    Effect.gen(function* () {
+      const outcome = yield* load(["-c", "/plain.conf"], {})
+      if (outcome.kind !== "run") throw new Error("expected run")
+      const again = yield* loadOptions(outcome.source)
+      expect([again.options.mqtt, again.options.jetstream, again.options.httpPort]).toEqual([undefined, undefined, 8333])
     }).pipe(Effect.provide(files))
   )
 
