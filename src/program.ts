@@ -6,10 +6,6 @@ import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Deferred, Effect, Layer } from "effect"
 import { ConfigFiles, load, loadOptions } from "./config/load.js"
 import { helpText } from "./config/flags.js"
-import { layerLog } from "./services/log.js"
-import { layerNode } from "./services/transport-node.js"
-import { serve } from "./server/serve.js"
-import { handleLogReopen, handleServerSignals } from "./server/signals.js"
 import { sendSignal } from "./signal-command.js"
 import { VERSION } from "./version.js"
 
@@ -45,6 +41,9 @@ const program = Effect.gen(function*() {
     ? Effect.fail(new Error("there is no configuration file to read again (the server was started without -c)"))
     : loadOptions(source).pipe(Effect.provideService(ConfigFiles, files))
   const stop = yield* Deferred.make<void>()
+  // The server is loaded once the configuration is known to be good: a separate chunk of
+  // the bundle, compiled on its own (see scripts/bundle.mjs), and nothing of it for -h, -v or -t.
+  const { serve, handleLogReopen, handleServerSignals, layerLog, layerNode } = yield* Effect.promise(() => import("./server/entry.js"))
   yield* Effect.gen(function*() {
     yield* handleLogReopen
     const serving = yield* serve(options, warnings)

@@ -25,6 +25,10 @@ describe("switchyard command", () => {
     expect(fs.readFileSync(pkg.bin.switchyard, "utf8")).toContain('import "../dist/switchyard/main.js"')
     // The entry stays tiny: it installs the signal guard, then loads the program chunk.
     expect(fs.statSync("dist/switchyard/main.js").size).toBeLessThan(2048)
+    // No chunk near the size whose compilation left ~12 MiB of memory behind (scripts/bundle.mjs).
+    for (const f of fs.readdirSync("dist/switchyard").filter((n) => n.endsWith(".js"))) {
+      expect([f, fs.statSync(`dist/switchyard/${f}`).size < 800_000]).toEqual([f, true])
+    }
   })
 
   it("--version prints the version", () => {
