@@ -164,7 +164,19 @@ export const makeMonitorSource = (server: Server, extras: MonitorSourceExtras): 
       if (c.pendingBytes > 0) pending++
       bytes += c.pendingBytes
     }
-    return [{ name: "client_outbound_connections", pending, inProgress: 0 }, { name: "client_outbound_bytes", pending: bytes, inProgress: 0 }]
+    const out: Array<QueueSnapshot> = [
+      { name: "client_outbound_connections", pending, inProgress: 0 },
+      { name: "client_outbound_bytes", pending: bytes, inProgress: 0 }
+    ]
+    // Inbound MQTT packets that span reads: the memory they hold, accounted like pending bytes.
+    const mqtt = extras.mqtt
+    if (mqtt !== undefined) {
+      out.push(
+        { name: "mqtt_inbound_partial_connections", pending: mqtt.partialPackets, inProgress: 0 },
+        { name: "mqtt_inbound_partial_bytes", pending: mqtt.partialBytes, inProgress: 0 }
+      )
+    }
+    return out
   }
 
   return {

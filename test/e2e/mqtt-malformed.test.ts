@@ -11,6 +11,7 @@ import { type ClientPacket, MqttSession, type SessionInput } from "../../src/cor
 import { seededRandom } from "../../src/core/mqtt/testing.js"
 import { MqttParser } from "../../src/server/mqtt/codec.js"
 import { bin, frame, str, u16, varLength } from "../helpers/mqtt-wire.js"
+import { getJson } from "../helpers/monitor.js"
 import { connectMqtt, eventually, type MqttServer, startMqttServer, type TestMqttClient } from "../helpers/mqtt.js"
 
 // ---- wire builders ----
@@ -645,6 +646,28 @@ describe("clients announcing huge packets", () => {
     await eventually(() => raw.data.length >= 2 || raw.closed, "PINGRESP after a packet at the limit")
     expect(raw.data.toString("hex")).toBe(PINGRESP.toString("hex"))
     raw.socket.destroy()
+  })
+
+  it("clients dribbling a 1,000,000-byte PUBLISH hold what they sent, not a read buffer per byte (regression: 370x)", async () => {
+    const clients = 8
+    const body = 2000
+    const raws = await Promise.all(Array.from({ length: clients }, () => Raw.open(srv.mqttPort)))
+    await Promise.all(raws.map((r) => r.handshake(`dribble-${caseNo++}`)))
+    await Promise.all(raws.map((r) => r.write(Buffer.concat([Buffer.from([0x30]), varLength(1_000_000), str("huge/t")]))))
+    // One byte per write, as a client dribbling over a slow link sends them.
+    await Promise.all(raws.map(async (r) => {
+      for (let i = 0; i < body; i++) await r.write(ONE_BYTE)
+    }))
+    const bridge = srv.serving.mqtt!
+    await eventually(() => bridge.partialPackets === clients && bridge.partialBytes >= clients * (body + 8), "every dribbled byte to arrive")
+    const q = (await getJson(srv.base, "/ipqueuesz?queues=mqtt_inbound_partial")).json
+    expect(q.mqtt_inbound_partial_connections.pending).toBe(clients)
+    // Every byte copied into one buffer per connection that at most doubles what arrived.
+    expect(q.mqtt_inbound_partial_bytes.pending).toBeGreaterThanOrEqual(clients * (body + 8))
+    expect(q.mqtt_inbound_partial_bytes.pending).toBeLessThanOrEqual(clients * 2 * (body + 8))
+    for (const r of raws) r.socket.destroy()
+    await eventually(() => bridge.partialPackets === 0, "the partial packets of closed connections to be released")
+    expect(bridge.partialBytes).toBe(0)
   })
 
   it("fourteen clients flooding announced 256 MB packets neither grow memory nor stall a bystander", async () => {

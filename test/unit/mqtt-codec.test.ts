@@ -232,6 +232,68 @@ describe("MqttParser topic depth (mqtt.max_topic_levels)", () => {
 })
 
 describe("MqttParser memory", () => {
+  // Each byte as the socket hands it over: a view into a read buffer of its own.
+  const dribble = (bytes: Buffer): Buffer[] =>
+    [...bytes].map((b) => {
+      const read = Buffer.alloc(64 * 1024)
+      read[100] = b
+      return read.subarray(100, 101)
+    })
+
+  it("a packet dribbled one byte per read keeps no view of the reads (regression: 370x memory)", () => {
+    const body = Buffer.concat([str("dribble/t"), Buffer.from("the payload, one byte at a time")])
+    const chunks = dribble(frame(0x30, body))
+    const p = new MqttParser()
+    const packets: ClientPacket[] = []
+    p.onPacket = (x) => packets.push(x)
+    for (const c of chunks) {
+      p.parse(c)
+      // The socket's memory is not ours: whatever becomes of it later must not reach the packet.
+      new Uint8Array(c.buffer, c.byteOffset, 1).fill(0x21)
+    }
+    expect(packets).toHaveLength(1)
+    expect(Buffer.from((packets[0] as { payload: Uint8Array }).payload).toString()).toBe("the payload, one byte at a time")
+  })
+
+  it("holds memory proportional to what arrived of a partial packet, not one buffer per read", () => {
+    const p = new MqttParser()
+    p.parse(Buffer.from([0x30, 0xc0, 0x84, 0x3d])) // announces 1,000,000 bytes
+    let received = 0
+    let over = 0
+    for (const c of dribble(Buffer.concat([str("t"), Buffer.alloc(20_000, 0x61)]))) {
+      p.parse(c)
+      received++
+      if (p.held > Math.max(2 * received, 1024)) over++
+    }
+    expect(over).toBe(0)
+    expect(p.held).toBeGreaterThanOrEqual(received)
+  })
+
+  it("decodes a packet inside one chunk in place and holds nothing for it", () => {
+    const chunk = frame(0x30, Buffer.concat([str("in/place"), Buffer.from("zero copies")]))
+    const p = new MqttParser()
+    let payload: Uint8Array | undefined
+    p.onPacket = (x) => {
+      if (x.cmd === "publish") payload = x.payload
+    }
+    p.parse(chunk)
+    expect(p.held).toBe(0)
+    expect(payload!.buffer).toBe(chunk.buffer)
+  })
+
+  it("gives a completed partial packet its own exact buffer and starts the next one empty", () => {
+    const body = Buffer.concat([str("t"), Buffer.alloc(5000, 0x62)])
+    const bytes = frame(0x30, body)
+    const p = new MqttParser()
+    const packets: ClientPacket[] = []
+    p.onPacket = (x) => packets.push(x)
+    for (let i = 0; i < bytes.length; i += 7) p.parse(bytes.subarray(i, Math.min(bytes.length, i + 7)))
+    expect(p.held).toBe(0)
+    const payload = (packets[0] as { payload: Uint8Array }).payload
+    expect(payload.buffer.byteLength).toBe(body.length)
+    expect(Buffer.from(payload).equals(Buffer.alloc(5000, 0x62))).toBe(true)
+  })
+
   it("holds what arrived of an announced 256 MB packet, not the announced size", () => {
     const p = new MqttParser()
     const before = process.memoryUsage().arrayBuffers

@@ -125,6 +125,9 @@ export class MqttBridge {
   private chunkNow: number | undefined = undefined
   /** The largest packet accepted: max_payload plus room for a full-length topic and the header fields. */
   maxPacketBytes: number
+  /** Memory held by partial packets of every connection (see MqttParser.held), and how many hold one. */
+  partialBytes = 0
+  partialPackets = 0
   host: string
   port: number
 
@@ -255,6 +258,7 @@ export class MqttBridge {
         } finally {
           this.chunkNow = outer
         }
+        this.accountPartial(c)
         // A packet announced (or buffered) past the limit is cut off before its bytes pile up.
         const announced = c.parser.announced
         if (!c.closed && (announced > this.maxPacketBytes || buffered > this.maxPacketBytes)) {
@@ -275,6 +279,15 @@ export class MqttBridge {
         this.finish(c)
       }
     }
+  }
+
+  /** Keep the totals of memory held by partial packets exact (a closed connection holds none). */
+  private accountPartial(c: MqttConnection): void {
+    const held = c.closed ? 0 : c.parser.held
+    if (held === c.partialHeld) return
+    this.partialBytes += held - c.partialHeld
+    this.partialPackets += (held > 0 ? 1 : 0) - (c.partialHeld > 0 ? 1 : 0)
+    c.partialHeld = held
   }
 
   /** Feed one input to a connection's session and carry out what it asks for. */
@@ -718,6 +731,7 @@ export class MqttBridge {
   private finish(c: MqttConnection): void {
     if (!this.connections.delete(c.cid)) return
     c.closed = true
+    this.accountPartial(c)
     c.client.closed = true
     const record = closedRecord(c, this.server.now())
     if (this.server.log.debugEnabled) this.server.log.debug(`${mqttLogPrefix(c)} - Client connection closed: ${record.reason}`)

@@ -458,12 +458,19 @@ const decodeWith = (r: BodyReader, first: number): ClientPacket => {
   }
 }
 
+/** The first buffer of a body that spans chunks (or the whole body, when smaller). */
+const FIRST_PARTIAL = 1024
+
 /**
  * The byte-level framing machine: fixed header, remaining length, body. It calls
  * `onPacket` with each `ClientPacket` and, once, `onError` with a `MalformedPacket`; after
- * an error every later byte is ignored. A body is collected chunk by chunk as it arrives,
- * so an announced length costs nothing until its bytes come; `announced` shows the
- * announced length so the shell can cut a client off before it sends that much.
+ * an error every later byte is ignored. A body inside one chunk is decoded in place. A
+ * body that spans chunks is copied, as it arrives, into one buffer that grows by doubling
+ * up to the announced length: what it holds is proportional to the bytes received (at
+ * most twice, plus 1 KiB), never the chunks themselves — a client dribbling one byte per
+ * read would otherwise pin a whole socket read buffer per byte. `announced` shows the
+ * announced length so the shell can cut a client off before it sends that much; `held`
+ * is the memory the partial packet holds.
  */
 export class MqttParser {
   onPacket: (packet: ClientPacket) => void = () => {}
@@ -473,7 +480,8 @@ export class MqttParser {
   private length = 0
   private lengthBytes = 0
   private multiplier = 1
-  private chunks: Array<Buffer> = []
+  /** The body received so far of a packet that spans chunks, [0, have); its own memory. */
+  private partial: Buffer = EMPTY
   private have = 0
   private readonly reader: BodyReader
 
@@ -485,6 +493,11 @@ export class MqttParser {
   /** The announced remaining length of the packet being read (0 between packets). */
   get announced(): number {
     return this.state === ParseState.Body ? this.length : 0
+  }
+
+  /** Bytes of memory held for the packet being read (0 between packets and for bodies read in place). */
+  get held(): number {
+    return this.partial.length
   }
 
   /** Feeds a chunk; returns the bytes held for an incomplete packet. */
@@ -526,19 +539,31 @@ export class MqttParser {
             break
           }
           const take = Math.min(this.length - this.have, chunk.length - i)
-          this.chunks.push(chunk.subarray(i, i + take))
+          this.room(this.have + take)
+          chunk.copy(this.partial, this.have, i, i + take)
           this.have += take
           i += take
           if (this.have === this.length) {
-            const body = this.chunks.length === 1 ? this.chunks[0] : Buffer.concat(this.chunks, this.length)
-            this.chunks = []
-            this.complete(body, 0, body.length)
+            // The packet owns the buffer now (a payload may be kept as a view of it).
+            const body = this.partial
+            this.partial = EMPTY
+            this.complete(body, 0, this.length)
           }
           break
         }
       }
     }
     return this.buffered()
+  }
+
+  /** Grows the partial buffer to hold `need` bytes: doubling, never past the announced length. */
+  private room(need: number): void {
+    const cur = this.partial
+    if (need <= cur.length) return
+    const size = Math.min(this.length, Math.max(need, cur.length * 2, FIRST_PARTIAL))
+    const next = Buffer.allocUnsafe(size)
+    if (this.have > 0) cur.copy(next, 0, 0, this.have)
+    this.partial = next
   }
 
   private buffered(): number {
@@ -569,7 +594,7 @@ export class MqttParser {
 
   private fail(reason: string): number {
     this.state = ParseState.Failed
-    this.chunks = []
+    this.partial = EMPTY
     this.have = 0
     this.onError(new MalformedPacket(reason))
     return 0

@@ -82,6 +82,8 @@ export class MqttConnection {
   reasonOverride: string | undefined
   /** Bytes of the resend burst of a resumed session, allowed over max_pending until it drains. */
   resendAllowance = 0
+  /** Bytes of a partial packet counted in the bridge's total (MqttParser.held when last looked at). */
+  partialHeld = 0
   inMsgs = 0
   outMsgs = 0
   inBytes = 0
