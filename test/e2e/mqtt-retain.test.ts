@@ -83,4 +83,58 @@ describe("MQTT retained messages", () => {
     expect(seen).toEqual(["suback", "publish"])
     await sub.client.endAsync()
   })
+
+  it("a SUBSCRIBE matching 5,000 retained messages is answered over several turns: the client's PINGREQ behind it is not kept waiting", async () => {
+    const n = 5000
+    const pub = await connectMqtt(srv.mqttUrl, { clientId: "many-pub" })
+    for (let i = 0; i < n; i++) pub.client.publish(`many/${i}`, `v${i}`, { qos: 0, retain: true })
+    await pub.client.publishAsync("many/last", "barrier", { qos: 1, retain: true })
+    // A raw client, to see the order in which packets come back.
+    const socket = tcpConnect(srv.mqttPort, "127.0.0.1")
+    await new Promise((r) => socket.once("connect", r))
+    let data = Buffer.alloc(0)
+    socket.on("data", (d: Buffer) => {
+      data = Buffer.concat([data, d])
+    })
+    socket.write(frame(0x10, Buffer.concat([str("MQTT"), Buffer.from([4, 0x02, 0, 0]), str("many-sub")])))
+    await eventually(() => data.length >= 4, "CONNACK")
+    data = data.subarray(4)
+    // SUBSCRIBE and PINGREQ in one write: the server reads them in one chunk.
+    socket.write(Buffer.concat([frame(0x82, Buffer.concat([u16(1), str("many/#"), Buffer.from([0])])), Buffer.from([0xc0, 0x00])]))
+    const packets: Array<{ type: number; retain: boolean; topic: string }> = []
+    let at = 0
+    const parse = () => {
+      while (data.length - at >= 2) {
+        let len = 0
+        let mul = 1
+        let i = at + 1
+        for (;;) {
+          if (i >= data.length) return
+          const b = data[i++]
+          len += (b & 0x7f) * mul
+          mul *= 128
+          if ((b & 0x80) === 0) break
+        }
+        if (data.length - i < len) return
+        const first = data[at]
+        const topic = first >> 4 === 3 ? data.subarray(i + 2, i + 2 + data.readUInt16BE(i)).toString() : ""
+        packets.push({ type: first >> 4, retain: (first & 1) === 1, topic })
+        at = i + len
+      }
+    }
+    await eventually(() => {
+      parse()
+      return packets.filter((p) => p.type === 3).length >= n + 1
+    }, "every retained message")
+    const publishes = packets.filter((p) => p.type === 3)
+    expect(publishes.every((p) => p.retain)).toBe(true)
+    expect(new Set(publishes.map((p) => p.topic)).size).toBe(n + 1)
+    const pingresp = packets.findIndex((p) => p.type === 13)
+    const lastPublish = packets.map((p) => p.type).lastIndexOf(3)
+    expect(packets.some((p) => p.type === 9)).toBe(true)
+    expect(pingresp).toBeGreaterThanOrEqual(0)
+    expect(pingresp).toBeLessThan(lastPublish)
+    socket.destroy()
+    await pub.client.endAsync()
+  })
 })

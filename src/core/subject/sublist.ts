@@ -99,6 +99,8 @@ class CacheEntry<S> {
   next: CacheEntry<S> | undefined = undefined
   constructor(
     readonly subject: string,
+    /** The subject's first token: the cache is also indexed by it. */
+    readonly first: string,
     public result: SublistResult<S>
   ) {}
 }
@@ -145,6 +147,12 @@ export class Sublist<S extends SubLike> {
   private readonly cache = new Map<string, CacheEntry<S>>()
   private oldest: CacheEntry<S> | undefined = undefined
   private newest: CacheEntry<S> | undefined = undefined
+  /**
+   * Cached entries by first token: a wildcard insert or remove whose first token is
+   * literal only looks at the entries it could match, not the whole cache (a SUBSCRIBE
+   * of thousands of MQTT filters would otherwise scan the cache thousands of times).
+   */
+  private readonly byFirst = new Map<string, Set<CacheEntry<S>>>()
   private readonly cacheSize: number
   private inserts = 0
   private removes = 0
@@ -313,9 +321,24 @@ export class Sublist<S extends SubLike> {
       if (e !== undefined) e.result = withSub(e.result, sub)
       return
     }
-    for (let e = this.oldest; e !== undefined; e = e.next) {
+    this.forCached(filter, (e) => {
       if (matchLiteral(e.subject, filter)) e.result = withSub(e.result, sub)
+    })
+  }
+
+  /** Calls `f` with each cached entry a wildcard filter could match; `f` may delete the entry it is given. */
+  private forCached(filter: string, f: (e: CacheEntry<S>) => void): void {
+    const first = filter.slice(0, tokenEnd(filter, 0))
+    if (first === "*" || first === ">") {
+      for (let e = this.oldest; e !== undefined; ) {
+        const next = e.next
+        f(e)
+        e = next
+      }
+      return
     }
+    const bucket = this.byFirst.get(first)
+    if (bucket !== undefined) for (const e of bucket) f(e)
   }
 
   /** After a remove, cached subjects the filter matched are dropped and recomputed on demand. */
@@ -327,16 +350,17 @@ export class Sublist<S extends SubLike> {
       if (e !== undefined) this.cacheDelete(e)
       return
     }
-    for (let e = this.oldest; e !== undefined; ) {
-      const next = e.next
+    this.forCached(filter, (e) => {
       if (matchLiteral(e.subject, filter)) this.cacheDelete(e)
-      e = next
-    }
+    })
   }
 
   private cacheAdd(subject: string, result: SublistResult<S>): void {
     if (this.cache.size >= this.cacheSize) this.cacheDelete(this.oldest!)
-    const e = new CacheEntry(subject, result)
+    const e = new CacheEntry(subject, subject.slice(0, tokenEnd(subject, 0)), result)
+    let bucket = this.byFirst.get(e.first)
+    if (bucket === undefined) this.byFirst.set(e.first, (bucket = new Set()))
+    bucket.add(e)
     e.prev = this.newest
     if (this.newest !== undefined) this.newest.next = e
     else this.oldest = e
@@ -351,6 +375,9 @@ export class Sublist<S extends SubLike> {
     else this.newest = e.prev
     e.prev = e.next = undefined
     this.cache.delete(e.subject)
+    const bucket = this.byFirst.get(e.first)!
+    bucket.delete(e)
+    if (bucket.size === 0) this.byFirst.delete(e.first)
   }
 
   private matchLevel(level: Level<S>, subject: string, start: number, psubs: S[], qsubs: S[][]): void {

@@ -14,6 +14,8 @@ import {
   filterMatchesSubject,
   MAX_TOPIC_BYTES,
   type QoS,
+  type RetainedCursor,
+  RetainedTree,
   type ServerPacket,
   recordTakeover,
   SendQueue,
@@ -22,8 +24,7 @@ import {
   type SessionInput,
   type SessionSnapshot,
   subjectToTopic,
-  subscriptionSubjects,
-  topicMatchesFilter
+  subscriptionSubjects
 } from "../../core/mqtt/index.js"
 import type { Conn, ConnHandlers } from "../../services/transport.js"
 import { GLOBAL_ACCOUNT } from "../account.js"
@@ -68,6 +69,23 @@ interface Deferred {
   readonly confirm: number | undefined
 }
 
+/**
+ * Retained messages sent for new subscriptions per event-loop turn, and retained-tree
+ * nodes visited: a SUBSCRIBE matching more is answered over several turns, so other
+ * clients are served in between.
+ */
+const RETAINED_PER_TURN = 1000
+const RETAINED_STEPS_PER_TURN = 50_000
+
+/** Retained messages still due to a new subscription (a lookup paused at the turn's budget). */
+interface RetainedDue {
+  readonly c: MqttConnection
+  readonly filter: string
+  /** The subscription they are for: a later SUBSCRIBE of the same filter or an UNSUBSCRIBE ends them. */
+  readonly subs: Array<Subscription>
+  readonly cursor: RetainedCursor<RetainedMsg>
+}
+
 /** A persistent session whose client is away: still subscribed, queueing QoS 1/2 messages. */
 interface Detached {
   readonly key: string
@@ -98,7 +116,12 @@ export class MqttBridge {
   totalConnections = 0
   // Client ids, retained messages and stored sessions are per account, as subjects are.
   private readonly byClientId = new Map<string, MqttConnection>()
-  private readonly retained = new Map<string, Map<string, RetainedMsg>>()
+  private readonly retained = new Map<string, RetainedTree<RetainedMsg>>()
+  /** Lookups of retained messages waiting for a later turn, oldest first, and this turn's budget. */
+  private retainedDue: Array<RetainedDue> = []
+  private retainedBudget = RETAINED_PER_TURN
+  private retainedSteps = RETAINED_STEPS_PER_TURN
+  private retainedTurnScheduled = false
   /** Persistent (clean-session 0) sessions of disconnected clients. */
   private readonly detached = new Map<string, Detached>()
   private readonly offlineClients = new Map<string, Client>()
@@ -203,13 +226,13 @@ export class MqttBridge {
     return Promise.all(names.map((n) => this.openAccount(n))).then(() => undefined)
   }
 
-  private retainedOf(c: MqttConnection): Map<string, RetainedMsg> {
+  private retainedOf(c: MqttConnection): RetainedTree<RetainedMsg> {
     const name = c.client.account.name
     const store = this.storeOf(name)
     if (store !== undefined) return store.retained
     let m = this.retained.get(name)
     if (m === undefined) {
-      m = new Map()
+      m = new RetainedTree()
       this.retained.set(name, m)
     }
     return m
@@ -317,9 +340,11 @@ export class MqttBridge {
       case "subscribe":
         return this.subscribe(c, a.filter, a.subjects, a.qos)
       case "wantRetained": {
-        const messages: Array<RetainedMsg> = []
-        for (const r of this.retainedOf(c).values()) if (topicMatchesFilter(r.topic, a.filter)) messages.push(r)
-        if (messages.length > 0) this.input(c, { type: "retained", filter: a.filter, messages })
+        const subs = c.subs.get(a.filter)
+        if (subs === undefined) return
+        const due: RetainedDue = { c, filter: a.filter, subs, cursor: this.retainedOf(c).match(a.filter) }
+        // Behind lookups already waiting, so that retained messages keep the order of the SUBSCRIBEs.
+        if (this.retainedDue.length > 0 || !this.sendRetained(due)) this.retainedDue.push(due)
         return
       }
       case "unsubscribe":
@@ -702,6 +727,33 @@ export class MqttBridge {
       list.push(sub)
     }
     c.subs.set(filter, list)
+  }
+
+  /** Retained messages for a new subscription, within this turn's budget; true when all went out. */
+  private sendRetained(due: RetainedDue): boolean {
+    const { c, filter } = due
+    if (c.closed || c.subs.get(filter) !== due.subs) return true
+    // The budget is per turn: renewed at the next one, which also sends what is left.
+    this.nextRetainedTurn()
+    if (this.retainedBudget <= 0 || this.retainedSteps <= 0) return false
+    const messages: Array<RetainedMsg> = []
+    const before = due.cursor.steps
+    const done = due.cursor.take(messages, this.retainedBudget, this.retainedSteps)
+    this.retainedBudget -= messages.length
+    this.retainedSteps -= due.cursor.steps - before
+    if (messages.length > 0) this.input(c, { type: "retained", filter, messages })
+    return done
+  }
+
+  private nextRetainedTurn(): void {
+    if (this.retainedTurnScheduled) return
+    this.retainedTurnScheduled = true
+    this.server.env.scheduleFlush(() => {
+      this.retainedTurnScheduled = false
+      this.retainedBudget = RETAINED_PER_TURN
+      this.retainedSteps = RETAINED_STEPS_PER_TURN
+      while (this.retainedDue.length > 0 && this.sendRetained(this.retainedDue[0])) this.retainedDue.shift()
+    })
   }
 
   private unsubscribe(c: MqttConnection, filter: string): void {

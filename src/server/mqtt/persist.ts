@@ -20,6 +20,7 @@ import {
   qos2InSubject,
   inboundOfHeader,
   qos2InHeader,
+  RetainedTree,
   qosHeader,
   qosOfHeader,
   retainedSubject,
@@ -74,7 +75,7 @@ const tokenAt = (subject: string, fromEnd: number): string => {
 /** The MQTT streams of one account, and what was loaded from them. */
 export class MqttAccountStore {
   /** Retained messages by topic (the live view; `$MQTT_rmsgs` is its durable copy). */
-  readonly retained = new Map<string, RetainedMsg>()
+  readonly retained = new RetainedTree<RetainedMsg>()
   /** Sessions read from `$MQTT_sess` at open, by client id; the bridge takes them over. */
   readonly sessions = new Map<string, SessionSnapshot>()
   /** `$MQTT_msgs` sequence -> number of persistent sessions holding it. */
