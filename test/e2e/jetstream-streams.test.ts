@@ -118,4 +118,20 @@ describe("stream management API", () => {
       await small.close()
     }
   })
+
+  it("creates a stream of 20,000 subjects and checks other streams against all of them (regression: quadratic check)", async () => {
+    const subjects = Array.from({ length: 20_000 }, (_, i) => `big.region${i % 50}.item${i}`)
+    const si = await jsm.streams.add({ name: "BIG", subjects })
+    expect(si.config.subjects).toHaveLength(20_000)
+    const ack = await js.publish("big.region49.item19999", "last")
+    expect(ack).toMatchObject({ stream: "BIG", seq: 1 })
+    // Overlapping the last of them, by wildcard: nats-server's 10065.
+    expect((await apiError(jsm.streams.add({ name: "OTHER", subjects: ["other.x", "big.*.item19999"] }))).err_code).toBe(10065)
+    // Colliding with each other at the very end: refused as a whole.
+    const dup = await apiError(jsm.streams.add({ name: "DUP", subjects: [...subjects.map((s) => `dup.${s}`), "dup.big.region3.*"] }))
+    expect(dup).toMatchObject({ err_code: 10052, description: "duplicate subjects detected" })
+    await jsm.streams.delete("BIG")
+    expect((await jsm.streams.add({ name: "OTHER", subjects: ["big.*.item19999"] })).config.name).toBe("OTHER")
+    await jsm.streams.delete("OTHER")
+  })
 })

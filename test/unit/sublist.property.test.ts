@@ -1,6 +1,8 @@
 import { describe, expect, it } from "vitest"
 import fc from "fast-check"
+import { SubjectSet } from "../../src/core/subject/subject-set.js"
 import { Sublist, type SublistResult } from "../../src/core/subject/sublist.js"
+import { subjectsCollide } from "../../src/core/subject/subject.js"
 import { refMatch } from "../../src/fuzz/reference.js"
 
 // Sublist against a naive model that scans every live subscription, over random
@@ -25,12 +27,14 @@ type Op =
   | { readonly kind: "remove"; readonly index: number }
   | { readonly kind: "match"; readonly subject: string }
   | { readonly kind: "interest"; readonly subject: string }
+  | { readonly kind: "collides"; readonly pattern: string }
 
 const op: fc.Arbitrary<Op> = fc.oneof(
   { weight: 4, arbitrary: fc.record({ kind: fc.constant("insert" as const), subject: filter, queue: fc.constantFrom(undefined, undefined, "q1", "q2") }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant("remove" as const), index: fc.nat() }) },
   { weight: 5, arbitrary: fc.record({ kind: fc.constant("match" as const), subject: literal }) },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant("interest" as const), subject: literal }) }
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant("interest" as const), subject: literal }) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant("collides" as const), pattern: filter }) }
 )
 
 const sortedIds = (subs: ReadonlyArray<Sub>): number[] => subs.map((s) => s.id).sort((a, b) => a - b)
@@ -103,6 +107,10 @@ describe("Sublist matches like a scan of every subscription", () => {
               expect(sl.hasInterest(o.subject)).toBe(expected)
               break
             }
+            case "collides": {
+              expect(sl.collides(o.pattern)).toBe(live.some((s) => subjectsCollide(s.subject, o.pattern)))
+              break
+            }
           }
           expect(sl.count()).toBe(live.length)
         }
@@ -134,3 +142,24 @@ describe("Sublist matches like a scan of every subscription", () => {
     )
   })
 })
+
+describe("SubjectSet answers collisions like a scan of every member", () => {
+  it("over random add/collides sequences, literals and wildcards mixed", () => {
+    const anySubject = fc.oneof(literal, filter)
+    fc.assert(
+      fc.property(fc.array(fc.tuple(fc.boolean(), anySubject), { maxLength: 60 }), (ops) => {
+        const set = new SubjectSet()
+        const members: string[] = []
+        for (const [add, subject] of ops) {
+          expect(set.collides(subject)).toBe(members.some((m) => subjectsCollide(m, subject)))
+          if (add) {
+            set.add(subject)
+            members.push(subject)
+          }
+        }
+      }),
+      { numRuns: 1000 }
+    )
+  })
+})
+

@@ -4,6 +4,7 @@
 import { Either, Schema } from "effect"
 import type { StoreConfig } from "../stream/config.js"
 import { isValidSubject, subjectsCollide } from "../subject/subject.js"
+import { SubjectSet } from "../subject/subject-set.js"
 import { type ApiError, JsErr } from "./errors.js"
 
 const Int = Schema.Number
@@ -82,7 +83,9 @@ const validName = (name: string): ApiError | undefined => {
 export const normalizeStreamConfig = (
   body: unknown,
   subjectName: string,
-  create: boolean
+  create: boolean,
+  /** False: the caller checks the subjects itself with a `SubjectsCheck` (spread over turns). */
+  checkSubjects = true
 ): Either.Either<StreamConfig, ApiError> => {
   if (typeof body !== "object" || body === null || Array.isArray(body)) return Either.left(JsErr.invalidJson)
   const d = decode(body)
@@ -119,7 +122,7 @@ export const normalizeStreamConfig = (
     allow_direct: r.allow_direct ?? false,
     mirror_direct: r.mirror_direct ?? false
   }
-  const err = validateStreamConfig(cfg, create)
+  const err = validateStreamConfig(cfg, create, checkSubjects)
   return err === undefined ? Either.right(withDuplicateWindow(cfg)) : Either.left(err)
 }
 
@@ -130,14 +133,37 @@ const withDuplicateWindow = (cfg: StreamConfig): StreamConfig => {
   return { ...cfg, duplicate_window: w }
 }
 
-export const validateStreamConfig = (cfg: StreamConfig, create: boolean): ApiError | undefined => {
-  for (const s of cfg.subjects) {
-    if (!isValidSubject(s)) return JsErr.streamInvalidConfig(`invalid subject '${s}'`)
-    if (subjectsCollide(s, "$JS.API.>")) return JsErr.streamInvalidConfig("subjects that overlap with jetstream api require no-ack to be true")
+/**
+ * The checks of a stream's subjects: each valid, clear of the JetStream API, and not
+ * colliding with another of them. Each subject is checked against a SubjectSet of those
+ * before it (near-linear; checking pairs took 10.7 s for 20,000 subjects), and the
+ * work can be done a slice at a time, so that a long list need not hold the event loop.
+ */
+export class SubjectsCheck {
+  private next = 0
+  private readonly seen = new SubjectSet()
+
+  constructor(private readonly subjects: ReadonlyArray<string>) {}
+
+  /** Checks up to `n` more subjects: the first error, "done" when all passed, undefined when some are left. */
+  step(n: number): ApiError | "done" | undefined {
+    const end = Math.min(this.subjects.length, this.next + n)
+    for (; this.next < end; this.next++) {
+      const s = this.subjects[this.next]
+      if (!isValidSubject(s)) return JsErr.streamInvalidConfig(`invalid subject '${s}'`)
+      if (subjectsCollide(s, "$JS.API.>")) return JsErr.streamInvalidConfig("subjects that overlap with jetstream api require no-ack to be true")
+      if (this.seen.collides(s)) return JsErr.streamInvalidConfig("duplicate subjects detected")
+      this.seen.add(s)
+    }
+    return this.next === this.subjects.length ? "done" : undefined
   }
-  for (let i = 0; i < cfg.subjects.length; i++)
-    for (let j = i + 1; j < cfg.subjects.length; j++)
-      if (subjectsCollide(cfg.subjects[i], cfg.subjects[j])) return JsErr.streamInvalidConfig("duplicate subjects detected")
+}
+
+export const validateStreamConfig = (cfg: StreamConfig, create: boolean, checkSubjects = true): ApiError | undefined => {
+  if (checkSubjects) {
+    const r = new SubjectsCheck(cfg.subjects).step(Number.POSITIVE_INFINITY)
+    if (r !== "done") return r
+  }
   if (cfg.max_age < 0) return JsErr.streamInvalidConfig("max age needs to be >= 0")
   if (cfg.duplicate_window < 0) return JsErr.streamInvalidConfig("duplicates window can not be negative")
   if (cfg.max_age > 0 && cfg.duplicate_window > cfg.max_age)
@@ -158,9 +184,12 @@ export const checkUpdate = (cur: StreamConfig, next: StreamConfig): ApiError | u
   return undefined
 }
 
-/** Subjects of `cfg` that collide with any of `others`. */
-export const overlaps = (subjects: ReadonlyArray<string>, others: ReadonlyArray<string>): boolean =>
-  subjects.some((a) => others.some((b) => subjectsCollide(a, b)))
+/** Whether any of `subjects` collides with any of `others`: one SubjectSet of `others`, one query per subject. */
+export const overlaps = (subjects: ReadonlyArray<string>, others: Iterable<string>): boolean => {
+  if (subjects.length === 0) return false
+  const set = new SubjectSet(others)
+  return subjects.some((a) => set.collides(a))
+}
 
 export const toStoreConfig = (cfg: StreamConfig): StoreConfig => ({
   subjects: cfg.subjects,

@@ -105,6 +105,9 @@ class CacheEntry<S> {
   ) {}
 }
 
+const STAR = 0x2a
+const GT = 0x3e
+
 const tokenEnd = (s: string, start: number): number => {
   const i = s.indexOf(".", start)
   return i < 0 ? s.length : i
@@ -239,6 +242,61 @@ export class Sublist<S extends SubLike> {
     const cached = this.cache.get(subject)
     if (cached !== undefined) return cached.result.psubs.length > 0 || cached.result.qsubs.length > 0
     return this.interestIn(this.root, subject, 0)
+  }
+
+  /**
+   * Whether any subscription's subject could match a subject `pattern` also matches
+   * (both may hold wildcards; `subjectsCollide` of each pair, without the pairs): for
+   * overlapping stream subjects. Costs the trie paths the pattern can take, not the
+   * number of subscriptions; an explicit stack, as a pattern may have many tokens.
+   */
+  collides(pattern: string): boolean {
+    const n = pattern.length
+    const levels: Array<Level<S>> = [this.root]
+    const starts: Array<number> = [0]
+    while (levels.length > 0) {
+      const level = levels.pop()!
+      const pos = starts.pop()!
+      // A stored `>` here takes this token and whatever follows.
+      if (level.fwc !== undefined && level.fwc.hasSubs()) return true
+      const end = tokenEnd(pattern, pos)
+      const wild = end - pos === 1 ? pattern.charCodeAt(pos) : 0
+      // The pattern's `>` takes any stored subject that goes on at this level (pruning keeps no dead nodes).
+      if (wild === GT) {
+        if (!level.isEmpty()) return true
+        continue
+      }
+      const last = end === n
+      const pwc = level.pwc
+      if (pwc !== undefined) {
+        if (last) {
+          if (pwc.hasSubs()) return true
+        } else if (pwc.next !== undefined) {
+          levels.push(pwc.next)
+          starts.push(end + 1)
+        }
+      }
+      if (wild === STAR) {
+        for (const node of level.nodes.values()) {
+          if (last) {
+            if (node.hasSubs()) return true
+          } else if (node.next !== undefined) {
+            levels.push(node.next)
+            starts.push(end + 1)
+          }
+        }
+        continue
+      }
+      const node = level.nodes.get(pos === 0 && last ? pattern : pattern.slice(pos, end))
+      if (node === undefined) continue
+      if (last) {
+        if (node.hasSubs()) return true
+      } else if (node.next !== undefined) {
+        levels.push(node.next)
+        starts.push(end + 1)
+      }
+    }
+    return false
   }
 
   count(): number {

@@ -8,13 +8,14 @@ import { buildHeaders } from "../../core/jetstream/headers.js"
 import {
   checkUpdate,
   normalizeStreamConfig,
-  overlaps,
   rfc3339,
   sameConfig,
   type StreamConfig,
+  SubjectsCheck,
   toStoreConfig
 } from "../../core/jetstream/stream-config.js"
 import { subjectsCollide } from "../../core/subject/subject.js"
+import { SubjectSet } from "../../core/subject/subject-set.js"
 import type { StoredMsg } from "../../services/store.js"
 import type { JetStream, JsAccount, StoredStreamMeta } from "./jetstream.js"
 import { STREAM_META } from "./jetstream.js"
@@ -134,12 +135,46 @@ export const streamInfo = (js: JetStream, s: JsStream, kind: string, req: typeof
   }
 }
 
+/** Subjects checked per event-loop turn when a stream is created or updated (see SubjectsCheck). */
+const SUBJECTS_PER_TURN = 2000
+
+/** Let other clients be served before going on (requests run one at a time, so nothing they check changes). */
+const nextTurn = (js: JetStream): Effect.Effect<void> =>
+  Effect.async<void>((resume) => js.server.env.scheduleFlush(() => resume(Effect.void)))
+
+/** The stream's own subjects checked a slice per turn: a list of 20,000 must not stall every client. */
+const checkSubjects = (js: JetStream, subjects: ReadonlyArray<string>): Effect.Effect<ApiError | undefined> =>
+  Effect.gen(function*() {
+    const check = new SubjectsCheck(subjects)
+    for (;;) {
+      const r = check.step(SUBJECTS_PER_TURN)
+      if (r === "done") return undefined
+      if (r !== undefined) return r
+      yield* nextTurn(js)
+    }
+  })
+
+/** Whether a subject collides with another stream's: a SubjectSet of theirs, a slice of ours per turn. */
+const overlapsOthers = (js: JetStream, acc: JsAccount, name: string, subjects: ReadonlyArray<string>): Effect.Effect<boolean> =>
+  Effect.gen(function*() {
+    const taken = new SubjectSet(function*() {
+      for (const s of acc.streams.values()) if (s.name !== name) yield* s.config.subjects
+    }())
+    for (let i = 0; i < subjects.length; i += SUBJECTS_PER_TURN) {
+      if (i > 0) yield* nextTurn(js)
+      for (let j = i; j < Math.min(subjects.length, i + SUBJECTS_PER_TURN); j++) if (taken.collides(subjects[j])) return true
+    }
+    return false
+  })
+
 const createOrUpdate = (js: JetStream, acc: JsAccount, name: string, body: unknown, create: boolean): Reply =>
   Effect.gen(function*() {
     const kind = create ? "stream_create" : "stream_update"
-    const parsed = normalizeStreamConfig(body, name, create)
+    const parsed = normalizeStreamConfig(body, name, create, false)
     if (Either.isLeft(parsed)) return errorResponse(kind, parsed.left)
     const cfg = parsed.right
+    const badSubject = yield* checkSubjects(js, cfg.subjects)
+    if (badSubject !== undefined) return errorResponse(kind, badSubject)
     const cur = acc.streams.get(name)
     if (create && cur !== undefined)
       return sameConfig(cur.config, cfg) ? streamInfo(js, cur, kind) : errorResponse(kind, JsErr.streamNameExist)
@@ -148,8 +183,7 @@ const createOrUpdate = (js: JetStream, acc: JsAccount, name: string, body: unkno
       const bad = checkUpdate(cur.config, cfg)
       if (bad !== undefined) return errorResponse(kind, bad)
     }
-    const others = [...acc.streams.values()].filter((s) => s.name !== name).flatMap((s) => s.config.subjects)
-    if (overlaps(cfg.subjects, others)) return errorResponse(kind, JsErr.streamSubjectOverlap)
+    if (yield* overlapsOthers(js, acc, name, cfg.subjects)) return errorResponse(kind, JsErr.streamSubjectOverlap)
     const noRoom = acc.reserve(cfg)
     if (noRoom !== undefined) return errorResponse(kind, noRoom)
     if (cur !== undefined) return yield* update(js, cur, cfg, kind)
