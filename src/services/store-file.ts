@@ -6,6 +6,7 @@
 //   <dir>/<stream>/config         store config (JSON, checksummed)
 //   <dir>/<stream>/msgs/<n>.blk   blocks, rolled at `blockSize`
 //   <dir>/<stream>/meta/<key>     meta values (checksummed)
+import { createHash } from "node:crypto"
 import { Deferred, Effect, Exit, Layer, Option } from "effect"
 import { makeStoreConfig, msgSize, type StoreConfig } from "../core/stream/config.js"
 import {
@@ -161,6 +162,43 @@ const readConfig = (disk: DiskService, streamDir: string): Effect.Effect<StoreCo
   })
 
 const encodeConfig = (cfg: StoreConfig): Uint8Array => encodeMeta(Buffer.from(JSON.stringify(cfg), "utf8"))
+
+/**
+ * The longest meta file name written as the encoded key. File systems take 255 bytes;
+ * the temporary name of an atomic write adds a suffix. A longer key (a consumer name of
+ * 255 bytes, %-encoded, is up to 765) gets a name from its hash, and its file carries
+ * the key itself, so any key survives a restart.
+ */
+const MAX_META_NAME = 200
+const HASHED = "~"
+
+const metaFileName = (key: string): string => {
+  const plain = encodeName(key)
+  return plain.length <= MAX_META_NAME ? plain : HASHED + createHash("sha256").update(key, "utf8").digest("hex")
+}
+
+/** A meta file's content: the value, after the key itself when the file name is a hash. */
+const encodeMetaFile = (key: string, value: Uint8Array): Uint8Array => {
+  if (!metaFileName(key).startsWith(HASHED)) return encodeMeta(value)
+  const k = Buffer.from(key, "utf8")
+  const head = Buffer.alloc(2)
+  head.writeUInt16BE(k.length)
+  return encodeMeta(Buffer.concat([head, k, value]))
+}
+
+/** The key and value of a meta file, or undefined when damaged (or, for a hashed name, another key's). */
+const decodeMetaFile = (file: string, raw: Uint8Array): { key: string; value: Uint8Array } | undefined => {
+  const data = decodeMeta(raw)
+  if (data === undefined) return undefined
+  if (!file.startsWith(HASHED)) {
+    const key = decodeName(file)
+    return key === undefined ? undefined : { key, value: data }
+  }
+  const b = asBuffer(data)
+  if (b.length < 2 || b.length < 2 + b.readUInt16BE(0)) return undefined
+  const end = 2 + b.readUInt16BE(0)
+  return { key: b.toString("utf8", 2, end), value: b.subarray(end) }
+}
 
 interface StreamCtx {
   readonly disk: DiskService
@@ -670,7 +708,7 @@ const openFileStream = (ctx: StreamCtx, cfg: StoreConfig, rec: Recovered, extraP
       return reclaimed
     })
 
-  const metaPath = (key: string) => joinPath(metaDir, encodeName(key))
+  const metaPath = (key: string) => joinPath(metaDir, metaFileName(key))
 
   const closeFiles = Effect.gen(function*() {
     for (const blk of blocks) {
@@ -697,17 +735,17 @@ const openFileStream = (ctx: StreamCtx, cfg: StoreConfig, rec: Recovered, extraP
       flush,
       compact,
       health,
-      writeMeta: (key, value) => io(writeAtomic(disk, metaDir, encodeName(key), encodeMeta(value), ctx.tmpId())),
+      writeMeta: (key, value) => io(writeAtomic(disk, metaDir, metaFileName(key), encodeMetaFile(key, value), ctx.tmpId())),
       readMeta: (key) =>
         disk.readFile(metaPath(key)).pipe(
           Effect.map((raw): Uint8Array | undefined => raw),
           Effect.catchTag("DiskError", (e) => (e.reason === "NotFound" ? Effect.succeed(undefined) : Effect.fail(fromDisk(e)))),
           Effect.flatMap((raw) => {
             if (raw === undefined) return Effect.succeed(undefined)
-            const data = decodeMeta(raw)
-            return data === undefined
+            const m = decodeMetaFile(metaFileName(key), raw)
+            return m === undefined || m.key !== key
               ? Effect.fail(storeError("Corrupt", `meta '${key}' of stream '${ctx.name}' is damaged`))
-              : Effect.succeed(data)
+              : Effect.succeed(m.value)
           })
         ),
       deleteMeta: (key) =>
@@ -716,8 +754,23 @@ const openFileStream = (ctx: StreamCtx, cfg: StoreConfig, rec: Recovered, extraP
           Effect.catchTag("DiskError", (e) => (e.reason === "NotFound" ? Effect.void : Effect.fail(fromDisk(e))))
         ),
       listMeta: () =>
-        Effect.map(io(disk.list(metaDir)), (names) =>
-          names.filter((n) => !n.endsWith(TMP_EXT)).flatMap((n) => decodeName(n) ?? [])
+        Effect.flatMap(io(disk.list(metaDir)), (names) =>
+          Effect.map(
+            Effect.forEach(names.filter((n) => !n.endsWith(TMP_EXT)), (n) => {
+              if (!n.startsWith(HASHED)) return Effect.succeed(decodeName(n))
+              // A hashed name: the key is in the file. One too damaged to tell its key is
+              // reported (log, health), as a damaged config is, and kept on disk.
+              const file = joinPath(metaDir, n)
+              return Effect.flatMap(io(disk.readFile(file)), (raw) => {
+                const key = decodeMetaFile(n, raw)?.key
+                if (key !== undefined || problems.some((p) => p.file === file)) return Effect.succeed(key)
+                const message = `meta file of stream '${ctx.name}' is damaged; its key is unknown`
+                problems.push({ kind: "MetaCorrupt", file, message })
+                return Effect.as(warn(`${message}: ${file}`), undefined)
+              })
+            }),
+            (keys) => keys.flatMap((k) => k ?? [])
+          )
         ),
       close: () => Effect.ensuring(lock.withPermits(1)(Effect.uninterruptible(syncNow)), lock.withPermits(1)(closeFiles))
     },
@@ -792,7 +845,7 @@ export const makeFileStore = (dir: string, options: FileStoreOptions = {}) =>
             yield* io(disk.mkdirp(joinPath(staging, "msgs")))
             yield* io(disk.mkdirp(joinPath(staging, "meta")))
             yield* io(writeAtomic(disk, staging, "config", encodeConfig(config), ++tmpCounter))
-            for (const [key, value] of meta) yield* io(writeAtomic(disk, joinPath(staging, "meta"), encodeName(key), encodeMeta(value), ++tmpCounter))
+            for (const [key, value] of meta) yield* io(writeAtomic(disk, joinPath(staging, "meta"), metaFileName(key), encodeMetaFile(key, value), ++tmpCounter))
             yield* io(disk.syncDir(staging))
             yield* io(disk.rename(staging, ctx.dir))
             yield* io(disk.syncDir(dir))

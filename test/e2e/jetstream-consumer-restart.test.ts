@@ -66,4 +66,39 @@ describe("consumer state across restarts", () => {
     for await (const ci of jsm.consumers.list("R2")) names.push(ci.name)
     expect(names).toEqual(["keep"])
   })
+
+  it("every durable name nats-server accepts survives a restart: each length up to 255 bytes (regression: 240-300 lost)", async () => {
+    const names: string[] = []
+    for (let n = 1; n <= 255; n++) names.push(`${n}-`.padEnd(n, "x").slice(0, n))
+    // Multi-byte and punctuation: what percent-encoding of a file name makes longest.
+    names.push("€".repeat(85), "é".repeat(127), "🙂".repeat(63), "~!@#$%^&()+=,;'{}[]|?<".repeat(12).slice(0, 255))
+    const request = async (nc: Awaited<ReturnType<JsTestServer["client"]>>["nc"], durable: string) => {
+      const body = JSON.stringify({ stream_name: "NAMES", config: { durable_name: durable, ack_policy: "explicit" } })
+      return JSON.parse(new TextDecoder().decode((await nc.request("$JS.API.CONSUMER.CREATE.NAMES", body, { timeout: 10_000 })).data))
+    }
+    {
+      const { nc, jsm } = await t.client()
+      await jsm.streams.add({ name: "NAMES", subjects: ["names.>"] })
+      for (const name of names) {
+        const r = await request(nc, name)
+        expect(r.error).toBeUndefined()
+        expect(r.name).toBe(name)
+      }
+      // Refused, in nats-server's codes: too long (bytes, not characters), a path separator, a forbidden character.
+      expect((await request(nc, "x".repeat(256))).error).toMatchObject({ err_code: 10102, description: "consumer name is too long, maximum allowed is 255" })
+      expect((await request(nc, "€".repeat(86))).error).toMatchObject({ err_code: 10102 })
+      expect((await request(nc, "a/b")).error).toMatchObject({ err_code: 10127 })
+      expect((await request(nc, "a\\b")).error).toMatchObject({ err_code: 10127 })
+      expect((await request(nc, "a\nb")).error).toMatchObject({ err_code: 10103 })
+    }
+    await t.restart()
+    const { jsm } = await t.client()
+    const listed: string[] = []
+    for await (const n of jsm.consumers.list("NAMES")) listed.push(n.name)
+    expect(listed.sort()).toEqual([...names].sort())
+    expect(t.srv.lines.filter((l) => l.includes("[ERR]"))).toEqual([])
+    const info = await jsm.consumers.info("NAMES", names[254])
+    expect(info.config.durable_name).toBe(names[254])
+  })
 })
+

@@ -57,6 +57,14 @@ describe("consumer config validation", () => {
   it("names and filters", () => {
     expect(code({ durable_name: "a", name: "b" })).toBe(10132)
     expect(code({ durable_name: "a.b" })).toBe(10103)
+    // nats-server's rules: at most 255 bytes, no path separator, none of " \t\r\n\f.*>".
+    expect(code({ durable_name: "d".repeat(255) })).toBeUndefined()
+    expect(code({ durable_name: "€".repeat(85) })).toBeUndefined()
+    expect(code({ durable_name: "d".repeat(256) })).toBe(10102)
+    expect(code({ name: "€".repeat(86) })).toBe(10102)
+    for (const c of ["/", "\\"]) expect(code({ durable_name: `a${c}b` })).toBe(10127)
+    for (const c of [" ", "\t", "\r", "\n", "\f", "*", ">"]) expect(code({ durable_name: `a${c}b` })).toBe(10103)
+    expect(code({ durable_name: "~!@#$%^&()+=-_,;'{}[]|?<é" })).toBeUndefined()
     expect(code({ filter_subject: "a", filter_subjects: ["b"] })).toBe(10136)
     expect(code({ filter_subjects: ["a.*", "a.b"] })).toBe(10138)
     expect(code({ filter_subjects: ["a", ""] })).toBe(10139)

@@ -467,6 +467,33 @@ export const storeContract = (label: string, make: MakeLayer, storage: StoreConf
       expect(out).toEqual({ one: "state-2", list: ["consumer/one.two", "stream"], gone: undefined, after: ["consumer/one.two"] })
     })
 
+    it("keeps meta keys of any length a consumer name allows, across a reopen (regression: names over ~225 bytes lost)", async () => {
+      const keys = [
+        `jetstream.consumer.${"a".repeat(255)}`,
+        `jetstream.consumer.${"€".repeat(85)}`,
+        `jetstream.consumer.${"~!@#$%^&()+=,;'{}[]|?<".repeat(11).slice(0, 255)}`,
+        `jetstream.consumer.${"é".repeat(127)}`
+      ]
+      const out = await run((store) =>
+        Effect.gen(function*() {
+          const s = yield* store.create("S", cfg(), [[keys[0], b("made with the stream")]])
+          for (const [i, k] of keys.slice(1).entries()) yield* s.writeMeta(k, b(`value ${i + 1}`))
+          yield* s.writeMeta(keys[3], b("value 3, again"))
+          yield* s.close()
+          const again = yield* store.open("S")
+          const values: string[] = []
+          for (const k of keys) values.push(str((yield* again.readMeta(k))!))
+          const list = yield* again.listMeta()
+          yield* again.deleteMeta(keys[2])
+          return { values, list, gone: yield* again.readMeta(keys[2]), after: yield* again.listMeta() }
+        })
+      )
+      expect(out.values).toEqual(["made with the stream", "value 1", "value 2", "value 3, again"])
+      expect([...out.list].sort()).toEqual([...keys].sort())
+      expect(out.gone).toBeUndefined()
+      expect([...out.after].sort()).toEqual([keys[0], keys[1], keys[3]].sort())
+    })
+
     it("a closed handle refuses work; reopening gives the same stream", async () => {
       const out = await run((store) =>
         Effect.gen(function*() {

@@ -115,13 +115,22 @@ const DELIVER_NAMES: Record<DeliverPolicy, string> = {
   last_per_subject: "deliver last per subject"
 }
 
+/** nats-server's longest stream or consumer name, in bytes of UTF-8. */
+export const MAX_NAME_BYTES = 255
+
+/**
+ * Names as nats-server takes them: at most 255 bytes, no path separator, none of
+ * the characters it forbids in names (space, tab, CR, LF, form feed, `.`, `*`, `>`).
+ * Everything else is accepted, and the file store keeps any accepted name across a restart.
+ */
 const checkNames = (cfg: ConsumerConfig): ApiError | undefined => {
   const d = cfg.durable_name ?? ""
   const n = cfg.name ?? ""
   if (d !== "" && n !== "" && d !== n) return bad(10132, "Consumer Durable and Name have to be equal if both are provided")
   for (const s of [d, n]) {
+    if (Buffer.byteLength(s, "utf8") > MAX_NAME_BYTES) return bad(10102, `consumer name is too long, maximum allowed is ${MAX_NAME_BYTES}`)
     if (/[/\\]/.test(s)) return bad(10127, "Consumer name can not contain path separators")
-    if (/[.*> \t]/.test(s)) return bad(10103, "durable name can not contain '.', '*', '>'")
+    if (/[ \t\r\n\f.*>]/.test(s)) return bad(10103, "durable name can not contain '.', '*', '>'")
   }
   return undefined
 }

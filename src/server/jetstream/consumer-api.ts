@@ -35,7 +35,8 @@ export const ConsumerErr = {
   wqMultipleUnfiltered: e(400, 10099, "multiple non-filtered consumers not allowed on workqueue stream"),
   wqNotUnique: e(400, 10100, "filtered consumer not unique on workqueue stream"),
   nameContainsPathSeparators: e(400, 10127, "Consumer name can not contain path separators"),
-  invalidName: e(400, 10103, "durable name can not contain '.', '*', '>'")
+  invalidName: e(400, 10103, "durable name can not contain '.', '*', '>'"),
+  storeFailed: (why: string) => e(500, 10104, `error creating store for consumer: ${why}`)
 } as const
 
 const registry = new WeakMap<JsStream, Map<string, JsConsumer>>()
@@ -123,7 +124,7 @@ export const stopConsumers = (s: JsStream): void => {
 
 /** Server shutdown: save every consumer's latest state (before the stores close) and stop them. */
 export const saveAllConsumers = (js: JetStream): Promise<void> => {
-  const saves: Promise<void>[] = []
+  const saves: Promise<unknown>[] = []
   for (const a of js.accounts.values())
     for (const s of a.streams.values())
       for (const c of registry.get(s)?.values() ?? []) {
@@ -358,7 +359,13 @@ const create = (
       if (existing !== undefined) existing.stop()
       const c = JsConsumer.make(s, stored, now, terminate)
       register(s, c)
-      await c.save()
+      // Answered "created" only once it would be there after a restart.
+      const unsaved = await c.save()
+      if (unsaved !== undefined && existing === undefined) {
+        c.stop()
+        await unregister(c)
+        return errorResponse(kind, ConsumerErr.storeFailed(unsaved.reason === "NoSpace" ? "insufficient storage" : "the consumer's state could not be written"))
+      }
       c.start()
       // An update may narrow what the consumer holds (filters).
       if (existing !== undefined) releaseUnwanted(s)

@@ -18,7 +18,7 @@ import {
   type StreamView
 } from "../../core/consumer/index.js"
 import { statusHeaderBlock } from "../../core/nats/encode.js"
-import type { StoredMsg, StreamStore } from "../../services/store.js"
+import type { StoreError, StoredMsg, StreamStore } from "../../services/store.js"
 import type { Subscription } from "../subscription.js"
 import { releaseUnheld } from "./interest.js"
 import type { JsStream } from "./stream.js"
@@ -387,15 +387,20 @@ export class JsConsumer {
       })
   }
 
-  private write(): Promise<void> {
+  /** Writes the saved state; a failure is logged (the next save tries again) and returned. */
+  private write(): Promise<StoreError | undefined> {
     const body = Buffer.from(JSON.stringify(this.stored()))
-    return Effect.runPromise(Effect.ignore(this.stream.store.writeMeta(CONSUMER_META_PREFIX + this.name, body)))
+    return Effect.runPromise(Effect.either(this.stream.store.writeMeta(CONSUMER_META_PREFIX + this.name, body))).then((r) => {
+      if (r._tag === "Right") return undefined
+      this.server.log.error(`JetStream consumer '${this.stream.name} > ${this.name}': state not saved: ${r.left.message}`)
+      return r.left
+    })
   }
 
-  /** Write the current state after the writes before it. */
-  save(): Promise<void> {
+  /** Write the current state after the writes before it; resolves to the error when it could not be saved. */
+  save(): Promise<StoreError | undefined> {
     const w = this.writes.then(() => this.write())
-    this.writes = w
+    this.writes = w.then(() => undefined)
     return w
   }
 
