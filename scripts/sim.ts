@@ -1,4 +1,4 @@
-// `npm run sim -- [--seed N] [--steps M] [--runs K] [--faults net|disk] [--mqtt [--no-device-faults]] [--plant BUG] [--tail L]`:
+// `npm run sim -- [--seed N] [--steps M] [--runs K] [--faults net|disk [--no-disk-full]] [--mqtt [--no-device-faults]] [--plant BUG] [--tail L]`:
 // run the deterministic simulation. With a seed it replays that run exactly; without one
 // it picks seeds and prints them. `--faults disk` adds JetStream on a simulated disk with
 // crashes and power cuts, `--mqtt` MQTT devices and the bridge. A failure prints the
@@ -12,12 +12,12 @@ const arg = (name: string): string | undefined => {
   return i >= 0 ? process.argv[i + 1] : undefined
 }
 
-export const report = (r: SimResult, plant?: PlantedBug, faults: FaultSet = "net", mqtt = false, deviceFaults = true): string => {
+export const report = (r: SimResult, plant?: PlantedBug, faults: FaultSet = "net", mqtt = false, deviceFaults = true, diskFull = true): string => {
   if (r.ok) return `seed ${r.seed}: ok (${r.steps} steps, trace ${r.traceHash}/${r.traceLines}) ${JSON.stringify(r.stats)}`
   return [
     `seed ${r.seed}: FAILED at step ${r.failedStep}`,
     ...r.violations.slice(0, 10).map((v) => `  violation: ${v}`),
-    `  reproduce: ${reproduceCommand(r.seed, r.steps, plant, faults, mqtt, deviceFaults)}`,
+    `  reproduce: ${reproduceCommand(r.seed, r.steps, plant, faults, mqtt, deviceFaults, diskFull)}`,
     `  last trace events:`,
     ...r.trace.map((l) => `    ${l}`)
   ].join("\n")
@@ -51,18 +51,19 @@ const main = async (): Promise<void> => {
     return
   }
   const plant = arg("plant") as PlantedBug | undefined
-  const faults = (arg("faults") ?? (plant === "ack-before-sync" || plant === "lying-fsync" || plant === "mqtt-commit-before-sync" || plant === "mqtt-forget-pubrel" ? "disk" : "net")) as FaultSet
+  const faults = (arg("faults") ?? (plant === "ack-before-sync" || plant === "lying-fsync" || plant === "keep-refused" || plant === "mqtt-commit-before-sync" || plant === "mqtt-forget-pubrel" ? "disk" : "net")) as FaultSet
   if (faults !== "net" && faults !== "disk") throw new Error(`--faults takes net or disk, not ${String(faults)}`)
   const mqtt = process.argv.includes("--mqtt") || plant === "mqtt-commit-before-sync" || plant === "mqtt-forget-pubrel"
   const deviceFaults = !process.argv.includes("--no-device-faults")
+  const diskFull = !process.argv.includes("--no-disk-full")
   const given = arg("seed")
   const runs = given === undefined ? Number(arg("runs") ?? 1) : 1
   let failed = false
   for (let i = 0; i < runs; i++) {
     const seed = given === undefined ? (Math.random() * 0x7fffffff) | 0 : Number(given)
     if (given === undefined) console.log(`seed ${seed}`)
-    const r = await runSim({ seed, steps, faults, plant, mqtt, mqttDeviceFaults: deviceFaults, traceTail: Number(arg("tail") ?? 30) })
-    console.log(report(r, plant, faults, mqtt, deviceFaults))
+    const r = await runSim({ seed, steps, faults, plant, mqtt, mqttDeviceFaults: deviceFaults, diskFull, traceTail: Number(arg("tail") ?? 30) })
+    console.log(report(r, plant, faults, mqtt, deviceFaults, diskFull))
     if (!r.ok) failed = true
   }
   process.exitCode = failed ? 1 : 0

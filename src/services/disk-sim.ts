@@ -52,6 +52,8 @@ export interface SimDiskStats {
   tornWrites: number
   /** Writes and fsyncs failed on purpose (`errorRate`). */
   ioErrors: number
+  /** Writes (in part or whole) and file creations refused for want of space (`capacity`). */
+  noSpace: number
 }
 
 const dirNode = (): DirNode => ({ kind: "dir", entries: new Map(), durable: new Map(), syncedUpTo: 0 })
@@ -73,9 +75,54 @@ export class SimDisk {
   errorRate = 0
   /** Planted fault: fsync reports success without making anything durable. */
   lyingSync = false
-  readonly stats: SimDiskStats = { syncs: 0, dirSyncs: 0, crashes: 0, powerLosses: 0, bytesLost: 0, tornWrites: 0, ioErrors: 0 }
+  /**
+   * Bytes the files may hold in all (undefined: no limit). A write that would grow them
+   * past it lands what fits and fails with NoSpace (ENOSPC), as does creating a file or
+   * folder; overwriting, truncating, renaming and removing still work. `fill()` and
+   * `free()` play "disk full, then space freed".
+   */
+  capacity: number | undefined = undefined
+  readonly stats: SimDiskStats = { syncs: 0, dirSyncs: 0, crashes: 0, powerLosses: 0, bytesLost: 0, tornWrites: 0, ioErrors: 0, noSpace: 0 }
 
   constructor(private readonly env: SimDiskEnv) {}
+
+  /** The disk is full from now on: no file may grow (beyond `slack` more bytes in all). */
+  fill(slack = 0): void {
+    this.capacity = this.used() + slack
+  }
+
+  /** Space is freed: files may grow again. */
+  free(): void {
+    this.capacity = undefined
+  }
+
+  /**
+   * Damage from outside the server (a bad copy, a failing disk, an operator): the file
+   * keeps only its first `length` bytes, durably. No write or fsync of ours does this.
+   */
+  cut(path: string, length: number): void {
+    const f = this.lookup(path)
+    if (f === undefined || f.kind !== "file") throw new Error(`${path}: no such file`)
+    f.size = Math.min(f.size, length)
+    f.durable = Buffer.from(f.buf.subarray(0, f.size))
+    f.unsynced = []
+  }
+
+  /** Bytes the files hold now (as the running process sees them). */
+  used(): number {
+    let n = 0
+    const seen = new Set<Node>()
+    const walk = (dir: DirNode): void => {
+      for (const node of dir.entries.values()) {
+        if (seen.has(node)) continue
+        seen.add(node)
+        if (node.kind === "dir") walk(node)
+        else n += node.size
+      }
+    }
+    walk(this.root)
+    return n
+  }
 
   /** A folder that exists durably before any process runs (the data directory). */
   provision(path: string): void {
@@ -183,6 +230,14 @@ export class SimDisk {
     const file = (path: string, f: FileNode): DiskFile => ({
       write: (data, position) =>
         live(() => {
+          const room = self.capacity === undefined ? Infinity : Math.max(0, self.capacity - self.used())
+          if (position + data.length - f.size > room) {
+            // ENOSPC: what fits in the file's size and the space left lands, the rest does not.
+            self.stats.noSpace++
+            const fits = Math.max(0, Math.min(data.length, f.size + room - position))
+            if (fits > 0) self.write(f, Buffer.from(data.subarray(0, fits)), position)
+            return err("NoSpace", path, `no space left on device after ${fits} of ${data.length} bytes`)
+          }
           if (!self.fails()) return self.write(f, Buffer.from(data), position)
           // A failed write may still have landed a prefix (ENOSPC mid-way, EIO on a later page).
           const landed = Math.floor(self.env.random() * data.length)
@@ -210,7 +265,7 @@ export class SimDisk {
     })
 
     return {
-      mkdirp: (path) => live(() => this.mkdirp(path)),
+      mkdirp: (path) => live(() => (this.lookup(path) === undefined && this.isFull() ? this.noSpace(path) : this.mkdirp(path))),
       list: (path) =>
         live(() => {
           const d = this.lookup(path)
@@ -232,6 +287,7 @@ export class SimDisk {
           let n = at.dir.entries.get(at.name)
           if (n === undefined) {
             if (!create) return err("NotFound", path, "no such file")
+            if (this.isFull()) return this.noSpace(path)
             n = { kind: "file", buf: Buffer.alloc(0), size: 0, durable: Buffer.alloc(0), unsynced: [], syncedUpTo: 0 }
             at.dir.entries.set(at.name, n)
           }
@@ -296,6 +352,16 @@ export class SimDisk {
     }
     walk(this.root, "")
     return out
+  }
+
+  /** No byte left: a new file or folder needs at least one block. */
+  private isFull(): boolean {
+    return this.capacity !== undefined && this.used() >= this.capacity
+  }
+
+  private noSpace(path: string): DiskError {
+    this.stats.noSpace++
+    return err("NoSpace", path, "no space left on device")
   }
 
   private fails(): boolean {

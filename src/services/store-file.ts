@@ -26,11 +26,16 @@ import {
   recordSeq,
   RecordType,
   scanRecords,
-  STATE_LEN
+  STATE_LEN,
+  SYNC_MARK_SLOT,
+  type SyncMark,
+  decodeSyncMark,
+  encodeSyncMark,
+  recordType
 } from "../core/stream/record.js"
 import { StreamIndex, type IndexEntry } from "../core/stream/stream-index.js"
 import { Disk, type DiskError, type DiskFile, type DiskService, joinPath } from "./disk.js"
-import { Log } from "./log.js"
+import { Log, type LogService } from "./log.js"
 import {
   decodeName,
   encodeName,
@@ -113,6 +118,7 @@ const warn = (msg: string) =>
   Effect.flatMap(Effect.serviceOption(Log), (log) =>
     Option.isSome(log) ? Effect.sync(() => log.value.warn(msg)) : Effect.logWarning(msg)
   )
+
 
 /** Write a small file so that a crash leaves either the old or the new content. */
 const writeAtomic = (disk: DiskService, dir: string, name: string, data: Uint8Array, tmpId: number) =>
@@ -207,6 +213,15 @@ interface StreamCtx {
   readonly blockSize: number
   readonly cacheBlocks: number
   readonly tmpId: () => number
+  /** The log the store was made with: rounds run in whatever fiber asked for them, which may have none. */
+  readonly log: Option.Option<LogService>
+}
+
+/** A warning or an error of a running stream store, to the log it was made with. */
+const say = (ctx: StreamCtx, level: "warn" | "error", msg: string): Effect.Effect<void> => {
+  const log = ctx.log
+  if (Option.isSome(log)) return Effect.sync(() => log.value[level](msg))
+  return level === "warn" ? Effect.logWarning(msg) : Effect.logError(msg)
 }
 
 const newBlock = (ctx: StreamCtx, id: number): Block => ({
@@ -234,7 +249,17 @@ interface Recovered {
   readonly index: StreamIndex<Loc>
   readonly blocks: Block[]
   readonly problems: StoreProblem[]
+  /** The sync mark as recovery left it (written back, durable; -1s when it could not be). */
+  readonly mark: SyncMark
+  /** The sync mark's file, open (undefined when recovery could not write it). */
+  readonly markFile: DiskFile | undefined
 }
+
+/** The stream's sync mark file (see `encodeSyncMark`). */
+const SYNC_MARK = "synced"
+
+/** A fresh sync mark file: slot 0 holds `mark`, slot 1 nothing yet. */
+const syncMarkFile = (mark: SyncMark): Buffer => Buffer.concat([encodeSyncMark(mark), Buffer.alloc(SYNC_MARK_SLOT)])
 
 /** Rebuild the index from the blocks; truncate a torn tail of the last one. */
 const recover = (ctx: StreamCtx, cfg: StoreConfig) =>
@@ -251,9 +276,23 @@ const recover = (ctx: StreamCtx, cfg: StoreConfig) =>
     const index = new StreamIndex<Loc>()
     const blocks: Block[] = []
     const problems: StoreProblem[] = []
+    const markPath = joinPath(ctx.dir, SYNC_MARK)
+    const markRead = yield* Effect.either(disk.readFile(markPath))
+    const mark = markRead._tag === "Right" ? decodeSyncMark(markRead.right) : undefined
+    if (markRead._tag === "Right" && mark === undefined) {
+      const message = `sync mark of stream '${ctx.name}' is damaged: lost messages cannot be told from an unfinished write this time`
+      problems.push({ kind: "MetaCorrupt", file: markPath, message })
+      yield* warn(message)
+    } else if (markRead._tag === "Left" && markRead.left.reason !== "NotFound") {
+      const message = `sync mark of stream '${ctx.name}' cannot be read (${markRead.left.message}): lost messages cannot be told from an unfinished write this time`
+      problems.push({ kind: "MetaCorrupt", file: markPath, message })
+      yield* warn(message)
+    }
     let floor = 0
     let last = 0
     let lastTs = 0
+    /** The partial record cut off the end of the last block. */
+    let torn: { readonly file: string; readonly offset: number; readonly length: number } | undefined
     const kill = (e: IndexEntry<Loc>) => {
       e.loc.blk.live--
       e.loc.blk.liveBytes -= e.loc.len
@@ -317,9 +356,7 @@ const recover = (ctx: StreamCtx, cfg: StoreConfig) =>
           yield* f.sync()
           blk.file = f
           blk.size = scan.tornAt
-          const message = `truncated ${cut} bytes of an unfinished write at offset ${scan.tornAt}`
-          problems.push({ kind: "TornTail", file: blk.path, offset: scan.tornAt, length: cut, message })
-          yield* warn(`stream '${ctx.name}': ${blk.path}: ${message}`)
+          torn = { file: blk.path, offset: scan.tornAt, length: cut }
         } else {
           problems.push({
             kind: "Corrupt",
@@ -343,7 +380,37 @@ const recover = (ctx: StreamCtx, cfg: StoreConfig) =>
       else blk.file = f
     }
     if (blocks.length > 0) yield* disk.syncDir(msgsDir)
-    index.restoreLast(last, lastTs)
+    // Less than the mark says was synced: acknowledged messages are gone (a truncated or
+    // deleted block file), which a torn write cannot do. Said loudly, and the sequences
+    // handed out stay used: new messages never take the number of an acknowledged one.
+    const lost = mark !== undefined && last < mark.synced
+    if (torn !== undefined) {
+      const message = lost
+        ? `truncated ${torn.length} bytes of a damaged record at offset ${torn.offset}`
+        : `truncated ${torn.length} bytes of an unfinished write at offset ${torn.offset}`
+      problems.push({ kind: "TornTail", ...torn, message })
+      if (!lost) yield* warn(`stream '${ctx.name}': ${torn.file}: ${message}`)
+    }
+    if (lost) {
+      const message = `lost acknowledged messages: sequences ${last + 1} to ${mark.synced} were on stable storage and are gone (the end of the stream's files was lost, not an unfinished write); new messages continue after ${Math.max(mark.reserved, mark.synced)}`
+      problems.push({ kind: "LostData", file: blocks[blocks.length - 1]?.path ?? msgsDir, message })
+      yield* say(ctx, "error", `stream '${ctx.name}': ${message}`)
+    }
+    index.restoreLast(Math.max(last, mark?.reserved ?? 0, mark?.synced ?? 0), lastTs)
+    // The mark starts again from what is on disk now (a stream from before marks gets one).
+    // Best effort: without it the next rounds write one (a full disk must not keep a stream from opening).
+    const markNow: SyncMark = { gen: (mark?.gen ?? 0) + 1, synced: last, reserved: index.last }
+    const markWritten = yield* Effect.either(
+      Effect.gen(function*() {
+        const f = yield* disk.open(markPath, true)
+        yield* f.write(encodeSyncMark(markNow), (markNow.gen % 2) * SYNC_MARK_SLOT)
+        yield* f.truncate(2 * SYNC_MARK_SLOT)
+        yield* f.sync()
+        if (markRead._tag === "Left") yield* disk.syncDir(ctx.dir)
+        return f
+      })
+    )
+    if (markWritten._tag === "Left") yield* warn(`stream '${ctx.name}': sync mark not written: ${markWritten.left.message}`)
     const dropped: IndexEntry<Loc>[] = []
     index.setFloor(floor, dropped)
     dropped.forEach(kill)
@@ -352,7 +419,13 @@ const recover = (ctx: StreamCtx, cfg: StoreConfig) =>
     }
     // Keep the newest blocks in memory; the active one must be.
     for (let i = 0; i < blocks.length - 1 - ctx.cacheBlocks; i++) blocks[i].buf = undefined
-    return { index, blocks, problems } satisfies Recovered
+    return {
+      index,
+      blocks,
+      problems,
+      mark: markWritten._tag === "Right" ? markNow : { gen: markNow.gen, synced: -1, reserved: -1 },
+      markFile: markWritten._tag === "Right" ? markWritten.right : undefined
+    } satisfies Recovered
   })
 
 const openFileStream = (ctx: StreamCtx, cfg: StoreConfig, rec: Recovered, extraProblems: StoreProblem[], onClose: () => void) => {
@@ -380,8 +453,11 @@ const openFileStream = (ctx: StreamCtx, cfg: StoreConfig, rec: Recovered, extraP
     blk.buf = next
   }
 
+  /** A round is writing: blocks stay in memory, as a failed round rewrites them from there. */
+  let writing = false
+
   const evict = () => {
-    while (cached.length > ctx.cacheBlocks) {
+    while (!writing && cached.length > ctx.cacheBlocks) {
       const i = cached.findIndex((b) => b.flushed === b.size && b !== active())
       if (i < 0) return
       cached[i].buf = undefined
@@ -417,7 +493,7 @@ const openFileStream = (ctx: StreamCtx, cfg: StoreConfig, rec: Recovered, extraP
     appended++
   }
 
-  const append = (seq: number, subject: string, subjectLen: number, headers: Uint8Array | undefined, payload: Uint8Array, ts: number): Loc => {
+  const append = (seq: number, subject: string, subjectLen: number, headers: Uint8Array | undefined, payload: Uint8Array, ts: number, refusable: boolean): Loc => {
     const len = msgRecordLen(subjectLen, headers === undefined ? 0 : headers.length, payload.length)
     const blk = room(len)
     const off = blk.size
@@ -428,6 +504,7 @@ const openFileStream = (ctx: StreamCtx, cfg: StoreConfig, rec: Recovered, extraP
     if (seq < blk.minSeq) blk.minSeq = seq
     if (seq > blk.maxSeq) blk.maxSeq = seq
     appended++
+    if (refusable) refusables.push(seq)
     return { blk, off, len }
   }
 
@@ -535,34 +612,41 @@ const openFileStream = (ctx: StreamCtx, cfg: StoreConfig, rec: Recovered, extraP
     return m instanceof StoreError ? undefined : m
   }
 
-  const failWrite = (blk: Block, e: StoreError) =>
-    Effect.gen(function*() {
-      if (problems.length < MAX_PROBLEMS) problems.push({ kind: "WriteFailed", file: blk.path, offset: blk.flushed, message: e.message })
-      // Cut whatever part of the write landed, so the retry appends after good records.
-      if (blk.file !== undefined) yield* Effect.ignore(blk.file.truncate(blk.flushed))
-      return yield* Effect.fail(e)
-    })
+  // ---- rounds: writing out (and syncing) what was appended, or taking it back ----
 
-  const writeOut = Effect.gen(function*() {
-    for (const blk of blocks.slice()) {
-      if (blk.flushed >= blk.size) continue
-      if (blk.file === undefined) {
-        blk.file = yield* io(disk.open(blk.path, true))
-        blk.fresh = true
-      }
-      const end = blk.size
-      yield* io(blk.file.write(blk.buf!.subarray(blk.flushed, end), blk.flushed)).pipe(
-        Effect.catchAll((e) => failWrite(blk, e))
-      )
-      blk.flushed = end
-      blk.dirty = true
-    }
+  /** What one round writes: each block's bytes [from, to) as they were when it began. */
+  interface Round {
+    readonly parts: ReadonlyArray<{ readonly blk: Block; readonly from: number; readonly to: number }>
+    /** `index.last` when it began: every sequence up to it is in `parts` or written before. */
+    readonly last: number
+  }
+
+  const beginRound = (): Round => {
+    writing = true
+    return { parts: blocks.map((blk) => ({ blk, from: blk.flushed, to: blk.size })), last: index.last }
+  }
+
+  /** Every round ends here, written or not. */
+  const endRound = Effect.sync(() => {
+    writing = false
+    evict()
   })
 
-  const syncNow = Effect.gen(function*() {
-    const end = appended
-    const floor = recordedFloor
-    yield* writeOut
+  const writeOut = (round: Round) =>
+    Effect.gen(function*() {
+      for (const { blk, from, to } of round.parts) {
+        if (to <= from) continue
+        if (blk.file === undefined) {
+          blk.file = yield* io(disk.open(blk.path, true))
+          blk.fresh = true
+        }
+        yield* io(blk.file.write(blk.buf!.subarray(from, to), from))
+        blk.flushed = to
+        blk.dirty = true
+      }
+    })
+
+  const syncFiles = Effect.gen(function*() {
     for (const blk of blocks.slice()) {
       if (blk.dirty) {
         yield* io(blk.file!.sync())
@@ -575,9 +659,172 @@ const openFileStream = (ctx: StreamCtx, cfg: StoreConfig, rec: Recovered, extraP
       yield* io(disk.syncDir(msgsDir))
       for (const blk of fresh) blk.fresh = false
     }
-    durable = end
-    syncedFloor = floor
-    evict()
+  })
+
+  // The sync mark, written with every fsync round beside the blocks (see record.ts): what
+  // the rounds before made durable, and the sequences this one may acknowledge.
+  const markPath = joinPath(ctx.dir, SYNC_MARK)
+  let mark: SyncMark = rec.mark
+  let markFile = rec.markFile
+  /** `index.last` of the last round whose fsync completed: every message up to it is durable. */
+  let syncedLast = Math.max(0, rec.mark.synced)
+  const writeMark = (round: Round) =>
+    Effect.suspend(() => {
+      if (mark.synced === syncedLast && mark.reserved >= round.last) return Effect.void
+      const next: SyncMark = { gen: mark.gen + 1, synced: syncedLast, reserved: round.last }
+      return Effect.gen(function*() {
+        const fresh = markFile === undefined
+        const f = markFile ?? (yield* io(disk.open(markPath, true)))
+        markFile = f
+        yield* io(f.write(encodeSyncMark(next), (next.gen % 2) * SYNC_MARK_SLOT))
+        yield* io(f.sync())
+        if (fresh) yield* io(disk.syncDir(ctx.dir))
+        mark = next
+      })
+    })
+
+  /** Messages stored `refusable` and not yet written out, in sequence order (see `storeSync`). */
+  let refusables: number[] = []
+  /** Refusable messages a failed round took back, until their publisher is told (`takeRefused`). */
+  const refused = new Set<number>()
+  /** Why writes fail now: cleared by the next round that succeeds. */
+  let failing: StoreProblem | undefined
+
+  /** Writes fail for want of space: publishes are refused up front (until a write, even a probe's, works). */
+  let noSpace = false
+
+  const roundDone = (round: Round) =>
+    Effect.gen(function*() {
+      if (refusables.length > 0) refusables = refusables.filter((seq) => seq > round.last)
+      noSpace = false
+      if (failing === undefined) return
+      if (failing.kind === "NoSpace") yield* say(ctx, "warn", `stream '${ctx.name}': writes succeed again: space was freed`)
+      failing = undefined
+    })
+
+  /**
+   * A round failed: what it wrote is cut off the files again (a write that failed may
+   * have landed a part, an fsync that failed left its fate unknown), so those bytes are
+   * unwritten and appended as before. The refusable messages among them are taken out —
+   * their publishers are told they were refused, so they must never be stored — and the
+   * rest is written by the next round.
+   */
+  const roundFailed = (round: Round, e: StoreError) =>
+    Effect.gen(function*() {
+      let rewound = true
+      for (const { blk, from, to } of round.parts) {
+        if (to <= from || blk.file === undefined) continue
+        const cut = yield* Effect.either(io(blk.file.truncate(from)))
+        if (cut._tag === "Left") {
+          rewound = false
+          continue
+        }
+        blk.flushed = from
+        // The cut must be durable before anyone hears "refused": a power cut could otherwise
+        // keep the write it cuts and lose the cut (a few tries; then the next fsync takes it).
+        let synced = false
+        for (let i = 0; i < 5 && !synced; i++) synced = (yield* Effect.either(io(blk.file.sync())))._tag === "Right"
+        blk.dirty = !synced
+      }
+      if (!rewound) yield* say(ctx, "error", `stream '${ctx.name}': a failed write could not be taken back: ${e.message}`)
+      discard(round.last)
+      const full = e.reason === "NoSpace"
+      if (full && failing?.kind !== "NoSpace") {
+        yield* say(ctx, "error", `stream '${ctx.name}': no space left on the device: publishes are refused (503 insufficient resources) until space is freed`)
+      }
+      // While space is short, an I/O error does not hide it.
+      if (full || failing?.kind !== "NoSpace") {
+        failing = full
+          ? { kind: "NoSpace", file: ctx.dir, message: "no space left on the device: publishes are refused until space is freed" }
+          : { kind: "WriteFailed", file: ctx.dir, message: `writes fail: ${e.message}` }
+      }
+      if (full) noSpace = true
+      return yield* Effect.fail(e)
+    })
+
+  /**
+   * Takes the refusable messages up to sequence `upTo` out of the unwritten bytes (freeing
+   * their memory) and out of the index. Their sequences stay used — a consumer may have
+   * seen one — and a STATE record says so on disk.
+   */
+  const discard = (upTo: number) => {
+    const gone = refusables.filter((seq) => seq <= upTo)
+    if (gone.length === 0) return
+    refusables = refusables.filter((seq) => seq > upTo)
+    const cuts = new Map<Block, Set<number>>()
+    for (const seq of gone) {
+      refused.add(seq)
+      const e = index.get(seq)
+      // Already removed (limits, a rollup): its record and tombstone go to disk as they are.
+      if (e === undefined) continue
+      index.remove(seq)
+      const blk = e.loc.blk
+      blk.live--
+      blk.liveBytes -= e.loc.len
+      if (e.loc.off < blk.flushed) {
+        // Still in the file (it could not be cut): removed like any other message.
+        blk.deadBytes += e.loc.len
+        writeTombstone(DEL_LEN, (b, o) => encodeDel(b, o, seq))
+        continue
+      }
+      let set = cuts.get(blk)
+      if (set === undefined) cuts.set(blk, (set = new Set()))
+      set.add(e.loc.off)
+    }
+    for (const [blk, offsets] of cuts) cutRecords(blk, offsets)
+    skipped()
+  }
+
+  /**
+   * Removes the records at `offsets` from a block's unwritten bytes, the later ones moving
+   * down — into a new buffer: messages already read are views of the old one, which must
+   * not change under them.
+   */
+  const cutRecords = (blk: Block, offsets: ReadonlySet<number>) => {
+    const buf = blk.buf!
+    const out = Buffer.allocUnsafe(buf.length)
+    buf.copy(out, 0, 0, blk.flushed)
+    let w = blk.flushed
+    for (let r = blk.flushed; r < blk.size; ) {
+      const len = buf.readUInt32LE(r + 2)
+      if (!offsets.has(r)) {
+        if (recordType(buf, r) === RecordType.Msg) {
+          const e = index.get(recordSeq(buf, r))
+          if (e !== undefined && e.loc.blk === blk && e.loc.off === r) e.loc.off = w
+        }
+        buf.copy(out, w, r, r + len)
+        w += len
+      }
+      r += len
+    }
+    blk.buf = out
+    blk.size = w
+  }
+
+  const syncNow = Effect.suspend(() => {
+    const end = appended
+    const floor = recordedFloor
+    const round = beginRound()
+    return Effect.all([Effect.zipRight(writeOut(round), syncFiles), writeMark(round)], { concurrency: "unbounded", discard: true }).pipe(
+      Effect.either,
+      Effect.flatMap((r) => {
+        if (r._tag === "Left") return roundFailed(round, r.left)
+        durable = end
+        syncedFloor = floor
+        syncedLast = round.last
+        return roundDone(round)
+      }),
+      Effect.ensuring(endRound)
+    )
+  })
+
+  /** Hands what was appended to the OS (no fsync: a `sync_interval` acknowledges at this point). */
+  const flushNow = Effect.suspend(() => {
+    const round = beginRound()
+    return Effect.either(writeOut(round)).pipe(
+      Effect.flatMap((r) => (r._tag === "Left" ? roundFailed(round, r.left) : roundDone(round))),
+      Effect.ensuring(endRound)
+    )
   })
 
   // Group commit: callers queue for the next round; one committer fiber runs rounds
@@ -611,7 +858,14 @@ const openFileStream = (ctx: StreamCtx, cfg: StoreConfig, rec: Recovered, extraP
       })
     })
 
-  const flush = () => lock.withPermits(1)(Effect.uninterruptible(writeOut))
+  const flush = () => lock.withPermits(1)(Effect.uninterruptible(flushNow))
+
+  /** After a failure: try writing again, with a small record when nothing is waiting. */
+  const probe = () =>
+    Effect.suspend(() => {
+      if (durable >= appended) skipped()
+      return sync()
+    })
 
   /** Does an older block still physically hold message `seq` (so a DEL for it must stay)? */
   const heldBefore = (blk: Block, seq: number) => {
@@ -711,6 +965,8 @@ const openFileStream = (ctx: StreamCtx, cfg: StoreConfig, rec: Recovered, extraP
   const metaPath = (key: string) => joinPath(metaDir, metaFileName(key))
 
   const closeFiles = Effect.gen(function*() {
+    if (markFile !== undefined) yield* Effect.ignore(markFile.close())
+    markFile = undefined
     for (const blk of blocks) {
       if (blk.file !== undefined) yield* Effect.ignore(blk.file.close())
       blk.file = undefined
@@ -718,7 +974,13 @@ const openFileStream = (ctx: StreamCtx, cfg: StoreConfig, rec: Recovered, extraP
     }
   })
 
-  const health = (): StoreHealth => ({ ok: problems.every((p) => p.kind === "TornTail"), problems: [...problems] })
+  const health = (): StoreHealth => ({
+    ok: failing === undefined && problems.every((p) => p.kind === "TornTail"),
+    problems: failing === undefined ? [...problems] : [...problems, failing]
+  })
+
+  // Sequences recovery found used beyond what the blocks show (the sync mark's): recorded in them too.
+  if (index.last > syncedLast) skipped()
 
   return makeStreamStore<Loc>(
     ctx.name,
@@ -731,6 +993,9 @@ const openFileStream = (ctx: StreamCtx, cfg: StoreConfig, rec: Recovered, extraP
       read,
       readCached,
       persistConfig: (next) => io(writeAtomic(disk, ctx.dir, "config", encodeConfig(next), ctx.tmpId())),
+      takeRefused: (seq) => refused.delete(seq),
+      outOfSpace: () => noSpace,
+      probe,
       sync,
       flush,
       compact,
@@ -763,10 +1028,10 @@ const openFileStream = (ctx: StreamCtx, cfg: StoreConfig, rec: Recovered, extraP
               const file = joinPath(metaDir, n)
               return Effect.flatMap(io(disk.readFile(file)), (raw) => {
                 const key = decodeMetaFile(n, raw)?.key
-                if (key !== undefined || problems.some((p) => p.file === file)) return Effect.succeed(key)
+                if (key !== undefined || problems.length >= MAX_PROBLEMS || problems.some((p) => p.file === file)) return Effect.succeed(key)
                 const message = `meta file of stream '${ctx.name}' is damaged; its key is unknown`
                 problems.push({ kind: "MetaCorrupt", file, message })
-                return Effect.as(warn(`${message}: ${file}`), undefined)
+                return Effect.as(say(ctx, "warn", `${message}: ${file}`), undefined)
               })
             }),
             (keys) => keys.flatMap((k) => k ?? [])
@@ -782,6 +1047,7 @@ const openFileStream = (ctx: StreamCtx, cfg: StoreConfig, rec: Recovered, extraP
 export const makeFileStore = (dir: string, options: FileStoreOptions = {}) =>
   Effect.gen(function*() {
     const disk = yield* Disk
+    const log = yield* Effect.serviceOption(Log)
     const memory = makeMemoryStore()
     const open = new Map<string, StreamStore>()
     const lock = Effect.unsafeMakeSemaphore(1)
@@ -799,7 +1065,8 @@ export const makeFileStore = (dir: string, options: FileStoreOptions = {}) =>
       dir: joinPath(dir, encodeName(name)),
       blockSize: options.blockSize ?? 8 * 1024 * 1024,
       cacheBlocks: options.cacheBlocks ?? 4,
-      tmpId: () => ++tmpCounter
+      tmpId: () => ++tmpCounter,
+      log
     })
 
     const onDisk = (name: string) =>
@@ -845,6 +1112,7 @@ export const makeFileStore = (dir: string, options: FileStoreOptions = {}) =>
             yield* io(disk.mkdirp(joinPath(staging, "msgs")))
             yield* io(disk.mkdirp(joinPath(staging, "meta")))
             yield* io(writeAtomic(disk, staging, "config", encodeConfig(config), ++tmpCounter))
+            yield* io(writeAtomic(disk, staging, SYNC_MARK, syncMarkFile({ gen: 0, synced: 0, reserved: 0 }), ++tmpCounter))
             for (const [key, value] of meta) yield* io(writeAtomic(disk, joinPath(staging, "meta"), metaFileName(key), encodeMetaFile(key, value), ++tmpCounter))
             yield* io(disk.syncDir(staging))
             yield* io(disk.rename(staging, ctx.dir))

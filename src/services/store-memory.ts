@@ -42,6 +42,10 @@ const openHandle = (name: string, s: MemStream): StreamStore => {
       removed: () => {},
       read: (e) => Effect.succeed(readCached(e)),
       readCached,
+      // Memory never fails to take a write: nothing is ever refused for want of space.
+      takeRefused: () => false,
+      outOfSpace: () => false,
+      probe: () => Effect.void,
       persistConfig: (config) =>
         Effect.sync(() => {
           s.config = config

@@ -72,8 +72,13 @@ export interface StreamState {
 }
 
 export interface StoreProblem {
-  /** TornTail: an unfinished write at the end, truncated (normal after a crash). */
-  readonly kind: "TornTail" | "Corrupt" | "MetaCorrupt" | "WriteFailed"
+  /**
+   * TornTail: an unfinished write at the end, truncated (normal after a crash).
+   * LostData: messages that were on stable storage are gone (found at recovery).
+   * NoSpace, WriteFailed: writes fail now (the disk is full, or an I/O error); they
+   * last until a write succeeds again.
+   */
+  readonly kind: "TornTail" | "Corrupt" | "MetaCorrupt" | "WriteFailed" | "NoSpace" | "LostData"
   readonly file: string
   readonly offset?: number
   readonly length?: number
@@ -100,13 +105,28 @@ export interface StreamStore {
    * Append a message; returns its sequence or the limit that rejected it. Plain
    * and synchronous for the publish loop: visible to loads at once, durable only
    * after a later `sync()` completes. Buffers are copied.
+   *
+   * `refusable`: the caller answers "refused" when the sync covering the message fails.
+   * Then the message must never be stored: a failed round takes it back out (it is
+   * removed, its sequence stays used) instead of writing it with a later round, and
+   * `takeRefused` tells so. Without it, a failed write is retried by the next round.
    */
   readonly storeSync: (
     subject: string,
     headers: Uint8Array | undefined,
     payload: Uint8Array,
-    timestampMs: number
+    timestampMs: number,
+    refusable?: boolean
   ) => number | StoreError
+  /**
+   * Whether a failed write took back the refusable message `seq` (see `storeSync`), so
+   * its publisher must hear "refused" even if a later sync succeeded. Answers true once.
+   */
+  readonly takeRefused: (seq: number) => boolean
+  /** Writes fail for want of space now (until one succeeds again). */
+  readonly outOfSpace: () => boolean
+  /** Try to write again after a failure (what is waiting, or a small record); clears `outOfSpace` when it works. */
+  readonly probe: () => Effect.Effect<void, StoreError>
   /**
    * Use up the next sequence without storing anything (interest retention when no
    * consumer wants the message): `last_seq` moves, `messages` does not. Durable, like
@@ -214,8 +234,12 @@ export interface StreamBackend<L> {
     subjectLen: number,
     headers: Uint8Array | undefined,
     payload: Uint8Array,
-    ts: number
+    ts: number,
+    refusable: boolean
   ) => L
+  readonly takeRefused: (seq: number) => boolean
+  readonly outOfSpace: () => boolean
+  readonly probe: () => Effect.Effect<void, StoreError>
   /** Record that `index.last` moved to a skipped sequence. */
   readonly skipped: () => void
   /** Called after every removal (possibly of nothing, when only the floor moved). */
@@ -266,7 +290,7 @@ export const makeStreamStore = <L>(
     gone.length = 0
     return n
   }
-  const storeSync = (subject: string, headers: Uint8Array | undefined, payload: Uint8Array, ts: number): number | StoreError => {
+  const storeSync = (subject: string, headers: Uint8Array | undefined, payload: Uint8Array, ts: number, refusable = false): number | StoreError => {
     if (closed) return closedError()
     const hdrLen = headers === undefined ? 0 : headers.length
     const subjectLen = utf8Length(subject)
@@ -275,7 +299,7 @@ export const makeStreamStore = <L>(
     const rejected = admit(cfg, index, subject, size, hdrLen + payload.length)
     if (rejected !== undefined) return storeError(rejected, rejectionMessage[rejected])
     const seq = index.nextSeq
-    index.add(seq, subject, ts, size, backend.append(seq, subject, subjectLen, headers, payload, ts))
+    index.add(seq, subject, ts, size, backend.append(seq, subject, subjectLen, headers, payload, ts, refusable))
     enforceOnStore(cfg, index, subject, dropped)
     if (dropped.length > 0) {
       backend.removed(dropped)
@@ -309,6 +333,9 @@ export const makeStreamStore = <L>(
     name,
     config: () => cfg,
     storeSync,
+    takeRefused: backend.takeRefused,
+    outOfSpace: backend.outOfSpace,
+    probe: () => open(backend.probe),
     skipSync,
     subjectOf: (seq) => index.get(seq)?.subject,
     store,

@@ -4,7 +4,7 @@ import { defaultOptions, type ServerOptions } from "../config/options.js"
 import type { Rng } from "./rng.js"
 
 /** A deliberately broken server (or disk), to prove the simulator catches it. */
-export type PlantedBug = "drop-every-100th-delivery" | "reorder-deliveries" | "ack-before-sync" | "lying-fsync" | "mqtt-commit-before-sync" | "mqtt-forget-pubrel"
+export type PlantedBug = "drop-every-100th-delivery" | "reorder-deliveries" | "ack-before-sync" | "lying-fsync" | "keep-refused" | "mqtt-commit-before-sync" | "mqtt-forget-pubrel"
 
 /** `net`: NATS core under network faults; `disk`: also JetStream on a simulated disk, with crashes and power cuts. */
 export type FaultSet = "net" | "disk"
@@ -21,6 +21,11 @@ export interface SimConfig {
    * half the runs (default true). Off replays seeds recorded before those faults existed.
    */
   readonly mqttDeviceFaults?: boolean
+  /**
+   * With disk faults: the disk fills up now and then, and space is freed a while later
+   * (default true). Off replays seeds recorded before that fault existed.
+   */
+  readonly diskFull?: boolean
   /** Lines of trace kept for the failure report. */
   readonly traceTail?: number
 }
@@ -48,10 +53,12 @@ export interface FaultMix {
    * fsync). With an interval a PubAck promises only what a process crash keeps.
    */
   readonly syncIntervalMs: number
+  /** Per step: the disk fills up (until space is freed, after a while or at a restart). */
+  readonly diskFull: number
 }
 
-export const reproduceCommand = (seed: number, steps: number, plant?: PlantedBug, faults: FaultSet = "net", mqtt = false, deviceFaults = true): string =>
-  `npm run sim -- --seed ${seed} --steps ${steps}${faults === "net" ? "" : ` --faults ${faults}`}${mqtt ? " --mqtt" : ""}${plant === undefined ? "" : ` --plant ${plant}`}${mqtt && !deviceFaults ? " --no-device-faults" : ""}`
+export const reproduceCommand = (seed: number, steps: number, plant?: PlantedBug, faults: FaultSet = "net", mqtt = false, deviceFaults = true, diskFull = true): string =>
+  `npm run sim -- --seed ${seed} --steps ${steps}${faults === "net" ? "" : ` --faults ${faults}`}${mqtt ? " --mqtt" : ""}${plant === undefined ? "" : ` --plant ${plant}`}${mqtt && !deviceFaults ? " --no-device-faults" : ""}${faults === "disk" && !diskFull ? " --no-disk-full" : ""}`
 
 export const optionsFor = (rng: Rng): ServerOptions => ({
   ...defaultOptions,
@@ -79,7 +86,8 @@ export const faultsFor = (rng: Rng): FaultMix => ({
   fsyncMs: [0, 0],
   blockSize: 0,
   diskErrors: 0,
-  syncIntervalMs: 0
+  syncIntervalMs: 0,
+  diskFull: 0
 })
 
 export const diskFaultsFor = (rng: Rng, net: FaultMix): FaultMix => ({

@@ -16,7 +16,7 @@ import { SIM_STREAM } from "./js-client.js"
 import type { EventQueue } from "./network.js"
 
 /** A broken store, to prove the simulator catches it: PubAcks go out once written, before the fsync. */
-export type StorePlant = "ack-before-sync"
+export type StorePlant = "ack-before-sync" | "keep-refused"
 
 /** Effect's Clock on the event queue; a dead server's sleeps never wake. */
 export const simClock = (q: EventQueue, alive: () => boolean): Clock.Clock => ({
@@ -45,6 +45,16 @@ const ackBeforeSync = (svc: StoreService): StoreService => {
   return { ...svc, create: (n, c, m) => Effect.map(svc.create(n, c, m), patch), open: (n) => Effect.map(svc.open(n), patch) }
 }
 
+/** The bug issue #15 found: a publish refused for a failed write stays queued and is written later. */
+const keepRefused = (svc: StoreService): StoreService => {
+  const patch = (st: StreamStore): StreamStore => {
+    const storeSync = st.storeSync
+    ;(st as { storeSync: StreamStore["storeSync"] }).storeSync = (subject, headers, payload, ts) => storeSync(subject, headers, payload, ts, false)
+    return st
+  }
+  return { ...svc, create: (n, c, m) => Effect.map(svc.create(n, c, m), patch), open: (n) => Effect.map(svc.open(n), patch) }
+}
+
 export interface SimJetStream {
   readonly js: JetStream
   readonly scope: Scope.CloseableScope
@@ -62,7 +72,8 @@ export const startSimJetStream = (
   Effect.gen(function*() {
     const scope = yield* Scope.make()
     const ctx = yield* Layer.buildWithScope(layerFile(options.storeDir, fileOptions).pipe(Layer.provide(layerDiskSim(disk))), scope)
-    const store = plant === "ack-before-sync" ? ackBeforeSync(Context.get(ctx, Store)) : Context.get(ctx, Store)
+    const plain = Context.get(ctx, Store)
+    const store = plant === "ack-before-sync" ? ackBeforeSync(plain) : plant === "keep-refused" ? keepRefused(plain) : plain
     const js = yield* startJetStream(server, options).pipe(Effect.provideService(Store, store), Scope.extend(scope))
     return { js, scope }
   }).pipe(Effect.provideService(Log, log), Effect.withClock(clock))

@@ -94,14 +94,19 @@ export class JsModel {
     }
   }
 
-  readonly onFail = (): void => {
+  /** Publishes answered with an error: none may ever be found in the stream. */
+  private readonly refused = new Map<string, JsPub>()
+
+  readonly onFail = (pub: JsPub): void => {
     this.failures++
+    this.refused.set(keyOf(pub), pub)
   }
 
   /** The stream as recovered (or as it is now): every acknowledged message at its sequence, byte-identical. */
   checkStore(store: StreamStore | undefined, when: string): Effect.Effect<void> {
     const self = this
     return Effect.gen(function*() {
+      if (store !== undefined) yield* self.checkNoneRefused(store, when)
       if (self.acked.size === 0) return
       if (store === undefined) {
         self.violations.push(`${when}: the stream is gone but ${self.acked.size} messages were acknowledged`)
@@ -120,6 +125,26 @@ export class JsModel {
         } else self.verified++
       }
       if (problems.length > 0) self.violations.push(`${when}: ${problems.length} acknowledged message(s) lost or changed; first: ${problems[0]}`)
+    })
+  }
+
+  /** A publish refused (503 and the like) is never stored: not now, not after any restart. */
+  private checkNoneRefused(store: StreamStore, when: string): Effect.Effect<void> {
+    const self = this
+    return Effect.gen(function*() {
+      if (self.refused.size === 0) return
+      const st = store.state()
+      for (let seq = st.first_seq; seq <= st.last_seq; seq++) {
+        const m = yield* Effect.either(store.load(seq))
+        if (m._tag === "Left") continue
+        const head = Buffer.from(m.right.payload).toString("latin1", 0, 24)
+        const key = head.slice(0, head.indexOf(".", head.indexOf(".") + 1))
+        const pub = self.refused.get(key)
+        if (pub !== undefined && Buffer.from(m.right.payload).equals(pub.payload)) {
+          self.violations.push(`${when}: ${key} was refused to its publisher but is stored at seq ${seq}`)
+          return
+        }
+      }
     })
   }
 }

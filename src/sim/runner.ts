@@ -77,6 +77,11 @@ class Sim {
   private readonly disk: SimDisk | undefined
   private readonly jsRng: Rng
   private jetstream: SimJetStream | undefined
+  /** Draws of the disk-full fault, from a generator of its own (runs without it keep their traces). */
+  private readonly fullRng: Rng | undefined
+  /** The disk-full episode under way (bumped when it ends). */
+  private fullEpisode = 0
+  private diskIsFull = false
   /** A restart due during the next advance. */
   private crashAt: { readonly at: number; readonly kind: RestartKind; readonly midFsync: boolean } | undefined
   /** Counters of the server lives before this one. */
@@ -109,8 +114,10 @@ class Sim {
     this.mqtt = config.mqtt === true
       ? new MqttSim(new Rng(config.seed ^ 0x5a5a5a5a).fork(), this.net, (l) => this.trace(l), config.plant === "mqtt-commit-before-sync" ? "commit-before-sync" : config.plant === "mqtt-forget-pubrel" ? "forget-pubrel" : undefined, config.mqttDeviceFaults === false ? undefined : new Rng(config.seed ^ 0x2b2b2b2b), config.mqttDeviceFaults === false ? undefined : new Rng(config.seed ^ 0x3c3c3c3c))
       : undefined
+    this.fullRng = disk && config.diskFull !== false ? new Rng(config.seed ^ 0x6e6e6e6e) : undefined
+    const full = this.fullRng === undefined ? mix : { ...mix, diskFull: this.fullRng.pick([0, 0.003, 0.008]) }
     // That plant breaks the default mode's promise; under a sync_interval acks never waited for the fsync.
-    this.faults = config.plant === "ack-before-sync" ? { ...mix, syncIntervalMs: 0 } : mix
+    this.faults = config.plant === "ack-before-sync" ? { ...full, syncIntervalMs: 0 } : full
     this.model = this.newModel()
     if (disk) {
       const syncInterval = this.faults.syncIntervalMs > 0 ? this.faults.syncIntervalMs : "always"
@@ -121,7 +128,7 @@ class Sim {
       this.disk = new SimDisk({ random: () => tears.next(), later: (f) => this.net.q.schedule(this.net.q.now + latency.int(lo, hi), f) })
       this.disk.provision(JS_DIR)
       if (config.plant === "lying-fsync") this.disk.lyingSync = true
-      for (const k of ["restarts", "restart:crash", "restart:power", "restart:power-torn", "restart:clean", "jsConnects", "jsPubs", "consumerConnects", "consumerAheadOfStream", "tornTails", "corruptOnRecovery", "streamsNotRecovered"]) this.stats[k] = 0
+      for (const k of ["restarts", "restart:crash", "restart:power", "restart:power-torn", "restart:clean", "jsConnects", "jsPubs", "consumerConnects", "consumerAheadOfStream", "tornTails", "corruptOnRecovery", "streamsNotRecovered", "diskFulls", "writesResumed"]) this.stats[k] = 0
     }
     const o = this.options
     if (this.mqtt !== undefined) this.trace(`mqtt devices: ${this.mqtt.describe()}`)
@@ -179,7 +186,7 @@ class Sim {
   private async startJetStream(log: LogService): Promise<void> {
     const life = this.life
     const clock = simClock(this.net.q, () => life === this.life)
-    const plant = this.config.plant === "ack-before-sync" ? this.config.plant : undefined
+    const plant = this.config.plant === "ack-before-sync" || this.config.plant === "keep-refused" ? this.config.plant : undefined
     const disk = this.disk!
     disk.errorRate = 0
     const exit = await this.drive(
@@ -286,6 +293,7 @@ class Sim {
     for (const c of this.clients) c.link.heal()
     for (const c of this.jsClients) c.link.heal()
     for (const c of this.consumers) c.link.heal()
+    await this.checkWritesResume()
     // A pull consumer must be there at the end to show every acknowledged message reaches it.
     // Until every link has drained (bounded: a run that never settles is reported by checkComplete).
     for (let i = 0, settled = 0; i < 2_000 && settled < 40; i++) {
@@ -347,7 +355,7 @@ class Sim {
         jsAcks: this.jsModel.acks, jsAcked: this.jsModel.acked.size, jsFailures: this.jsModel.failures, jsVerified: this.jsModel.verified,
         consumerDeliveries: this.jsModel.deliveries, consumerRedeliveries: this.jsModel.redeliveries, jsForgotten: this.jsModel.forgotten,
         syncIntervalRuns: this.faults.syncIntervalMs > 0 ? 1 : 0,
-        fsyncs: d.syncs, dirSyncs: d.dirSyncs, bytesLost: d.bytesLost, tornWrites: d.tornWrites, ioErrors: d.ioErrors
+        fsyncs: d.syncs, dirSyncs: d.dirSyncs, bytesLost: d.bytesLost, tornWrites: d.tornWrites, ioErrors: d.ioErrors, noSpace: d.noSpace
       })
     }
     return out
@@ -410,6 +418,7 @@ class Sim {
     if (r.chance(f.stall)) return this.toggleStall(r.pick(this.clients.filter((c) => c.state !== "closed")))
     if (r.chance(f.clockJump)) return this.clockJump()
     if (this.disk !== undefined) {
+      if (this.fullRng !== undefined && !this.diskIsFull && this.fullRng.chance(f.diskFull)) this.diskFills()
       if (this.crashAt === undefined && r.chance(f.crash)) {
         const kind = r.chance(f.powerLoss) ? r.pick(["power", "power-torn", "power-torn"] as const) : r.pick(["crash", "crash", "clean"] as const)
         // Either at a random moment, or the first time an fsync is in flight (else a little later).
@@ -452,6 +461,54 @@ class Sim {
     this.trace(`j${c.id} JS PUB ${subject} x${n}${big ? " big" : ""} (pending ${c.pending.size})`)
   }
 
+  /** The disk fills up (perhaps with a little room left); a while later space is freed. */
+  private diskFills(): void {
+    const rng = this.fullRng!
+    const slack = rng.pick([0, 0, 200, 5_000])
+    const episode = ++this.fullEpisode
+    this.disk!.fill(slack)
+    this.diskIsFull = true
+    this.stats.diskFulls++
+    const ms = rng.int(20, 1_500)
+    this.trace(`disk full (${slack} bytes left) for ${ms}ms`)
+    this.net.q.schedule(this.net.q.now + ms, () => {
+      if (this.fullEpisode === episode) this.spaceFreed()
+    })
+  }
+
+  private spaceFreed(): void {
+    if (!this.diskIsFull) return
+    this.fullEpisode++
+    this.disk!.free()
+    this.diskIsFull = false
+    this.trace("disk space freed")
+  }
+
+  /**
+   * After the disk was full: with space back (and no restart), the stream takes a
+   * publish again — once the server noticed, within its probe period.
+   */
+  private async checkWritesResume(): Promise<void> {
+    if (this.stats.diskFulls === 0 || this.jetstream === undefined) return
+    this.crashAt = undefined
+    this.spaceFreed()
+    await this.advance(2_500)
+    let c = this.jsClients.find((j) => j.state === "ready")
+    if (c === undefined) {
+      this.jsConnect()
+      c = this.jsClients[this.jsClients.length - 1]
+      for (let i = 0; i < 400 && c.state !== "ready" && c.state !== "closed"; i++) await this.advance(25)
+    }
+    if (c.state !== "ready") return
+    const acks = c.acks
+    c.publish("js.a", 1, () => 16)
+    this.trace(`j${c.id} JS PUB js.a x1 (space is back: must be acknowledged)`)
+    for (let i = 0; i < 400 && c.pending.size > 0 && c.state === "ready"; i++) await this.advance(25)
+    if (c.state !== "ready") return
+    if (c.acks === acks) this.violations.push(`after the disk had space again (no restart), j${c.id}'s publish was not acknowledged`)
+    else this.stats.writesResumed++
+  }
+
   private jsConnect(): void {
     const r = this.rng
     const c = new JsClient(this.nextClientId++, this.jsRng.fork(), { acked: this.jsModel.onAck, failed: this.jsModel.onFail }, (l) => this.trace(l))
@@ -488,6 +545,8 @@ class Sim {
     if (kind === "power") d.powerLoss(false)
     else if (kind === "power-torn") d.powerLoss(true)
     else d.crash()
+    // Whoever restarts it frees space first.
+    this.spaceFreed()
     this.jetstream = undefined
     this.net.serverDied()
     this.retired.push(...this.clients)

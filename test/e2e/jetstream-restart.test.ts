@@ -1,5 +1,7 @@
 // Streams survive a restart (config, created time, messages, sequence numbers), and
 // monitoring reports the subsystem: /jsz with account and stream detail, /healthz.
+import { readdirSync, statSync, truncateSync } from "node:fs"
+import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { Effect, Layer } from "effect"
 import { makeStoreConfig } from "../../src/core/stream/config.js"
@@ -98,4 +100,31 @@ describe("streams across a restart, and in monitoring", () => {
       await u.close()
     }
   })
+
+  it("a block file cut to half loses acknowledged messages: said in the log and /healthz, their sequences never reused (regression: reported as a torn write)", async () => {
+    const u = await startJsServer()
+    try {
+      const { jsm, js } = await u.client()
+      await jsm.streams.add({ name: "LOSS", subjects: ["loss.>"] })
+      let last = 0
+      for (let i = 0; i < 2000; i++) last = (await js.publish("loss.x", `acknowledged ${i}`)).seq
+      await u.restart(() => {
+        const dir = join(u.storeDir, "%24G%2FLOSS", "msgs")
+        const block = join(dir, readdirSync(dir).filter((n) => n.endsWith(".blk")).sort((a, b) => parseInt(a) - parseInt(b)).at(-1)!)
+        truncateSync(block, Math.floor(statSync(block).size / 2))
+      })
+      const health = await getJson(u.srv.base, "/healthz", 503)
+      expect(health.json.error).toMatch(/LOSS.*lost acknowledged messages/)
+      expect(u.srv.lines.some((l) => l.includes("[ERR]") && l.includes("lost acknowledged messages"))).toBe(true)
+      expect(u.srv.lines.some((l) => l.includes("of an unfinished write"))).toBe(false)
+      const again = await u.client()
+      const info = await again.jsm.streams.info("LOSS")
+      expect(info.state.messages).toBeLessThan(2000)
+      expect(info.state.last_seq).toBe(last)
+      expect((await again.js.publish("loss.x", "after")).seq).toBe(last + 1)
+    } finally {
+      await u.close()
+    }
+  })
 })
+

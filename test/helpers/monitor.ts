@@ -11,6 +11,7 @@ import addFormats from "ajv-formats"
 import { Effect, Exit, Layer, Scope } from "effect"
 import { expect } from "vitest"
 import type { ServerOptions } from "../../src/config/options.js"
+import type { Disk } from "../../src/services/disk.js"
 import { MonitorEndpoints } from "../../src/core/monitor/endpoints.js"
 import { layerMemoryLog } from "../../src/services/log.js"
 import { layerNode } from "../../src/services/transport-node.js"
@@ -36,10 +37,11 @@ export interface MonitoredServer {
  * Run `serve()` for real: NATS on 127.0.0.1:0, plain HTTP monitoring on
  * 127.0.0.1:0 (unless `over` says otherwise), Node transport, in-memory log.
  */
-export const startMonitoredServer = async (over: Partial<ServerOptions> = {}): Promise<MonitoredServer> => {
+export const startMonitoredServer = async (over: Partial<ServerOptions> = {}, disk?: Layer.Layer<Disk>): Promise<MonitoredServer> => {
   const lines: Array<string> = []
   const scope = Effect.runSync(Scope.make())
-  const layer = Layer.merge(layerNode, layerMemoryLog(lines))
+  const base = Layer.merge(layerNode, layerMemoryLog(lines))
+  const layer = disk === undefined ? base : Layer.merge(base, disk)
   const options = testOptions({ httpHost: "127.0.0.1", httpPort: 0, ...over })
   const exit = await Effect.runPromiseExit(serve(options).pipe(Effect.provide(layer), Scope.extend(scope)))
   if (Exit.isFailure(exit)) {

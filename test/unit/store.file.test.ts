@@ -237,14 +237,54 @@ describe("file store recovery", () => {
     expect(after.snap.msgs.map((m) => Buffer.from(m.payload, "hex").toString())).toEqual(["one", "two"])
   })
 
-  it("a record cut short at the tail is dropped (it was never synced) and the sequence reused", async () => {
+  it("bytes after the last synced record are an unfinished write: truncated, reported as a torn tail", async () => {
+    const dir = tmp()
+    await fill(dir, 5)
+    const last = blockPath(dir, blockFiles(dir).at(-1)!)
+    // What a crash mid-write leaves: the start of a record that never completed.
+    fs.appendFileSync(last, Buffer.from([0xd7, 0x01, 0x40, 0, 0, 0, 1, 2, 3]))
+    const after = await reopen(dir, (s) => Effect.succeed({ st: s.state(), health: s.health(), next: put(s, "s.x", "after") }))
+    expect(after.st).toMatchObject({ messages: 5, last_seq: 5 })
+    expect(after.health.ok).toBe(true)
+    expect(after.health.problems.map((p) => p.kind)).toEqual(["TornTail"])
+    expect(after.next).toBe(6)
+  })
+
+  it("losing synced records at the tail is reported as lost data, and their sequences are never handed out again (regression: reported as a torn write, sequences reused)", async () => {
     const dir = tmp()
     await fill(dir, 5)
     const last = blockPath(dir, blockFiles(dir).at(-1)!)
     fs.truncateSync(last, fs.statSync(last).size - 3)
-    const after = await reopen(dir, (s) => Effect.succeed({ st: s.state(), health: s.health() }))
-    expect(after.st).toMatchObject({ messages: 4, last_seq: 4 })
-    expect(after.health.problems[0]?.kind).toBe("TornTail")
+    const after = await reopen(dir, (s) => Effect.succeed({ st: s.state(), health: s.health(), next: put(s, "s.x", "after") }))
+    expect(after.st).toMatchObject({ messages: 4, last_seq: 5 })
+    expect(after.health.ok).toBe(false)
+    expect(after.health.problems.find((p) => p.kind === "LostData")?.message).toMatch(/sequences 5 to 5 were on stable storage and are gone/)
+    expect(after.next).toBe(6)
+    // Reported once: the next start finds what this life left, complete.
+    const later = await reopen(dir, (s) => Effect.succeed({ st: s.state(), health: s.health() }))
+    expect(later.health.ok).toBe(true)
+    expect(later.st).toMatchObject({ messages: 5, last_seq: 6 })
+  })
+
+  it("a block truncated to half loses thousands of synced messages: reported, never reused (the issue's case)", async () => {
+    const dir = tmp()
+    await session(dir, (store) =>
+      Effect.gen(function*() {
+        const s = yield* store.create("S", cfg)
+        for (let i = 1; i <= 2000; i++) {
+          put(s, "s.a", `payload-${i}`, 1000 + i)
+          if (i % 100 === 0) yield* s.sync()
+        }
+      })
+    )
+    const last = blockPath(dir, blockFiles(dir).at(-1)!)
+    fs.truncateSync(last, Math.floor(fs.statSync(last).size / 2))
+    const after = await reopen(dir, (s) => Effect.succeed({ st: s.state(), health: s.health(), next: put(s, "s.x", "after") }))
+    expect(after.st.last_seq).toBe(2000)
+    expect(after.st.messages).toBeLessThan(2000)
+    expect(after.health.ok).toBe(false)
+    expect(after.health.problems.map((p) => p.kind)).toContain("LostData")
+    expect(after.next).toBe(2001)
   })
 
   it("a flipped bit in the middle is reported as Corrupt and later messages are kept", async () => {

@@ -11,6 +11,8 @@ const e = (code: number, err_code: number, description: string): ApiError => ({ 
 
 export const JsErr = {
   accountResourcesExceeded: e(400, 10002, "resource limits exceeded for account"),
+  /** nats-server's answer when the disk is full (it then disables JetStream; Switchyard refuses until space returns). */
+  insufficientResources: e(503, 10023, "insufficient resources"),
   badRequest: e(400, 10003, "bad request"),
   invalidJson: e(400, 10025, "invalid JSON"),
   memoryResourcesExceeded: e(500, 10028, "insufficient memory resources available"),

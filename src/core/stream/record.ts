@@ -238,3 +238,41 @@ export const decodeMeta = (file: Uint8Array): Uint8Array | undefined => {
   if (crc32c(b, 8, b.length) !== b.readUInt32LE(4)) return undefined
   return b.subarray(12)
 }
+
+// The sync mark: a small file per stream, `synced`, of two 32-byte slots written in turn
+// (a write torn by a power cut spoils only the slot being written):
+//   magic "SYN1" | crc32c u32 (of the rest) | generation u48 | synced u48 | reserved u48 | zero pad
+// `synced` is a sequence every message up to which was on stable storage when the slot
+// was written (so recovery finding less has lost synced data, not a torn write);
+// `reserved` is the highest sequence acknowledged or about to be (never handed out again).
+const MARK_MAGIC = 0x314e5953
+export const SYNC_MARK_SLOT = 32
+
+export interface SyncMark {
+  readonly gen: number
+  readonly synced: number
+  readonly reserved: number
+}
+
+/** The slot for `mark` (its place in the file is `(gen % 2) * SYNC_MARK_SLOT`). */
+export const encodeSyncMark = (mark: SyncMark): Buffer => {
+  const b = Buffer.alloc(SYNC_MARK_SLOT)
+  b.writeUInt32LE(MARK_MAGIC, 0)
+  b.writeUIntLE(mark.gen, 8, 6)
+  b.writeUIntLE(mark.synced, 14, 6)
+  b.writeUIntLE(mark.reserved, 20, 6)
+  b.writeUInt32LE(crc32c(b, 8, SYNC_MARK_SLOT), 4)
+  return b
+}
+
+/** The newest intact slot of a sync-mark file; undefined when neither is intact. */
+export const decodeSyncMark = (file: Uint8Array): SyncMark | undefined => {
+  const b = Buffer.from(file.buffer, file.byteOffset, file.length)
+  let best: SyncMark | undefined
+  for (let off = 0; off + SYNC_MARK_SLOT <= b.length && off < 2 * SYNC_MARK_SLOT; off += SYNC_MARK_SLOT) {
+    if (b.readUInt32LE(off) !== MARK_MAGIC || crc32c(b, off + 8, off + SYNC_MARK_SLOT) !== b.readUInt32LE(off + 4)) continue
+    const m = { gen: b.readUIntLE(off + 8, 6), synced: b.readUIntLE(off + 14, 6), reserved: b.readUIntLE(off + 20, 6) }
+    if (best === undefined || m.gen > best.gen) best = m
+  }
+  return best
+}

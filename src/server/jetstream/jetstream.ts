@@ -311,6 +311,12 @@ export class JetStream {
     )
   }
 
+  /** Streams whose disk was full try a write now and then, so they take publishes again once space is back. */
+  probeFull(): void {
+    for (const a of this.accounts.values())
+      for (const s of a.streams.values()) if (!s.closed && s.store.outOfSpace()) s.probeSpace()
+  }
+
   /** Apply max_age to every stream whose next expiry is due. */
   expireDue(now: number): Effect.Effect<void> {
     const due: JsStream[] = []

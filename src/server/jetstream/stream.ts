@@ -32,6 +32,10 @@ interface PendingAck {
   readonly reply: string
   /** The PubAck's JSON. */
   readonly body: string
+  /** The sequence it acknowledges (0: none, e.g. an error answered at once). */
+  readonly seq: number
+  readonly msgId: string
+  readonly duplicate: boolean
 }
 
 export class JsStream {
@@ -118,7 +122,12 @@ export class JsStream {
     const msgId = h?.get(Hdr.msgId) ?? ""
     if (msgId !== "") {
       const dup = this.duplicateOf(msgId, now)
-      if (dup !== undefined) return this.ack(reply, { stream: this.name, seq: dup, duplicate: true })
+      if (dup !== undefined) return this.ack(reply, { stream: this.name, seq: dup, duplicate: true }, msgId)
+    }
+    // The disk is full: refused before anything is stored, and a probe looks for space again.
+    if (this.store.outOfSpace()) {
+      this.probeSpace()
+      return this.fail(reply, JsErr.insufficientResources)
     }
     const rejected = this.check(subject, h)
     if (rejected !== undefined) return this.fail(reply, rejected)
@@ -126,13 +135,15 @@ export class JsStream {
     const over = this.host.admit(this.config.storage, size)
     if (over !== undefined) return this.fail(reply, over)
     if (this.config.retention === "interest" && !wantsNext(this, subject)) return this.skip(reply, msgId, size - subject.length, now)
-    const r = this.store.storeSync(subject, headers, payload, now)
+    // Refusable when someone awaits the answer: should its sync fail, the publisher hears
+    // "refused" and the store takes the message back out rather than write it later.
+    const r = this.store.storeSync(subject, headers, payload, now, reply !== "")
     if (typeof r !== "number") return this.fail(reply, storeFailure(r))
     const rollup = h?.get(Hdr.rollup)
     if (rollup !== undefined) Effect.runSync(Effect.ignore(this.store.purge(rollup === "all" ? { keep: 1 } : { subject, keep: 1 })))
     notifyConsumers(this, rollup !== undefined)
     this.remember(msgId, r, now)
-    this.ack(reply, { stream: this.name, seq: r })
+    this.ack(reply, { stream: this.name, seq: r }, msgId)
   }
 
   /**
@@ -144,7 +155,7 @@ export class JsStream {
     const r = this.store.skipSync(now)
     if (typeof r !== "number") return this.fail(reply, storeFailure(r))
     this.remember(msgId, r, now)
-    this.ack(reply, { stream: this.name, seq: r })
+    this.ack(reply, { stream: this.name, seq: r }, msgId)
   }
 
   private remember(msgId: string, seq: number, now: number): void {
@@ -192,35 +203,101 @@ export class JsStream {
     this.send(reply, Buffer.from(JSON.stringify(body)))
   }
 
-  private ack(reply: string, body: PubAck): void {
+  private ack(reply: string, body: PubAck, msgId = ""): void {
     if (reply === "") return
     // The usual PubAck, `{"stream":…,"seq":n}`, without a JSON.stringify per message.
     const json = body.duplicate === undefined && body.error === undefined ? `${this.ackPrefix}${body.seq}}` : JSON.stringify(body)
-    this.acks.push({ reply, body: json })
+    this.acks.push({ reply, body: json, seq: body.seq, msgId, duplicate: body.duplicate === true })
     if (!this.syncing) this.syncAndAck()
   }
 
-  /** One sync (or flush) for every ack queued so far; acks queued meanwhile wait for the next. */
+  /**
+   * One sync (or flush) for every ack queued so far; acks queued meanwhile wait for the
+   * next. A failed write refuses the batch: the store has taken its messages back out
+   * (see `storeSync`'s `refusable`). A message a failed round took back while its ack
+   * waited here is refused too, even when the batch's own sync succeeded.
+   */
   private syncAndAck(): void {
     this.syncing = true
     const batch = this.acks
     this.acks = []
     const done = this.host.syncAlways ? this.store.sync() : this.store.flush()
     Effect.runPromise(Effect.either(done)).then((r) => {
-      if (r._tag === "Right") for (const a of batch) this.send(a.reply, Buffer.from(a.body))
-      else {
-        const err = Buffer.from(JSON.stringify({ error: JsErr.streamStoreFailed(r.left.message), stream: this.name, seq: 0 }))
-        for (const a of batch) this.send(a.reply, err)
+      const failed = r._tag === "Left" ? r.left : undefined
+      let refusedAny = false
+      for (const a of batch) if (!a.duplicate && a.seq > 0 && this.store.takeRefused(a.seq)) this.refused.add(a.seq)
+      for (const a of batch) {
+        // A duplicate of a refused message is refused with it.
+        if (failed === undefined && !this.refused.has(a.seq)) {
+          this.send(a.reply, Buffer.from(a.body))
+          continue
+        }
+        refusedAny = true
+        this.forget(a)
+        const noSpace = failed === undefined ? this.store.outOfSpace() : failed.reason === "NoSpace"
+        const error = noSpace ? JsErr.insufficientResources : JsErr.streamStoreFailed(failed?.message ?? "the write failed")
+        this.send(a.reply, Buffer.from(JSON.stringify({ error, stream: this.name, seq: 0 })))
       }
+      if (refusedAny) notifyConsumers(this, true)
+      if (failed === undefined || failed.reason === "NoSpace") this.spaceSeen(failed === undefined)
       if (this.acks.length > 0) this.syncAndAck()
-      else this.syncing = false
+      else {
+        this.syncing = false
+        this.refused.clear()
+      }
     })
+  }
+
+  /** Refused sequences while acks are pending (their duplicates, queued later, are refused too). */
+  private readonly refused = new Set<number>()
+
+  /** A refused message is not a duplicate of anything: its id may be published again. */
+  private forget(a: PendingAck): void {
+    if (a.msgId === "" || this.dedup.get(a.msgId)?.[0] !== a.seq) return
+    this.dedup.delete(a.msgId)
+    if (this.lastMsgId === a.msgId) this.lastMsgId = [...this.dedup.keys()].pop() ?? ""
+  }
+
+  private probing = false
+  /** When the last probe for space started (ms). */
+  private lastProbeAt = 0
+  /**
+   * How long between probes: a probe's few bytes may fit where messages do not, and
+   * then the publishes it lets through fail again, so each time that happens the wait
+   * doubles (up to a minute); a stored message brings it back to a second.
+   */
+  private probeEveryMs = PROBE_MIN_MS
+  private probed = false
+
+  /**
+   * While the disk is full, a write attempt now and then (a publish or the subsystem's
+   * timer asks); publishes meanwhile are refused without storing anything.
+   */
+  probeSpace(): void {
+    const now = this.host.server.now()
+    if (this.probing || now - this.lastProbeAt < this.probeEveryMs) return
+    this.probing = true
+    this.lastProbeAt = now
+    Effect.runPromise(Effect.either(this.store.probe())).then((r) => {
+      this.probing = false
+      this.probed = r._tag === "Right"
+    })
+  }
+
+  /** A batch of publishes was written (true) or refused for want of space (false). */
+  private spaceSeen(written: boolean): void {
+    if (written) this.probeEveryMs = PROBE_MIN_MS
+    else if (this.probed) this.probeEveryMs = Math.min(PROBE_MAX_MS, this.probeEveryMs * 2)
+    this.probed = false
   }
 
   private send(reply: string, body: Buffer): void {
     this.host.server.internalPublish(this.host.client, reply, "", undefined, body)
   }
 }
+
+const PROBE_MIN_MS = 1_000
+const PROBE_MAX_MS = 60_000
 
 export const storeFailure = (e: StoreError): ApiError =>
   e.reason === "MaxMsgSize" ? JsErr.messageExceedsMaximum : JsErr.streamStoreFailed(e.message)
