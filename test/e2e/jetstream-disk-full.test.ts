@@ -43,7 +43,8 @@ describe("JetStream on a disk that fills up and gets space back", () => {
     disk.fill()
     const big = Buffer.alloc(64 * 1024, 0x62)
     const refused = []
-    for (let i = 0; i < 20; i++) refused.push(await apiError(js.publish("full.refused", big)))
+    // The first is stored and taken back out when its write fails; the others are refused up front.
+    for (let i = 0; i < 20; i++) refused.push(await apiError(js.publish("full.refused", big, { msgID: `refused-${i}` })))
     expect(refused.every((e) => e.code === 503 && e.err_code === 10023 && e.description === "insufficient resources")).toBe(true)
     // Never stored, never readable.
     const info = await jsm.streams.info("FULL")
@@ -63,7 +64,9 @@ describe("JetStream on a disk that fills up and gets space back", () => {
     // Space comes back: no restart, no operator step; the stream notices within its probe period.
     disk.free()
     await eventuallyAsync(async () => (await healthz()).status === 200, "/healthz to be ok once space is back")
-    const after = await js.publish("full.ok", "after")
+    const after = await js.publish("full.ok", "after", { msgID: "refused-0" })
+    // A refused message is no duplicate: its id is stored anew.
+    expect(after.duplicate).toBe(false)
     expect(after.seq).toBeGreaterThan(info.state.last_seq)
     expect((await jsm.streams.info("FULL")).state.messages).toBe(4)
   })
