@@ -214,6 +214,24 @@ describe("Sublist cache", () => {
     expect(sl.match("foo.bar").psubs).toEqual([])
   })
 
+  it("a wildcard subscription under a busy prefix drops the cached results it would walk, other prefixes kept; matches stay exact", () => {
+    const sl = new Sublist<Sub>()
+    const all = sub("dev.>")
+    sl.insert(all)
+    for (let i = 0; i < 500; i++) sl.match(`dev.${i}.t`)
+    const kept = sl.match("other.x")
+    expect(sl.stats().numCache).toBe(501)
+    // 2,000 wildcard subscriptions under `dev`: one pass over its entries, not 2,000.
+    const plus = Array.from({ length: 2000 }, (_, j) => sub(`dev.*.f${j}`))
+    for (const p of plus) sl.insert(p)
+    expect(sl.stats().numCache).toBe(1)
+    expect(sl.match("other.x")).toBe(kept)
+    expect(ids(sl.match("dev.7.t").psubs)).toEqual([all.id])
+    expect(ids(sl.match("dev.7.f3").psubs)).toEqual(ids([all, plus[3]]))
+    for (const p of plus) sl.remove(p)
+    expect(ids(sl.match("dev.7.f3").psubs)).toEqual([all.id])
+  })
+
   it("leaves unrelated cached results alone", () => {
     const sl = new Sublist<Sub>()
     sl.insert(sub("a"))

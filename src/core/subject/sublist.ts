@@ -105,6 +105,9 @@ class CacheEntry<S> {
   ) {}
 }
 
+/** Cached entries a wildcard insert or remove updates one by one; past it they are dropped. */
+const CACHE_SCAN_LIMIT = 64
+
 const STAR = 0x2a
 const GT = 0x3e
 
@@ -384,19 +387,27 @@ export class Sublist<S extends SubLike> {
     })
   }
 
-  /** Calls `f` with each cached entry a wildcard filter could match; `f` may delete the entry it is given. */
+  /**
+   * Calls `f` with each cached entry a wildcard filter could match; `f` may delete the
+   * entry it is given. Past CACHE_SCAN_LIMIT candidates they are dropped instead (the
+   * cache refills on the next publishes): thousands of wildcard subscriptions under one
+   * busy prefix must not each walk the whole cache.
+   */
   private forCached(filter: string, f: (e: CacheEntry<S>) => void): void {
     const first = filter.slice(0, tokenEnd(filter, 0))
-    if (first === "*" || first === ">") {
-      for (let e = this.oldest; e !== undefined; ) {
-        const next = e.next
-        f(e)
-        e = next
-      }
+    const all = first === "*" || first === ">"
+    const bucket = all ? undefined : this.byFirst.get(first)
+    const n = all ? this.cache.size : bucket?.size ?? 0
+    const visit = n > CACHE_SCAN_LIMIT ? (e: CacheEntry<S>) => this.cacheDelete(e) : f
+    if (!all) {
+      if (bucket !== undefined) for (const e of bucket) visit(e)
       return
     }
-    const bucket = this.byFirst.get(first)
-    if (bucket !== undefined) for (const e of bucket) f(e)
+    for (let e = this.oldest; e !== undefined; ) {
+      const next = e.next
+      visit(e)
+      e = next
+    }
   }
 
   /** After a remove, cached subjects the filter matched are dropped and recomputed on demand. */
