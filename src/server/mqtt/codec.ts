@@ -560,7 +560,8 @@ export class MqttParser {
   private room(need: number): void {
     const cur = this.partial
     if (need <= cur.length) return
-    const size = Math.min(this.length, Math.max(need, cur.length * 2, FIRST_PARTIAL))
+    // Twice what arrived: a body split once (the usual large message) takes one allocation.
+    const size = Math.min(this.length, Math.max(2 * need, cur.length * 2, FIRST_PARTIAL))
     const next = Buffer.allocUnsafe(size)
     if (this.have > 0) cur.copy(next, 0, 0, this.have)
     this.partial = next
