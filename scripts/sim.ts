@@ -1,4 +1,4 @@
-// `npm run sim -- [--seed N] [--steps M] [--runs K] [--faults net|disk [--no-disk-full]] [--mqtt [--no-device-faults]] [--plant BUG] [--tail L]`:
+// `npm run sim -- [--seed N] [--steps M] [--runs K] [--faults net|disk [--disk-full|--no-disk-full]] [--mqtt [--no-device-faults]] [--plant BUG] [--tail L]`:
 // run the deterministic simulation. With a seed it replays that run exactly; without one
 // it picks seeds and prints them. `--faults disk` adds JetStream on a simulated disk with
 // crashes and power cuts, `--mqtt` MQTT devices and the bridge. A failure prints the
@@ -12,7 +12,7 @@ const arg = (name: string): string | undefined => {
   return i >= 0 ? process.argv[i + 1] : undefined
 }
 
-export const report = (r: SimResult, plant?: PlantedBug, faults: FaultSet = "net", mqtt = false, deviceFaults = true, diskFull = true): string => {
+export const report = (r: SimResult, plant?: PlantedBug, faults: FaultSet = "net", mqtt = false, deviceFaults = true, diskFull?: boolean): string => {
   if (r.ok) return `seed ${r.seed}: ok (${r.steps} steps, trace ${r.traceHash}/${r.traceLines}) ${JSON.stringify(r.stats)}`
   return [
     `seed ${r.seed}: FAILED at step ${r.failedStep}`,
@@ -55,7 +55,7 @@ const main = async (): Promise<void> => {
   if (faults !== "net" && faults !== "disk") throw new Error(`--faults takes net or disk, not ${String(faults)}`)
   const mqtt = process.argv.includes("--mqtt") || plant === "mqtt-commit-before-sync" || plant === "mqtt-forget-pubrel"
   const deviceFaults = !process.argv.includes("--no-device-faults")
-  const diskFull = !process.argv.includes("--no-disk-full")
+  const diskFull = process.argv.includes("--disk-full") ? true : process.argv.includes("--no-disk-full") ? false : undefined
   const given = arg("seed")
   const runs = given === undefined ? Number(arg("runs") ?? 1) : 1
   let failed = false

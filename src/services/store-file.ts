@@ -396,7 +396,9 @@ const recover = (ctx: StreamCtx, cfg: StoreConfig) =>
       problems.push({ kind: "LostData", file: blocks[blocks.length - 1]?.path ?? msgsDir, message })
       yield* say(ctx, "error", `stream '${ctx.name}': ${message}`)
     }
-    index.restoreLast(Math.max(last, mark?.reserved ?? 0, mark?.synced ?? 0), lastTs)
+    // Without lost data every acknowledged sequence is on disk, so the tail may be taken
+    // again (what a crash cut was never acknowledged); with it, none up to the mark's reserved.
+    index.restoreLast(lost ? Math.max(last, mark.reserved, mark.synced) : last, lastTs)
     // The mark starts again from what is on disk now (a stream from before marks gets one).
     // Best effort: without it the next rounds write one (a full disk must not keep a stream from opening).
     const markNow: SyncMark = { gen: (mark?.gen ?? 0) + 1, synced: last, reserved: index.last }
@@ -711,6 +713,12 @@ const openFileStream = (ctx: StreamCtx, cfg: StoreConfig, rec: Recovered, extraP
    */
   const roundFailed = (round: Round, e: StoreError) =>
     Effect.gen(function*() {
+      // Nothing to refuse (MQTT's state, tombstones): what was written stays with the OS,
+      // only a partly landed write is cut, and the next round writes and syncs it again.
+      if (!refusables.some((seq) => seq <= round.last)) {
+        for (const { blk } of round.parts) if (blk.file !== undefined && blk.flushed < blk.size) yield* Effect.ignore(blk.file.truncate(blk.flushed))
+        return yield* condition(e)
+      }
       let rewound = true
       for (const { blk, from, to } of round.parts) {
         if (to <= from || blk.file === undefined) continue
@@ -728,6 +736,12 @@ const openFileStream = (ctx: StreamCtx, cfg: StoreConfig, rec: Recovered, extraP
       }
       if (!rewound) yield* say(ctx, "error", `stream '${ctx.name}': a failed write could not be taken back: ${e.message}`)
       discard(round.last)
+      return yield* condition(e)
+    })
+
+  /** After a failed round: what /healthz and the log say, and whether publishes are refused up front. */
+  const condition = (e: StoreError) =>
+    Effect.gen(function*() {
       const full = e.reason === "NoSpace"
       if (full && failing?.kind !== "NoSpace") {
         yield* say(ctx, "error", `stream '${ctx.name}': no space left on the device: publishes are refused (503 insufficient resources) until space is freed`)

@@ -22,8 +22,9 @@ export interface SimConfig {
    */
   readonly mqttDeviceFaults?: boolean
   /**
-   * With disk faults: the disk fills up now and then, and space is freed a while later
-   * (default true). Off replays seeds recorded before that fault existed.
+   * With disk faults: the disk fills up now and then, and space is freed a while later.
+   * Default: on without MQTT, off with it (the MQTT state's behaviour on a full disk is
+   * not settled yet: `--disk-full` turns it on). Off replays seeds recorded before it existed.
    */
   readonly diskFull?: boolean
   /** Lines of trace kept for the failure report. */
@@ -57,8 +58,14 @@ export interface FaultMix {
   readonly diskFull: number
 }
 
-export const reproduceCommand = (seed: number, steps: number, plant?: PlantedBug, faults: FaultSet = "net", mqtt = false, deviceFaults = true, diskFull = true): string =>
-  `npm run sim -- --seed ${seed} --steps ${steps}${faults === "net" ? "" : ` --faults ${faults}`}${mqtt ? " --mqtt" : ""}${plant === undefined ? "" : ` --plant ${plant}`}${mqtt && !deviceFaults ? " --no-device-faults" : ""}${faults === "disk" && !diskFull ? " --no-disk-full" : ""}`
+/** Whether a run fills the disk now and then (see `SimConfig.diskFull`). */
+export const diskFullOn = (faults: FaultSet, mqtt: boolean, diskFull: boolean | undefined): boolean => faults === "disk" && (diskFull ?? !mqtt)
+
+export const reproduceCommand = (seed: number, steps: number, plant?: PlantedBug, faults: FaultSet = "net", mqtt = false, deviceFaults = true, diskFull?: boolean): string => {
+  const full = diskFullOn(faults, mqtt, diskFull)
+  const fullFlag = faults !== "disk" || full === !mqtt ? "" : full ? " --disk-full" : " --no-disk-full"
+  return `npm run sim -- --seed ${seed} --steps ${steps}${faults === "net" ? "" : ` --faults ${faults}`}${mqtt ? " --mqtt" : ""}${plant === undefined ? "" : ` --plant ${plant}`}${mqtt && !deviceFaults ? " --no-device-faults" : ""}${fullFlag}`
+}
 
 export const optionsFor = (rng: Rng): ServerOptions => ({
   ...defaultOptions,

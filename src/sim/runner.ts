@@ -13,7 +13,7 @@ import { consumerSnapshots } from "../server/jetstream/consumer-api.js"
 import { tickIntervalMs } from "../server/run.js"
 import { makeServerId, Server } from "../server/server.js"
 import { SimClient } from "./clients.js"
-import { diskFaultsFor, type FaultMix, type FaultSet, faultsFor, optionsFor, type SimConfig } from "./faults.js"
+import { diskFaultsFor, diskFullOn, type FaultMix, type FaultSet, faultsFor, optionsFor, type SimConfig } from "./faults.js"
 import { Model } from "./invariants.js"
 import { JsClient, SIM_STREAM, SIM_STREAM_SUBJECTS } from "./js-client.js"
 import { JsConsumer } from "./js-consumer.js"
@@ -114,7 +114,7 @@ class Sim {
     this.mqtt = config.mqtt === true
       ? new MqttSim(new Rng(config.seed ^ 0x5a5a5a5a).fork(), this.net, (l) => this.trace(l), config.plant === "mqtt-commit-before-sync" ? "commit-before-sync" : config.plant === "mqtt-forget-pubrel" ? "forget-pubrel" : undefined, config.mqttDeviceFaults === false ? undefined : new Rng(config.seed ^ 0x2b2b2b2b), config.mqttDeviceFaults === false ? undefined : new Rng(config.seed ^ 0x3c3c3c3c))
       : undefined
-    this.fullRng = disk && config.diskFull !== false ? new Rng(config.seed ^ 0x6e6e6e6e) : undefined
+    this.fullRng = diskFullOn(this.faultSet, config.mqtt === true, config.diskFull) ? new Rng(config.seed ^ 0x6e6e6e6e) : undefined
     const full = this.fullRng === undefined ? mix : { ...mix, diskFull: this.fullRng.pick([0, 0.003, 0.008]) }
     // That plant breaks the default mode's promise; under a sync_interval acks never waited for the fsync.
     this.faults = config.plant === "ack-before-sync" ? { ...full, syncIntervalMs: 0 } : full
