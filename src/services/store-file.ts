@@ -695,8 +695,12 @@ const openFileStream = (ctx: StreamCtx, cfg: StoreConfig, rec: Recovered, extraP
   /** Writes fail for want of space: publishes are refused up front (until a write, even a probe's, works). */
   let noSpace = false
 
+  /** `index.last` of the last round that handed its bytes to the OS (a flush's or a sync's). */
+  let writtenLast = index.last
+
   const roundDone = (round: Round) =>
     Effect.gen(function*() {
+      if (round.last > writtenLast) writtenLast = round.last
       if (refusables.length > 0) refusables = refusables.filter((seq) => seq > round.last)
       noSpace = false
       if (failing === undefined) return
@@ -1008,6 +1012,8 @@ const openFileStream = (ctx: StreamCtx, cfg: StoreConfig, rec: Recovered, extraP
       readCached,
       persistConfig: (next) => io(writeAtomic(disk, ctx.dir, "config", encodeConfig(next), ctx.tmpId())),
       takeRefused: (seq) => refused.delete(seq),
+      durableSeq: () => syncedLast,
+      writtenSeq: () => writtenLast,
       outOfSpace: () => noSpace,
       probe,
       sync,

@@ -44,6 +44,8 @@ const openHandle = (name: string, s: MemStream): StreamStore => {
       readCached,
       // Memory never fails to take a write: nothing is ever refused for want of space.
       takeRefused: () => false,
+      durableSeq: () => s.index.last,
+      writtenSeq: () => s.index.last,
       outOfSpace: () => false,
       probe: () => Effect.void,
       persistConfig: (config) =>

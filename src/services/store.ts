@@ -123,6 +123,13 @@ export interface StreamStore {
    * its publisher must hear "refused" even if a later sync succeeded. Answers true once.
    */
   readonly takeRefused: (seq: number) => boolean
+  /**
+   * Every sequence up to this one is on stable storage (`durableSeq`, by a completed
+   * `sync()`) or handed to the OS (`writtenSeq`, by a `flush()` or a sync): after a failed
+   * sync, a message at or below it was written by an earlier round and stays.
+   */
+  readonly durableSeq: () => number
+  readonly writtenSeq: () => number
   /** Writes fail for want of space now (until one succeeds again). */
   readonly outOfSpace: () => boolean
   /** Try to write again after a failure (what is waiting, or a small record); clears `outOfSpace` when it works. */
@@ -238,6 +245,8 @@ export interface StreamBackend<L> {
     refusable: boolean
   ) => L
   readonly takeRefused: (seq: number) => boolean
+  readonly durableSeq: () => number
+  readonly writtenSeq: () => number
   readonly outOfSpace: () => boolean
   readonly probe: () => Effect.Effect<void, StoreError>
   /** Record that `index.last` moved to a skipped sequence. */
@@ -334,6 +343,8 @@ export const makeStreamStore = <L>(
     config: () => cfg,
     storeSync,
     takeRefused: backend.takeRefused,
+    durableSeq: backend.durableSeq,
+    writtenSeq: backend.writtenSeq,
     outOfSpace: backend.outOfSpace,
     probe: () => open(backend.probe),
     skipSync,

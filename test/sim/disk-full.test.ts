@@ -24,15 +24,19 @@ const lifeOn = (disk: SimDisk, wrap: (d: DiskService) => DiskService = (d) => d)
     }).pipe(Effect.orDie)
   )
 
-/** A disk whose block files call `hook` on each write and fail `failSyncs.n` fsyncs. */
-const hooked = (hook: { onWrite: () => void; failSyncs: number }) => (d: DiskService): DiskService => ({
+/** A disk whose block files call `hook` on each write, fail `failSyncs` fsyncs, and fail the `failWrite`th write. */
+const hooked = (hook: { onWrite: () => void; failSyncs: number; failWrite?: number }) => (d: DiskService): DiskService => ({
   ...d,
   open: (path, create) =>
     Effect.map(d.open(path, create), (f) =>
       path.endsWith(".blk")
         ? {
           ...f,
-          write: (data, position) => Effect.zipRight(Effect.sync(hook.onWrite), f.write(data, position)),
+          write: (data, position) =>
+            Effect.zipRight(
+              Effect.sync(hook.onWrite),
+              hook.failWrite !== undefined && --hook.failWrite === 0 ? Effect.fail(new DiskError({ reason: "NoSpace", path, message: "simulated ENOSPC" })) : f.write(data, position)
+            ),
           sync: () => (hook.failSyncs > 0 && hook.failSyncs-- > 0 ? Effect.fail(new DiskError({ reason: "Io", path, message: "simulated fsync failure" })) : f.sync())
         }
         : f
@@ -136,6 +140,35 @@ describe("disk full, then space freed (simulated disk)", () => {
       })
     )
     expect(out).toEqual({ failed: "Left", second: "Right", refused1: true, refused2: false, msgs: 1, load2: payload(2).toString("latin1") })
+  })
+
+  it("a sync that fails after an earlier round wrote a message does not refuse that message (it stays: durableSeq covers it)", async () => {
+    const disk = new SimDisk({ random: () => 0.5 })
+    disk.provision("/js")
+    let stream: StreamStore | undefined
+    let second: Effect.Effect<unknown, unknown> | undefined
+    const hook = {
+      failSyncs: 0,
+      failWrite: undefined as number | undefined,
+      onWrite: () => {
+        // Round 1 is writing message 1: message 2 comes, and its sync waits for round 2, which fails.
+        if (stream === undefined || second !== undefined) return
+        put(stream, 2)
+        second = Effect.either(stream.sync())
+        hook.failWrite = 1
+      }
+    }
+    const out = await lifeOn(disk, hooked(hook))(
+      Effect.gen(function*() {
+        const s = yield* (yield* Store).create("S", makeStoreConfig())
+        put(s, 1)
+        stream = s
+        const first = yield* Effect.either(s.sync())
+        const later = (yield* (second as Effect.Effect<{ _tag: string }>))._tag
+        return { first: first._tag, later, durable: s.durableSeq(), refused1: s.takeRefused(1), refused2: s.takeRefused(2), msgs: s.state().messages }
+      })
+    )
+    expect(out).toEqual({ first: "Right", later: "Left", durable: 1, refused1: false, refused2: true, msgs: 1 })
   })
 
   it("a failed fsync takes the round back off the disk: the refused message is gone after a power cut", async () => {

@@ -224,11 +224,13 @@ export class JsStream {
     const done = this.host.syncAlways ? this.store.sync() : this.store.flush()
     Effect.runPromise(Effect.either(done)).then((r) => {
       const failed = r._tag === "Left" ? r.left : undefined
+      // A failed sync refuses what it took back; what an earlier round wrote stays, and is acknowledged.
+      const kept = this.host.syncAlways ? this.store.durableSeq() : this.store.writtenSeq()
       let refusedAny = false
       for (const a of batch) if (!a.duplicate && a.seq > 0 && this.store.takeRefused(a.seq)) this.refused.add(a.seq)
       for (const a of batch) {
         // A duplicate of a refused message is refused with it.
-        if (failed === undefined && !this.refused.has(a.seq)) {
+        if (!this.refused.has(a.seq) && (failed === undefined || a.seq <= kept)) {
           this.send(a.reply, Buffer.from(a.body))
           continue
         }
