@@ -398,10 +398,12 @@ const recover = (ctx: StreamCtx, cfg: StoreConfig) =>
     }
     // Without lost data every acknowledged sequence is on disk, so the tail may be taken
     // again (what a crash cut was never acknowledged); with it, none up to the mark's reserved.
-    index.restoreLast(lost ? Math.max(last, mark.reserved, mark.synced) : last, lastTs)
+    index.restoreLast(last, lastTs)
+    // What was lost may have been acknowledged: its sequences, and any a mark already kept, stay unused.
+    index.reserveUpTo(lost ? Math.max(mark.reserved, mark.synced, mark.floor) : (mark?.floor ?? 0))
     // The mark starts again from what is on disk now (a stream from before marks gets one).
     // Best effort: without it the next rounds write one (a full disk must not keep a stream from opening).
-    const markNow: SyncMark = { gen: (mark?.gen ?? 0) + 1, synced: last, reserved: index.last }
+    const markNow: SyncMark = { gen: (mark?.gen ?? 0) + 1, synced: last, reserved: last, floor: index.reserved }
     const markWritten = yield* Effect.either(
       Effect.gen(function*() {
         const f = yield* disk.open(markPath, true)
@@ -425,7 +427,7 @@ const recover = (ctx: StreamCtx, cfg: StoreConfig) =>
       index,
       blocks,
       problems,
-      mark: markWritten._tag === "Right" ? markNow : { gen: markNow.gen, synced: -1, reserved: -1 },
+      mark: markWritten._tag === "Right" ? markNow : { gen: markNow.gen, synced: -1, reserved: -1, floor: index.reserved },
       markFile: markWritten._tag === "Right" ? markWritten.right : undefined
     } satisfies Recovered
   })
@@ -673,7 +675,7 @@ const openFileStream = (ctx: StreamCtx, cfg: StoreConfig, rec: Recovered, extraP
   const writeMark = (round: Round) =>
     Effect.suspend(() => {
       if (mark.synced === syncedLast && mark.reserved >= round.last) return Effect.void
-      const next: SyncMark = { gen: mark.gen + 1, synced: syncedLast, reserved: round.last }
+      const next: SyncMark = { gen: mark.gen + 1, synced: syncedLast, reserved: round.last, floor: index.reserved }
       return Effect.gen(function*() {
         const fresh = markFile === undefined
         const f = markFile ?? (yield* io(disk.open(markPath, true)))
@@ -997,9 +999,6 @@ const openFileStream = (ctx: StreamCtx, cfg: StoreConfig, rec: Recovered, extraP
     problems: failing === undefined ? [...problems] : [...problems, failing]
   })
 
-  // Sequences recovery found used beyond what the blocks show (the sync mark's): recorded in them too.
-  if (index.last > syncedLast) skipped()
-
   return makeStreamStore<Loc>(
     ctx.name,
     cfg,
@@ -1132,7 +1131,7 @@ export const makeFileStore = (dir: string, options: FileStoreOptions = {}) =>
             yield* io(disk.mkdirp(joinPath(staging, "msgs")))
             yield* io(disk.mkdirp(joinPath(staging, "meta")))
             yield* io(writeAtomic(disk, staging, "config", encodeConfig(config), ++tmpCounter))
-            yield* io(writeAtomic(disk, staging, SYNC_MARK, syncMarkFile({ gen: 0, synced: 0, reserved: 0 }), ++tmpCounter))
+            yield* io(writeAtomic(disk, staging, SYNC_MARK, syncMarkFile({ gen: 0, synced: 0, reserved: 0, floor: 0 }), ++tmpCounter))
             for (const [key, value] of meta) yield* io(writeAtomic(disk, joinPath(staging, "meta"), metaFileName(key), encodeMetaFile(key, value), ++tmpCounter))
             yield* io(disk.syncDir(staging))
             yield* io(disk.rename(staging, ctx.dir))

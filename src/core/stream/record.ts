@@ -241,10 +241,11 @@ export const decodeMeta = (file: Uint8Array): Uint8Array | undefined => {
 
 // The sync mark: a small file per stream, `synced`, of two 32-byte slots written in turn
 // (a write torn by a power cut spoils only the slot being written):
-//   magic "SYN1" | crc32c u32 (of the rest) | generation u48 | synced u48 | reserved u48 | zero pad
+//   magic "SYN1" | crc32c u32 (of the rest) | generation u48 | synced u48 | reserved u48 | floor u48
 // `synced` is a sequence every message up to which was on stable storage when the slot
 // was written (so recovery finding less has lost synced data, not a torn write);
-// `reserved` is the highest sequence acknowledged or about to be (never handed out again).
+// `reserved` is the highest sequence acknowledged or about to be; `floor`, once data was
+// lost, the sequence up to which none is handed out again (0 otherwise).
 const MARK_MAGIC = 0x314e5953
 export const SYNC_MARK_SLOT = 32
 
@@ -252,6 +253,7 @@ export interface SyncMark {
   readonly gen: number
   readonly synced: number
   readonly reserved: number
+  readonly floor: number
 }
 
 /** The slot for `mark` (its place in the file is `(gen % 2) * SYNC_MARK_SLOT`). */
@@ -261,6 +263,7 @@ export const encodeSyncMark = (mark: SyncMark): Buffer => {
   b.writeUIntLE(mark.gen, 8, 6)
   b.writeUIntLE(mark.synced, 14, 6)
   b.writeUIntLE(mark.reserved, 20, 6)
+  b.writeUIntLE(mark.floor, 26, 6)
   b.writeUInt32LE(crc32c(b, 8, SYNC_MARK_SLOT), 4)
   return b
 }
@@ -271,7 +274,7 @@ export const decodeSyncMark = (file: Uint8Array): SyncMark | undefined => {
   let best: SyncMark | undefined
   for (let off = 0; off + SYNC_MARK_SLOT <= b.length && off < 2 * SYNC_MARK_SLOT; off += SYNC_MARK_SLOT) {
     if (b.readUInt32LE(off) !== MARK_MAGIC || crc32c(b, off + 8, off + SYNC_MARK_SLOT) !== b.readUInt32LE(off + 4)) continue
-    const m = { gen: b.readUIntLE(off + 8, 6), synced: b.readUIntLE(off + 14, 6), reserved: b.readUIntLE(off + 20, 6) }
+    const m = { gen: b.readUIntLE(off + 8, 6), synced: b.readUIntLE(off + 14, 6), reserved: b.readUIntLE(off + 20, 6), floor: b.readUIntLE(off + 26, 6) }
     if (best === undefined || m.gen > best.gen) best = m
   }
   return best

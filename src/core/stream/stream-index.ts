@@ -40,6 +40,7 @@ export class StreamIndex<L> {
   private _last = 0
   private _bytes = 0
   private _lastTs = 0
+  private _reserved = 0
 
   /** Oldest live sequence, or `last + 1` when empty. */
   get first(): number {
@@ -59,7 +60,20 @@ export class StreamIndex<L> {
     return this._lastTs
   }
   get nextSeq(): number {
-    return this._last + 1
+    return Math.max(this._last, this._reserved) + 1
+  }
+
+  /**
+   * Sequences up to `seq` are never handed out again, though no message holds them
+   * (acknowledged ones a damaged disk lost): the next message takes a later one.
+   */
+  reserveUpTo(seq: number): void {
+    if (seq > this._reserved) this._reserved = seq
+  }
+
+  /** The highest sequence reserved by `reserveUpTo` (0 when none). */
+  get reserved(): number {
+    return this._reserved
   }
   get numSubjects(): number {
     return this.subjects.size
@@ -124,7 +138,7 @@ export class StreamIndex<L> {
 
   /** Use up the next sequence without a message (nats-server's SkipMsg); returns it. */
   skip(ts: number): number {
-    const seq = this._last + 1
+    const seq = this.nextSeq
     this.restoreLast(seq, ts)
     return seq
   }
