@@ -179,7 +179,8 @@ export class MqttConn implements ClientEnd {
     const d = this.device
     switch (p.cmd) {
       case "connack": {
-        this.gotConnack = true
+        // Only an accepted CONNECT stores the will [MQTT-3.1.2-8].
+        this.gotConnack = p.returnCode === 0
         d.events.connacked(this, p.returnCode ?? -1, p.sessionPresent)
         if (p.returnCode !== 0) return
         this.state = "ready"
