@@ -175,6 +175,8 @@ export class JetStream {
         this.compactAt = undefined
         work.push(this.compactAll())
       }
+      const probeAt = this.probeFull()
+      if (probeAt !== undefined) next = Math.min(next, probeAt)
       return Effect.map(Effect.all(work, { discard: true }), () => {
         for (const a of this.accounts.values())
           for (const s of a.streams.values()) {
@@ -311,10 +313,20 @@ export class JetStream {
     )
   }
 
-  /** Streams whose disk was full try a write now and then, so they take publishes again once space is back. */
-  probeFull(): void {
+  /**
+   * Streams whose disk was full try a write now and then, so they take publishes again
+   * once space is back; returns when the next probe is due.
+   */
+  probeFull(): number | undefined {
+    let next: number | undefined
     for (const a of this.accounts.values())
-      for (const s of a.streams.values()) if (!s.closed && s.store.outOfSpace()) s.probeSpace()
+      for (const s of a.streams.values()) {
+        if (s.closed || !s.store.outOfSpace()) continue
+        s.probeSpace()
+        const at = s.nextProbeAt()
+        if (at !== undefined && (next === undefined || at < next)) next = at
+      }
+    return next
   }
 
   /** Apply max_age to every stream whose next expiry is due. */

@@ -283,7 +283,19 @@ export class JsStream {
     Effect.runPromise(Effect.either(this.store.probe())).then((r) => {
       this.probing = false
       this.probed = r._tag === "Right"
+      this.wakeForProbe()
     })
+  }
+
+  /** When the next probe is due (undefined while there is space). */
+  nextProbeAt(): number | undefined {
+    return this.store.outOfSpace() ? this.lastProbeAt + this.probeEveryMs : undefined
+  }
+
+  /** The subsystem's timer wakes for the next probe (it runs only when something is due). */
+  private wakeForProbe(): void {
+    const at = this.nextProbeAt()
+    if (at !== undefined) this.host.wakeAt(at)
   }
 
   /** A batch of publishes was written (true) or refused for want of space (false). */
@@ -291,6 +303,7 @@ export class JsStream {
     if (written) this.probeEveryMs = PROBE_MIN_MS
     else if (this.probed) this.probeEveryMs = Math.min(PROBE_MAX_MS, this.probeEveryMs * 2)
     this.probed = false
+    this.wakeForProbe()
   }
 
   private send(reply: string, body: Buffer): void {
