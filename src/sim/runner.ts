@@ -500,10 +500,14 @@ class Sim {
       for (let i = 0; i < 400 && c.state !== "ready" && c.state !== "closed"; i++) await this.advance(25)
     }
     if (c.state !== "ready") return
+    // Only space is asked about: a random write or fsync failure would refuse it too (seed 1617773215).
+    const errorRate = this.disk!.errorRate
+    this.disk!.errorRate = 0
     const acks = c.acks
     c.publish("js.a", 1, () => 16)
     this.trace(`j${c.id} JS PUB js.a x1 (space is back: must be acknowledged)`)
     for (let i = 0; i < 400 && c.pending.size > 0 && c.state === "ready"; i++) await this.advance(25)
+    this.disk!.errorRate = errorRate
     if (c.state !== "ready") return
     if (c.acks === acks) this.violations.push(`after the disk had space again (no restart), j${c.id}'s publish was not acknowledged`)
     else this.stats.writesResumed++
