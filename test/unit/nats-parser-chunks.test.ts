@@ -2,6 +2,7 @@ import * as fc from "fast-check"
 import { describe, expect, it } from "vitest"
 import { NatsParser } from "../../src/core/nats/parser.js"
 import { type Rec, recorder } from "../helpers/nats-ops.js"
+import { bytewise, chunksOf } from "../helpers/chunks.js"
 
 // The same bytes must give the same ops however they are cut into chunks.
 
@@ -14,8 +15,6 @@ const parseChunks = (chunks: ReadonlyArray<Buffer>, limits = LIMITS): Array<Rec>
   for (const c of chunks) p.feed(c)
   return ops
 }
-
-const bytewise = (b: Buffer): Array<Buffer> => Array.from({ length: b.length }, (_, i) => b.subarray(i, i + 1))
 
 /** Chunks are copies, and the bytes fed are overwritten afterwards: the parser must not keep references. */
 const scribbled = (chunks: ReadonlyArray<Buffer>, limits = LIMITS): Array<Rec> => {
@@ -165,19 +164,6 @@ const validOp: fc.Arbitrary<Case> = fc.oneof(
   ),
   opText.map((t) => t.trim()).filter((t) => t !== "" && !t.startsWith("'")).map((t) => simple(["err", t], `-ERR ${t}\r\n`))
 )
-
-/** Cut points for a buffer of length n, as sorted offsets. */
-const chunksOf = (buf: Buffer, cuts: ReadonlyArray<number>): Array<Buffer> => {
-  const points = [...new Set(cuts.map((c) => c % (buf.length + 1)))].sort((a, b) => a - b)
-  const out: Array<Buffer> = []
-  let prev = 0
-  for (const p of points) {
-    out.push(buf.subarray(prev, p))
-    prev = p
-  }
-  out.push(buf.subarray(prev))
-  return out
-}
 
 describe("NATS parser: properties", () => {
   it("valid op sequences round-trip through any chunking", () => {

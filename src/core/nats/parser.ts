@@ -105,14 +105,14 @@ interface FastSlices {
   utf8Slice(start: number, end: number): string
 }
 
-const isBlank = (b: number): boolean => b === Ch.SPACE || b === Ch.TAB
+export const isBlank = (b: number): boolean => b === Ch.SPACE || b === Ch.TAB
 
 /**
  * Subject and sid strings repeat from op to op; a small direct-mapped cache of ASCII
  * strings returns the same string instance (cheaper than decoding, and lets later
  * Map lookups reuse the string's cached hash).
  */
-class StringCache {
+export class StringCache {
   private readonly slots: Array<string> = new Array<string>(SUBJECT_CACHE).fill("")
 
   get(b: Buffer, s: number, e: number): string {
@@ -134,7 +134,7 @@ class StringCache {
   }
 }
 
-const decode = (b: Buffer, s: number, e: number): string => {
+export const decode = (b: Buffer, s: number, e: number): string => {
   for (let j = s; j < e; j++) {
     if (b[j] >= 0x80) return (b as unknown as FastSlices).utf8Slice(s, e)
   }
@@ -142,7 +142,7 @@ const decode = (b: Buffer, s: number, e: number): string => {
 }
 
 /** Non-negative decimal, or -1 when empty or not all digits. */
-const parseSize = (b: Buffer, s: number, e: number): number => {
+export const parseSize = (b: Buffer, s: number, e: number): number => {
   if (s >= e) return -1
   if (e - s > MAX_SIZE_DIGITS) {
     for (let j = s; j < e; j++) if (b[j] < Ch.ZERO || b[j] > Ch.NINE) return -1
@@ -158,7 +158,7 @@ const parseSize = (b: Buffer, s: number, e: number): number => {
 }
 
 /** Printable excerpt of client input for logs: at most SNIPPET bytes, controls as '.'. */
-const snippet = (b: Buffer, s: number, e: number): string => {
+export const snippet = (b: Buffer, s: number, e: number): string => {
   const end = Math.min(e, s + SNIPPET)
   let out = ""
   for (let j = s; j < end; j++) {
@@ -579,7 +579,7 @@ export class NatsParser {
   }
 }
 
-const skipBlanks = (b: Buffer, s: number, e: number): number => {
+export const skipBlanks = (b: Buffer, s: number, e: number): number => {
   while (s < e && isBlank(b[s])) s++
   return s
 }
