@@ -160,10 +160,90 @@ export const decodeLeafInfo = decoder("INFO", LeafInfoOp)
 export const decodeLeafConnect = decoder("CONNECT", LeafConnectOp)
 
 /**
+ * What a soliciting leaf says when the listener it reached is no leaf-node listener. A
+ * nats-server leaf (2.9.10) takes the first INFO as a hub's only when it has a `client_id`
+ * above 0 and a `leafnode_urls` list (empty will do): a client port's INFO has a client_id
+ * but no leafnode_urls, a route port's neither. Anything else it logs as this and closes.
+ */
+export const WRONG_PORT = "attempted to connect to wrong port"
+
+/** The first INFO on a leaf connection we solicited came from a leaf-node listener (see WRONG_PORT). */
+export const isLeafListenerInfo = (info: LeafInfoOp): boolean =>
+  info.client_id !== undefined && info.client_id > 0 && info.leafnode_urls !== undefined
+
+/** What a hub says about itself in the INFOs of an accepted leaf connection. */
+export interface HubInfoFields {
+  readonly server_id: string
+  readonly server_name: string
+  readonly version: string
+  /** the leaf listener */
+  readonly host: string
+  readonly port: number
+  readonly headers: boolean
+  readonly auth_required: boolean
+  readonly tls_required?: boolean
+  readonly max_payload: number
+  /** the connection's number on the hub, above 0 */
+  readonly client_id: number
+  /** the leaf listeners of the hub's cluster ([] when not advertised) */
+  readonly leafnode_urls: ReadonlyArray<string>
+  readonly cluster?: string
+  readonly domain?: string
+}
+
+/**
+ * The hub's first INFO on an accepted leaf connection, in nats-server's field order: the
+ * nonce to sign credentials with, and `info_on_connect`, which makes a nats-server leaf hold
+ * its interest back until the INFO answering its CONNECT (hubConnectInfo) arrives; without
+ * that answer it gives up after about 2 s with -ERR 'Stale Leaf Node Connection - Closing'.
+ */
+export const hubInfo = (f: HubInfoFields, nonce: string): LeafInfoOp => {
+  if (!Number.isInteger(f.client_id) || f.client_id < 1) throw new RangeError(`a hub's client_id must be above 0 (got ${f.client_id})`)
+  return {
+    server_id: f.server_id,
+    server_name: f.server_name,
+    version: f.version,
+    proto: 1,
+    host: f.host,
+    port: f.port,
+    headers: f.headers,
+    auth_required: f.auth_required,
+    ...(f.tls_required === undefined ? {} : { tls_required: f.tls_required }),
+    max_payload: f.max_payload,
+    client_id: f.client_id,
+    nonce,
+    ...(f.cluster === undefined ? {} : { cluster: f.cluster }),
+    ...(f.domain === undefined ? {} : { domain: f.domain }),
+    info_on_connect: true,
+    leafnode_urls: f.leafnode_urls
+  }
+}
+
+/** The INFO answering a leaf's accepted CONNECT: the first one without its nonce, saying which account the connection is bound to. */
+export const hubConnectInfo = (f: HubInfoFields, account: string): LeafInfoOp => {
+  const { nonce: _, ...first } = hubInfo(f, "")
+  return { ...first, connect_info: true, remote_account: account }
+}
+
+/**
  * The prefix of the subjects nats-server uses to detect leaf-node loops: each server
- * subscribes `$LDS.<random>` per account on its leaf connections; a server that gets its
- * own `$LDS.` subject back through a leaf connection is in a loop.
+ * subscribes `$LDS.<random>` per account on its leaf connections (and a hub passes a leaf's
+ * on to its other leaf connections in the account); a server that gets its own `$LDS.`
+ * subject back through a leaf connection is in a loop.
  */
 export const LOOP_DETECTION_PREFIX = "$LDS."
 
 export const isLoopDetectionSubject = (subject: string): boolean => subject.startsWith(LOOP_DETECTION_PREFIX)
+
+/** An account's loop-detection subject, from a random token (nats-server uses 22 characters). */
+export const loopDetectionSubject = (token: string): string => LOOP_DETECTION_PREFIX + token
+
+/**
+ * The -ERR text with which either end of a leaf connection closes it on seeing its own
+ * loop-detection subject come back in LS+; the soliciting end waits LOOP_RECONNECT_DELAY_MS
+ * before it connects again.
+ */
+export const loopDetectedError = (account: string): string =>
+  `Loop detected for leafnode account="${account}". Delaying attempt to reconnect for 30s`
+
+export const LOOP_RECONNECT_DELAY_MS = 30_000
