@@ -6,8 +6,8 @@ import { writeRouteMsg, writeRouteSub, writeRouteUnsub } from "../../src/core/cl
 import { decodeRouteConnect, decodeRouteInfo, type RouteInfoOp } from "../../src/core/cluster/handshake.js"
 import { RemoteInterest } from "../../src/core/cluster/interest.js"
 import { PeerParser, type PeerMsg } from "../../src/core/cluster/parser.js"
-import { type Msg as PeerMsgRec, type PeerRec, peerRecorder, sub, unsub } from "../helpers/cluster-ops.js"
-import { PeerDriver } from "../helpers/cluster-peer.js"
+import { ALL_BYTES, type Msg as PeerMsgRec, outMsg, type PeerRec, peerRecorder } from "../helpers/cluster-ops.js"
+import { churnAnnounced, interestChurn, messagesFrom, PeerDriver } from "../helpers/cluster-peer.js"
 import { type NatsServerProcess, natsServerVersion, spawnNatsServer } from "../helpers/nats-server.js"
 import { eventuallyAsync } from "../helpers/jetstream.js"
 import { eventually } from "../helpers/server.js"
@@ -72,26 +72,9 @@ interface RouteInfoRow {
 const routez = async (id: string): Promise<RouteInfoRow | undefined> =>
   (await ns.monitor<{ routes: ReadonlyArray<RouteInfoRow> }>("/routez?subs=1")).routes.find((r) => r.remote_id === id)
 
-/** Waits until nats-server has processed everything sent so far on the route (it answers our PING in order). */
-const roundTrip = async (peer: PeerDriver): Promise<void> => {
-  const from = peer.ops.length
-  peer.send("PING\r\n")
-  await peer.waitFor((op) => (op[0] === "pong" ? true : undefined), "PONG", from)
-}
 
 const payloadOf = (m: Msg): Buffer => Buffer.from(m.data)
-const allBytes = Buffer.from(Array.from({ length: 256 }, (_, i) => i))
-const m = (o: Partial<PeerMsg> & { readonly subject: string; readonly data: Buffer }): PeerMsg => ({
-  account: "$G",
-  reply: "",
-  queues: [],
-  hdrLen: -1,
-  origin: "",
-  buf: o.data,
-  start: 0,
-  end: o.data.length,
-  ...o
-})
+const m = (o: Partial<PeerMsg> & { readonly subject: string; readonly data: Buffer }): PeerMsg => outMsg({ account: "$G", ...o })
 
 const msgs = (peer: PeerDriver, from = 0): Array<PeerMsgRec> =>
   peer.ops.slice(from).flatMap((op) => (op[0] === "msg" && op[1].account !== "$SYS" ? [op[1]] : []))
@@ -132,27 +115,8 @@ describe(`route protocol against nats-server`, () => {
 
   it("its clients' subscriptions arrive as RS+/RS- (queue weights absolute, updated)", async () => {
     const { peer } = await join()
-    await roundTrip(peer)
-    const from = peer.ops.length
-    const plain = nc.subscribe("interop.>")
-    const q1 = nc.subscribe("interop.work", { queue: "W" })
-    const q2 = nc.subscribe("interop.work", { queue: "W" })
-    await nc.flush()
-    await peer.waitFor((op) => (op[0] === "sub" && op[1].weight === 2 ? true : undefined), "weight 2", from)
-    q2.unsubscribe()
-    await nc.flush()
-    q1.unsubscribe()
-    plain.unsubscribe()
-    await nc.flush()
-    await peer.waitFor((op) => (op[0] === "unsub" && op[1].subject === "interop.>" ? true : undefined), "RS- interop.>", from)
-    expect(peer.ops.slice(from).filter((op) => op[0] === "sub" || op[0] === "unsub")).toEqual([
-      sub("$G", "interop.>"),
-      sub("$G", "interop.work", "W", 1),
-      sub("$G", "interop.work", "W", 2),
-      sub("$G", "interop.work", "W", 1),
-      unsub("$G", "interop.work", "W"),
-      unsub("$G", "interop.>")
-    ])
+    await peer.roundTrip()
+    expect(await interestChurn(nc, peer, "interop")).toEqual(churnAnnounced("$G", "interop"))
     peer.close()
   })
 
@@ -164,7 +128,7 @@ describe(`route protocol against nats-server`, () => {
     const hdrs = Buffer.from("NATS/1.0\r\nFoo: Bar\r\nX-Bin: \u00e9\r\n\r\n", "latin1")
     const big = Buffer.alloc(100 * 1024, 7)
     peer.write((out) => {
-      writeRouteMsg(out, m({ subject: "deliver.plain", data: allBytes }))
+      writeRouteMsg(out, m({ subject: "deliver.plain", data: ALL_BYTES }))
       writeRouteMsg(out, m({ subject: "deliver.reply", reply: "_INBOX.back", data: Buffer.from("ask") }))
       writeRouteMsg(out, m({ subject: "deliver.headers", hdrLen: hdrs.length, data: Buffer.concat([hdrs, Buffer.from("body")]) }))
       writeRouteMsg(out, m({ subject: "deliver.big", data: big }))
@@ -172,7 +136,7 @@ describe(`route protocol against nats-server`, () => {
     })
     await eventually(() => got.length === 5, "5 messages")
     expect(got.map((g) => g.subject)).toEqual(["deliver.plain", "deliver.reply", "deliver.headers", "deliver.big", "deliver.empty"])
-    expect(payloadOf(got[0]).equals(allBytes)).toBe(true)
+    expect(payloadOf(got[0]).equals(ALL_BYTES)).toBe(true)
     expect(got[1].reply).toBe("_INBOX.back")
     expect(got[1].string()).toBe("ask")
     expect(got[2].headers?.get("Foo")).toBe("Bar")
@@ -228,12 +192,12 @@ describe(`route protocol against nats-server`, () => {
       writeRouteSub(out, "$G", "up.>")
       writeRouteSub(out, "$G", "upq", "W", 2)
     })
-    await roundTrip(peer)
+    await peer.roundTrip()
     expect((await routez(id))?.subscriptions).toBe(2)
     const from = peer.ops.length
     const h = headers()
     h.set("Foo", "Bar")
-    nc.publish("up.plain", allBytes)
+    nc.publish("up.plain", ALL_BYTES)
     nc.publish("up.reply", "r", { reply: "_INBOX.me" })
     nc.publish("up.headers", "hb", { headers: h, reply: "_INBOX.h" })
     nc.publish("upq", "q", { reply: "_INBOX.q" })
@@ -241,10 +205,10 @@ describe(`route protocol against nats-server`, () => {
     nc.publish("not.ours", "x")
     await nc.flush()
     await eventually(() => msgs(peer, from).length >= 5, "5 RMSGs")
-    await roundTrip(peer)
+    await peer.roundTrip()
     const got = msgs(peer, from)
     expect(got.map((x) => ({ ...x, data: x.data.toString("latin1") }))).toEqual([
-      { account: "$G", subject: "up.plain", reply: "", queues: [], hdrLen: -1, data: allBytes.toString("latin1"), origin: "" },
+      { account: "$G", subject: "up.plain", reply: "", queues: [], hdrLen: -1, data: ALL_BYTES.toString("latin1"), origin: "" },
       { account: "$G", subject: "up.reply", reply: "_INBOX.me", queues: [], hdrLen: -1, data: "r", origin: "" },
       { account: "$G", subject: "up.headers", reply: "_INBOX.h", queues: [], hdrLen: 22, data: "NATS/1.0\r\nFoo: Bar\r\n\r\nhb", origin: "" },
       { account: "$G", subject: "upq", reply: "_INBOX.q", queues: ["W"], hdrLen: -1, data: "q", origin: "" },
@@ -254,19 +218,18 @@ describe(`route protocol against nats-server`, () => {
     expect(peer.raw).toContain("RMSG $G upq + _INBOX.q W 1\r\nq\r\n")
     expect(peer.raw).toContain("RMSG $G upq | W 2\r\nq2\r\n")
     peer.write((out) => writeRouteUnsub(out, "$G", "up.>"))
-    await roundTrip(peer)
-    const after = peer.ops.length
-    nc.publish("up.plain", "gone")
-    await nc.flush()
-    await roundTrip(peer)
-    expect(msgs(peer, after)).toEqual([])
+    const gone = await messagesFrom(peer, async () => {
+      nc.publish("up.plain", "gone")
+      await nc.flush()
+    })
+    expect(gone).toEqual([])
     peer.close()
   })
 
   it("interest and messages of a leaf behind us: LS+ <origin> and LMSG <origin> with two sizes", async () => {
     const { peer, id } = await join()
     peer.write((out) => writeRouteSub(out, "$G", "leafside.>", "", 1, "EDGE1"))
-    await roundTrip(peer)
+    await peer.roundTrip()
     expect((await routez(id))?.subscriptions_list).toContain("leafside.>")
     const from = peer.ops.length
     nc.publish("leafside.a", "to-leaf")
@@ -286,7 +249,7 @@ describe(`route protocol against nats-server`, () => {
     expect([got[1].headers?.get("Foo"), got[1].string()]).toEqual(["Bar", "lh"])
     // LS- (without the origin, as 2.9.10 wants it) withdraws the leaf interest
     peer.write((out) => writeRouteUnsub(out, "$G", "leafside.>", "", true))
-    await roundTrip(peer)
+    await peer.roundTrip()
     expect((await routez(id))?.subscriptions_list ?? []).not.toContain("leafside.>")
     s.unsubscribe()
     peer.close()
@@ -295,7 +258,7 @@ describe(`route protocol against nats-server`, () => {
   it("an invalid subject in RS+ is answered with -ERR 'Invalid Subscription' and the route stays up; the interest table refuses it too", async () => {
     const { peer } = await join()
     peer.write((out) => writeRouteSub(out, "$G", "bad..subject"))
-    await roundTrip(peer)
+    await peer.roundTrip()
     expect(peer.errors()).toEqual(["Invalid Subscription"])
     expect(peer.closed).toBe(false)
     expect(new RemoteInterest<string>().add("r", { account: "$G", subject: "bad..subject", queue: "", weight: 1, origin: "", fromLeaf: false })).toBe("invalid")
@@ -314,7 +277,7 @@ describe(`route protocol against nats-server`, () => {
       ["an unknown op", "XYZ\r\n", /Router parser ERROR, state=0, i=0: proto='"XYZ\\r"\.\.\.'/, "UnknownOp"]
     ])("%s", async (_, bad, logged, kind) => {
       const { peer, id } = await join()
-      await roundTrip(peer)
+      await peer.roundTrip()
       const logFrom = ns.log().length
       peer.send(bad)
       await peer.waitClosed()

@@ -47,6 +47,22 @@ export const peerRecorder = (ops: Array<PeerRec>): PeerOpHandler => ({
   protocolError: (e) => ops.push(["error", e])
 })
 
+/** 256 bytes, every value once: a payload that survives no text conversion. */
+export const ALL_BYTES = Buffer.from(Array.from({ length: 256 }, (_, i) => i))
+
+/** A message to encode (the whole of `data` is headers then payload). */
+export const outMsg = (o: Partial<PeerMsg> & { readonly subject: string; readonly data: Buffer }): PeerMsg => ({
+  account: "",
+  reply: "",
+  queues: [],
+  hdrLen: -1,
+  origin: "",
+  buf: o.data,
+  start: 0,
+  end: o.data.length,
+  ...o
+})
+
 /** Test shorthands for expected records. */
 export const sub = (account: string, subject: string, queue = "", weight = 1, origin = "", fromLeaf = origin !== ""): PeerRec =>
   ["sub", { account, subject, queue, weight, origin, fromLeaf }]
