@@ -17,7 +17,7 @@ import {
   WRONG_PORT
 } from "../../src/core/cluster/handshake.js"
 import { PeerParser } from "../../src/core/cluster/parser.js"
-import { ALL_BYTES, type Msg as PeerMsgRec, outMsg, type PeerRec, peerRecorder, sub } from "../helpers/cluster-ops.js"
+import { ALL_BYTES, type Msg as PeerMsgRec, outMsg, type PeerRec, peerRecorder, sub, unsub } from "../helpers/cluster-ops.js"
 import { churnAnnounced, interestChurn, messagesFrom, interestOps, PeerDriver } from "../helpers/cluster-peer.js"
 import { eventuallyAsync } from "../helpers/jetstream.js"
 import { type NatsServerProcess, spawnNatsServer } from "../helpers/nats-server.js"
@@ -168,6 +168,8 @@ describe("leaf-node protocol against nats-server (we are the leaf)", () => {
     const lds = await peer.waitFor((op) => (op[0] === "sub" && isLoopDetectionSubject(op[1].subject) ? op[1] : undefined), "LS+ $LDS.<id>")
     expect(lds).toEqual({ account: "", subject: lds.subject, queue: "", weight: 1, origin: "", fromLeaf: false })
     expect(peer.ops.filter((op) => op[0] === "error")).toEqual([])
+    // our CONNECT said nothing of JetStream: its API stays on its side
+    await eventually(() => hub.log().includes('JetStream Not Extended, adding deny [$JS.API.> $KV.> $OBJ.>] for account "ACC"'), "the JetStream deny to be logged")
     peer.close()
   })
 
@@ -193,6 +195,44 @@ describe("leaf-node protocol against nats-server (we are the leaf)", () => {
     expect(await interestChurn(nc, peer, "edge")).toEqual(churnAnnounced("", "edge"))
     expect(peer.raw).toContain("LS+ edge.work W 2\r\n")
     expect(peer.raw).toContain("LS- edge.work W\r\n")
+    peer.close()
+  })
+
+  it("two subscribers of one subject are one LS+; the LS- comes with the last", async () => {
+    const { peer } = await attach()
+    await peer.roundTrip()
+    const from = peer.ops.length
+    const a = nc.subscribe("twice")
+    const b = nc.subscribe("twice")
+    await nc.flush()
+    a.unsubscribe()
+    await nc.flush()
+    await peer.roundTrip()
+    expect(interestOps(peer, from)).toEqual([sub("", "twice")])
+    b.unsubscribe()
+    await nc.flush()
+    await peer.waitFor((op) => (op[0] === "unsub" && op[1].subject === "twice" ? true : undefined), "LS- twice", from)
+    expect(interestOps(peer, from)).toEqual([sub("", "twice"), unsub("", "twice")])
+    peer.close()
+  })
+
+  it("queue groups: its own member is served first, whatever weight a leaf announces", async () => {
+    const { peer } = await attach()
+    const local: Array<string> = []
+    const member = nc.subscribe("pref", { queue: "W", callback: (_, msg) => void local.push(msg.string()) })
+    await nc.flush()
+    peer.write((out) => writeLeafSub(out, "pref", "W", 5))
+    await peer.roundTrip()
+    await eventuallyAsync(async () => (await leafz()).some((l) => l.subscriptions_list?.includes("pref") === true), "its /leafz to list our member")
+    const sent = Array.from({ length: 20 }, (_, i) => String(i))
+    const reached = await messagesFrom(peer, async () => {
+      for (const x of sent) nc.publish("pref", x)
+      await nc.flush()
+    })
+    expect(reached).toEqual([])
+    expect(local).toEqual(sent)
+    member.unsubscribe()
+    await nc.flush()
     peer.close()
   })
 
