@@ -6,7 +6,7 @@ import { createHash, randomBytes, timingSafeEqual } from "node:crypto"
 import bcrypt from "bcryptjs"
 import { fromPublic } from "@nats-io/nkeys"
 import type { Permissions, ServerOptions, UserEntry } from "../config/options.js"
-import { GLOBAL_ACCOUNT } from "./account.js"
+import { GLOBAL_ACCOUNT } from "../engine/principal.js"
 import type { ConnectOptions } from "./client.js"
 
 export interface AuthResult {

@@ -3,15 +3,14 @@
 // buffer; it never touches a socket (the server flushes `out` once per event-loop turn).
 import { NatsParser, type NatsOpHandler, type ParseError } from "../core/nats/parser.js"
 import { OutBuf } from "../core/nats/outbuf.js"
-import { OK, PING, PONG, writeErr } from "../core/nats/encode.js"
+import { noRespondersHmsg, OK, PING, PONG, writeErr, writeMsg } from "../core/nats/encode.js"
 import { isValidLiteralSubject, isValidQueueName, isValidSubject } from "../core/subject/subject.js"
 import type { ConnSnapshot } from "../core/monitor/source.js"
 import type { Conn } from "../services/transport.js"
-import type { Account } from "./account.js"
+import { publishViolation, subscribeViolation } from "../engine/permissions.js"
+import { type Account, type Delivery, Principal, Subscription } from "../engine/principal.js"
 import { ClosedReason, ErrText } from "./reasons.js"
-import { type ClientPermissions, publishViolation, subscribeViolation } from "./permissions.js"
 import type { Server } from "./server.js"
-import { Subscription } from "./subscription.js"
 
 /** The CONNECT fields the server reads (clients send more; the rest is ignored). */
 export interface ConnectOptions {
@@ -56,27 +55,19 @@ export type FirstRtt = typeof FirstRtt[keyof typeof FirstRtt]
 /** How long after the handshake the first RTT PING goes out at the latest (nats-server's first client ping: 2s). */
 export const FIRST_RTT_DELAY_MS = 1_000
 
-export class Client implements NatsOpHandler {
+export class Client extends Principal implements NatsOpHandler {
   readonly kind = "Client"
   readonly type = "nats"
   private parserValue: NatsParser | undefined
   readonly out: OutBuf
-  readonly subs = new Map<string, Subscription>()
 
-  // From CONNECT.
+  // From CONNECT (echo, headers and no_responders are the Principal's).
   connectReceived = false
   verbose = false
   pedantic = false
-  echo = true
-  headers = false
-  noResponders = false
   name = ""
   lang = ""
   version = ""
-  /** The authenticated user name (never a password or token). */
-  user = ""
-  /** What the user may publish and subscribe to; undefined = anything in its account. */
-  perms: ClientPermissions | undefined = undefined
   /** The nonce sent in INFO for nkey users to sign. */
   nonce: string | undefined = undefined
   /**
@@ -112,7 +103,6 @@ export class Client implements NatsOpHandler {
   /** When the transport last held unsent bytes without progress; -1 when drained. */
   blockedSince = -1
   dirty = false
-  closed = false
   /** The last PUB subject that passed validation. */
   private lastValidSubject = ""
   /** Protocol tracing (-V): checked once per op, so tracing off costs one branch. A reload may turn it on or off. */
@@ -122,9 +112,10 @@ export class Client implements NatsOpHandler {
     readonly server: Server,
     readonly cid: number,
     readonly conn: Conn,
-    public account: Account,
+    account: Account,
     now: number
   ) {
+    super(account)
     const o = server.options
     this.out = new OutBuf(512, server.slabs)
     this.start = now
@@ -212,7 +203,15 @@ export class Client implements NatsOpHandler {
       this.sendErr(publishViolation(subject))
       return
     }
-    server.processPub(this, subject, reply, hdrLen, buf, start, end)
+    const router = server.router
+    const d = router.message(this, this.lastActivity)
+    d.subject = subject
+    d.reply = reply
+    d.hdrLen = hdrLen
+    d.buf = buf
+    d.start = start
+    d.end = end
+    router.route(d)
     if (this.verbose) this.sendOk()
   }
 
@@ -244,9 +243,7 @@ export class Client implements NatsOpHandler {
         this.sendErr(ErrText.MaxSubscriptions)
         return
       }
-      const s = new Subscription(this, subject, queue === "" ? undefined : queue, sid)
-      this.subs.set(sid, s)
-      this.account.subscribe(s)
+      this.addSub(new Subscription(this, subject, queue === "" ? undefined : queue, sid))
     }
     if (this.verbose) this.sendOk()
   }
@@ -318,14 +315,42 @@ export class Client implements NatsOpHandler {
     }
   }
 
-  // ---- helpers ----
+  // ---- Principal: what the router hands this client ----
 
-  removeSub(s: Subscription): void {
-    if (s.closed) return
-    s.closed = true
-    this.subs.delete(s.sid)
-    this.account.unsubscribe(s)
+  /** One MSG/HMSG into the outbound buffer. */
+  deliver(s: Subscription, d: Delivery): boolean {
+    let h = d.hdrLen
+    let from = d.start
+    const end = d.end
+    if (h >= 0 && !this.headers) {
+      // A client that did not announce header support gets the payload alone.
+      from += h
+      h = -1
+    }
+    writeMsg(this.out, d.subject, s.sid, d.reply, h, d.buf, from, end)
+    const size = end - from
+    if (this.tracing) this.traceMsg(d.subject, s.sid, d.reply, h, size)
+    const server = this.server
+    this.outMsgs++
+    this.outBytes += size
+    server.outMsgs++
+    server.outBytes += size
+    this.account.outMsgs++
+    this.account.outBytes += size
+    s.delivered++
+    if (s.max > 0 && s.delivered >= s.max) this.removeSub(s)
+    server.queued(this)
+    return true
   }
+
+  /** The 503 status of a request that reached nobody, on the client's subscription to its reply subject. */
+  override sendNoResponders(s: Subscription, reply: string): void {
+    noRespondersHmsg(this.out, reply, s.sid)
+    if (this.tracing) this.server.log.trace(`${this.logPrefix()} - ->> [HMSG ${reply} ${s.sid} (503 No Responders)]`)
+    this.server.markDirty(this)
+  }
+
+  // ---- helpers ----
 
   sendOk(): void {
     if (this.tracing) this.traceOut("OK")

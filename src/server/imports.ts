@@ -8,9 +8,8 @@ import { importLabel, importProblem, importProblems, importSource as source } fr
 import type { AccountImport, ServerOptions } from "../config/options.js"
 import type { AccountExportSnapshot, AccountImportSnapshot } from "../core/monitor/source.js"
 import { subjectHasWildcard } from "../core/subject/subject.js"
-import type { Client } from "./client.js"
+import type { Delivery, Subscription } from "../engine/principal.js"
 import type { Server } from "./server.js"
-import type { Subscription } from "./subscription.js"
 
 /** Outstanding service requests per service import, at most (the oldest is dropped first). */
 export const MAX_RESPONSE_MAPS = 10_000
@@ -83,18 +82,20 @@ interface PendingResponse {
 }
 
 const wireStream = (server: Server, importer: string, imp: AccountImport, from: string, filter: string): Array<Subscription> => {
-  const into: Client = server.internalClient(importer, `stream import ${from} ${filter}`)
-  const listener = server.internalClient(from, `stream export to ${importer}`)
+  const router = server.router
+  const into = router.internal(importer, `stream import ${from} ${filter}`)
+  const listener = router.internal(from, `stream export to ${importer}`)
   const target = streamTarget(imp, filter)
-  return [server.internalSubscribe(listener, filter, undefined, (subject, reply, hdrLen, buf, start, end) => {
-    server.processPub(into, target(subject), reply, hdrLen, buf, start, end)
+  return [router.subscribe(listener, filter, undefined, (d: Delivery) => {
+    router.forward(into, d, target(d.subject), d.reply)
   })]
 }
 
 const wireService = (server: Server, importer: string, imp: AccountImport, from: string, remote: string): Array<Subscription> => {
   const local = imp.to !== undefined && imp.to !== "" ? imp.to : remote
-  const requester = server.internalClient(from, `service import from ${importer}`)
-  const responder = server.internalClient(importer, `service export from ${from}`)
+  const router = server.router
+  const requester = router.internal(from, `service import from ${importer}`)
+  const responder = router.internal(importer, `service export from ${from}`)
   const prefix = `_R_.${randomBytes(6).toString("base64url")}`
   const pending = new Map<string, PendingResponse>()
   let seq = 0
@@ -105,30 +106,31 @@ const wireService = (server: Server, importer: string, imp: AccountImport, from:
     }
   }
   // Requests in the importer, on the local subject, go to the exporter on the service subject.
-  const requests = server.internalSubscribe(responder, local, undefined, (subject, reply, hdrLen, buf, start, end) => {
-    const target = mapSubject(subject, local, remote)
+  const requests = router.subscribe(responder, local, undefined, (d: Delivery) => {
+    const target = mapSubject(d.subject, local, remote)
+    const reply = d.reply
     if (reply === "") {
-      server.processPub(requester, target, "", hdrLen, buf, start, end)
+      router.forward(requester, d, target, "")
       return
     }
     const now = server.now()
     prune(now)
     const token = `${prefix}.${(seq++).toString(36)}`
     pending.set(token, { reply, expiresAt: now + RESPONSE_THRESHOLD_MS })
-    const origin = server.publisher
-    if (server.processPub(requester, target, token, hdrLen, buf, start, end) === 0) {
+    const origin = d.origin.publisher
+    if (router.forward(requester, d, target, token) === 0) {
       // Nobody serves it in the exporting account: the requester hears so at once (503), as it would locally.
       pending.delete(token)
-      if (origin !== undefined && origin.noResponders) server.sendNoResponders(origin, reply)
+      if (origin !== undefined && origin.noResponders) router.sendNoResponders(origin, reply)
     }
   })
   // The single response, in the exporter, goes back to the requester's reply subject.
-  const responses = server.internalSubscribe(requester, `${prefix}.*`, undefined, (subject, _reply, hdrLen, buf, start, end) => {
-    const p = pending.get(subject)
+  const responses = router.subscribe(requester, `${prefix}.*`, undefined, (d: Delivery) => {
+    const p = pending.get(d.subject)
     if (p === undefined) return
-    pending.delete(subject)
+    pending.delete(d.subject)
     if (p.expiresAt < server.now()) return
-    server.processPub(responder, p.reply, "", hdrLen, buf, start, end)
+    router.forward(responder, d, p.reply, "")
   })
   return [requests, responses]
 }
@@ -155,5 +157,5 @@ export const wireImports = (server: Server): WiredImports => {
       else subs.push(...wireService(server, acc.name, imp, src.account, src.subject))
     }
   }
-  return { unwire: () => { for (const s of subs) s.client.removeSub(s) } }
+  return { unwire: () => { for (const s of subs) s.principal.removeSub(s) } }
 }

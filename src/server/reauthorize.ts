@@ -4,9 +4,9 @@
 // disconnected; the others take their new permissions, and lose (with an -ERR) the
 // subscriptions those permissions no longer allow.
 import { type Authenticator, reauthenticate } from "./auth.js"
-import { GLOBAL_ACCOUNT } from "./account.js"
+import { ClientPermissions } from "../engine/permissions.js"
+import { GLOBAL_ACCOUNT } from "../engine/principal.js"
 import type { Client } from "./client.js"
-import { ClientPermissions } from "./permissions.js"
 import { ClosedReason, ErrText } from "./reasons.js"
 import type { Server } from "./server.js"
 

@@ -4,18 +4,18 @@
 // scheduler are injected so the Effect shell (or a simulation) decides what they are.
 import type { ServerOptions } from "../config/options.js"
 import type { ClosedConnSnapshot } from "../core/monitor/source.js"
-import { encodeInfo, noRespondersHmsg, writeErr, writeMsg } from "../core/nats/encode.js"
+import { encodeInfo, writeErr } from "../core/nats/encode.js"
 import { type OutBuf, SlabPool } from "../core/nats/outbuf.js"
 import { type Conn, type ConnHandlers, type Listener, TlsHandshakeError } from "../services/transport.js"
 import type { LogService } from "../services/log.js"
 import { NATS_COMPAT_VERSION, VERSION } from "../version.js"
-import { Account, GLOBAL_ACCOUNT } from "./account.js"
 import { type Authenticator, makeAuthenticator, makeNonce } from "./auth.js"
 import { Client, type ConnectOptions, FIRST_RTT_DELAY_MS, FirstRtt } from "./client.js"
 import { ClosedRing } from "./closed.js"
-import { ClientPermissions } from "./permissions.js"
+import { ClientPermissions } from "../engine/permissions.js"
+import { type Account, GLOBAL_ACCOUNT } from "../engine/principal.js"
+import { Router } from "../engine/router.js"
 import { ClosedReason, ErrText } from "./reasons.js"
-import { type InternalHandler, Subscription } from "./subscription.js"
 
 export interface ServerEnv {
   /** Wall-clock milliseconds (Effect's Clock in production, TestClock in tests). */
@@ -35,7 +35,8 @@ export interface ServerEnv {
 }
 
 export class Server {
-  readonly accounts = new Map<string, Account>()
+  /** Every account's Sublist and the one way messages go from publishers to subscribers. */
+  readonly router: Router
   readonly clients = new Map<number, Client>()
   /** Recently closed connections, as /connz?state=closed lists them. */
   readonly closed: ClosedRing<ClosedConnSnapshot>
@@ -70,7 +71,6 @@ export class Server {
   readonly listeners: Array<Listener> = []
 
   private nextCid = 1
-  private nextInternalSid = 1
   private dirty: Array<Client> = []
   private spare: Array<Client> = []
   private flushScheduled = false
@@ -84,6 +84,7 @@ export class Server {
     readonly env: ServerEnv
   ) {
     this.log = env.log
+    this.router = new Router(env)
     this.closed = new ClosedRing(options.maxClosedClients)
     this.auth = makeAuthenticator(options)
     this.authRequired = this.auth.required
@@ -116,14 +117,13 @@ export class Server {
     return this.nextCid++
   }
 
+  get accounts(): ReadonlyMap<string, Account> {
+    return this.router.accounts
+  }
+
   /** The account with this name, created on first use. */
   account(name: string): Account {
-    let a = this.accounts.get(name)
-    if (a === undefined) {
-      a = new Account(name)
-      this.accounts.set(name, a)
-    }
-    return a
+    return this.router.account(name)
   }
 
   setListener(host: string, port: number): void {
@@ -329,129 +329,15 @@ export class Server {
   private removeClient(c: Client, reason: ClosedReason): void {
     // Taken before the subscriptions go, so the closed record still lists them.
     this.closed.push({ ...c.snapshot(), pendingBytes: 0, stop: this.env.now(), reason })
-    for (const s of c.subs.values()) {
-      s.closed = true
-      c.account.unsubscribe(s)
-    }
-    c.subs.clear()
+    c.removeAllSubs()
     c.out.clear()
     this.clients.delete(c.cid)
     c.account.numConnections--
     this.log.debug(`${c.logPrefix()} - Client connection closed: ${reason}`)
   }
 
-  // ---- routing: the hot path ----
-
-  /** Routes one message; returns how many subscriptions (queue groups counting once) took it. */
-  processPub(c: Client, subject: string, reply: string, hdrLen: number, buf: Buffer, start: number, end: number): number {
-    const outer = this.publisher
-    this.publisher = c
-    try {
-      return this.route(c, subject, reply, hdrLen, buf, start, end)
-    } finally {
-      this.publisher = outer
-    }
-  }
-
-  /**
-   * The client whose message is being routed right now (routing is synchronous), so a
-   * subsystem forwarding it (a service import) can answer for it, e.g. no responders.
-   */
-  publisher: Client | undefined = undefined
-
-  private route(c: Client, subject: string, reply: string, hdrLen: number, buf: Buffer, start: number, end: number): number {
-    const r = c.account.sublist.match(subject)
-    let delivered = 0
-    const psubs = r.psubs
-    for (let i = 0; i < psubs.length; i++) {
-      const s = psubs[i]
-      if (s.client === c && !c.echo) continue
-      if (this.deliver(s, subject, reply, hdrLen, buf, start, end)) delivered++
-    }
-    const qsubs = r.qsubs
-    for (let g = 0; g < qsubs.length; g++) {
-      if (this.deliverToQueue(c, qsubs[g], subject, reply, hdrLen, buf, start, end)) delivered++
-    }
-    if (delivered === 0 && reply !== "" && c.noResponders) this.sendNoResponders(c, reply)
-    return delivered
-  }
-
-  /** One member of the group gets the message: a random one, skipping members that cannot take it. */
-  private deliverToQueue(
-    c: Client,
-    group: ReadonlyArray<Subscription>,
-    subject: string,
-    reply: string,
-    hdrLen: number,
-    buf: Buffer,
-    start: number,
-    end: number
-  ): boolean {
-    const n = group.length
-    const first = (this.env.random() * n) | 0
-    for (let k = 0; k < n; k++) {
-      const s = group[(first + k) % n]
-      if (s.client === c && !c.echo) continue
-      if (this.deliver(s, subject, reply, hdrLen, buf, start, end)) return true
-    }
-    return false
-  }
-
-  /** Write one MSG/HMSG into the subscriber's outbound buffer. False when it could not take it. */
-  deliver(s: Subscription, subject: string, reply: string, hdrLen: number, buf: Buffer, start: number, end: number): boolean {
-    const c = s.client
-    if (s.closed || c.closed) return false
-    const perms = c.perms
-    if (perms !== undefined) {
-      if (perms.subDeny !== undefined && perms.deniesDelivery(subject)) return false
-      if (reply !== "" && perms.hasResponses) perms.noteReply(reply, this.env.now())
-    }
-    if (s.handler !== undefined) {
-      s.delivered++
-      s.handler(subject, reply, hdrLen, buf, start, end)
-      return true
-    }
-    let h = hdrLen
-    let from = start
-    if (h >= 0 && !c.headers) {
-      // A client that did not announce header support gets the payload alone.
-      from = start + h
-      h = -1
-    }
-    writeMsg(c.out, subject, s.sid, reply, h, buf, from, end)
-    const size = end - from
-    if (c.tracing) c.traceMsg(subject, s.sid, reply, h, size)
-    c.outMsgs++
-    c.outBytes += size
-    this.outMsgs++
-    this.outBytes += size
-    c.account.outMsgs++
-    c.account.outBytes += size
-    s.delivered++
-    if (s.max > 0 && s.delivered >= s.max) c.removeSub(s)
-    if (!c.dirty) this.markDirty(c)
-    // A burst can bring many chunks in one event-loop turn: past a threshold the bytes go
-    // to the transport now, so max_pending judges what the client has not read, not what
-    // we have not yet flushed.
-    if (c.out.length >= this.eagerFlushBytes) this.writeOut(c)
-    if (c.out.length + c.transportPending > this.maxPending) this.slowConsumer(c, ClosedReason.SlowConsumerPendingBytes)
-    return true
-  }
-
-  /** The 503 status a client that asked for it gets when its request reached nobody. */
-  sendNoResponders(c: Client, reply: string): void {
-    if (!c.headers) return
-    const r = c.account.sublist.match(reply)
-    for (const s of r.psubs) {
-      if (s.client !== c || s.closed) continue
-      noRespondersHmsg(c.out, reply, s.sid)
-      if (c.tracing) this.log.trace(`${c.logPrefix()} - ->> [HMSG ${reply} ${s.sid} (503 No Responders)]`)
-      this.markDirty(c)
-      return
-    }
-  }
-
-  private slowConsumer(c: Client, reason: ClosedReason): void {
+  /** Cut a client off as a slow consumer: what is queued for it will never be read in time. */
+  slowConsumer(c: Client, reason: ClosedReason): void {
     this.slowConsumers++
     c.account.slowConsumers++
     this.log.warn(`${c.logPrefix()} - Slow Consumer Detected: ${reason === ClosedReason.SlowConsumerPendingBytes ? `pending ${c.pendingBytes} bytes over max_pending ${this.maxPending}` : `write blocked for more than ${this.options.writeDeadlineMs}ms`}`)
@@ -460,35 +346,20 @@ export class Server {
     this.closeClient(c, reason, ErrText.SlowConsumer)
   }
 
-  // ---- internal clients: the server's own subsystems on the same subjects ----
+  // ---- flushing: one write per connection per event-loop turn ----
 
   /**
-   * A client for a subsystem of the server (stream API, MQTT bridge) in an account. It
-   * has no socket, is not listed in /connz and does not count as a connection.
+   * A delivery was written into the client's buffer: it is flushed at the end of the turn,
+   * at once when a lot is queued, and the client is cut off past max_pending.
    */
-  internalClient(account: string, name: string): Client {
-    const c = new Client(this, 0, internalConn, this.account(account), this.env.now())
-    c.connectReceived = true
-    c.headers = true
-    c.name = name
-    return c
+  queued(c: Client): void {
+    if (!c.dirty) this.markDirty(c)
+    // A burst can bring many chunks in one event-loop turn: past a threshold the bytes go
+    // to the transport now, so max_pending judges what the client has not read, not what
+    // we have not yet flushed.
+    if (c.out.length >= this.eagerFlushBytes) this.writeOut(c)
+    if (c.out.length + c.transportPending > this.maxPending) this.slowConsumer(c, ClosedReason.SlowConsumerPendingBytes)
   }
-
-  /** Subscribe an internal client; `handler` is called synchronously for each message. */
-  internalSubscribe(c: Client, subject: string, queue: string | undefined, handler: InternalHandler): Subscription {
-    const s = new Subscription(c, subject, queue, `$I${this.nextInternalSid++}`, handler)
-    c.subs.set(s.sid, s)
-    c.account.subscribe(s)
-    return s
-  }
-
-  /** Publish from an internal client: routed exactly like a client's PUB/HPUB. */
-  internalPublish(c: Client, subject: string, reply: string, headers: Buffer | undefined, payload: Buffer): void {
-    const buf = headers === undefined ? payload : Buffer.concat([headers, payload])
-    this.processPub(c, subject, reply, headers === undefined ? -1 : headers.length, buf, 0, buf.length)
-  }
-
-  // ---- flushing: one write per connection per event-loop turn ----
 
   markDirty(c: Client): void {
     if (c.dirty) return
@@ -582,9 +453,7 @@ export class Server {
   }
 
   get numSubscriptions(): number {
-    let n = 0
-    for (const a of this.accounts.values()) n += a.sublist.count()
-    return n
+    return this.router.numSubscriptions
   }
 }
 
@@ -606,18 +475,6 @@ export const writeBufs = (out: OutBuf, conn: Conn, bufs: ReadonlyArray<Buffer>):
 const EAGER_FLUSH_BYTES = 64 * 1024
 
 const eagerFlushBytesFor = (maxPending: number): number => Math.max(1024, Math.min(EAGER_FLUSH_BYTES, maxPending >>> 2))
-
-/** The socket of an internal client: there is none, and nothing is ever written to it. */
-const internalConn: Conn = {
-  remoteAddress: "",
-  remotePort: 0,
-  tls: undefined,
-  write: () => {},
-  writev: () => {},
-  writableLength: () => 0,
-  end: () => {},
-  destroy: () => {}
-}
 
 const noopHandlers: ConnHandlers = { onData: () => {}, onDrain: () => {}, onClose: () => {} }
 

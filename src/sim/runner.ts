@@ -7,7 +7,7 @@ import { Effect, Exit } from "effect"
 import type { ServerOptions } from "../config/options.js"
 import { SimDisk } from "../services/disk-sim.js"
 import { makeLog, type LogService } from "../services/log.js"
-import { GLOBAL_ACCOUNT } from "../server/account.js"
+import { type Delivery, GLOBAL_ACCOUNT, type Subscription } from "../engine/principal.js"
 import { wireImports } from "../server/imports.js"
 import { consumerSnapshots } from "../server/jetstream/consumer-api.js"
 import { tickIntervalMs } from "../server/run.js"
@@ -659,20 +659,23 @@ class Sim {
 
 /** Break the server on purpose: the harness must notice. */
 const plantBug = (server: Server, bug: "drop-every-100th-delivery" | "reorder-deliveries"): void => {
-  const deliver = server.deliver.bind(server)
+  const router = server.router
+  const deliver = router.deliver.bind(router)
   let n = 0
   if (bug === "drop-every-100th-delivery") {
-    server.deliver = (s, subject, reply, hdrLen, buf, start, end) => (++n % 100 === 0 ? true : deliver(s, subject, reply, hdrLen, buf, start, end))
+    router.deliver = (s, d) => (++n % 100 === 0 ? true : deliver(s, d))
     return
   }
-  // Hold every 50th delivery back and send it after the next one to the same subscription.
-  let held: Parameters<Server["deliver"]> | undefined
-  server.deliver = (...args) => {
-    const ok = ++n % 50 === 0 && held === undefined ? ((held = args), true) : deliver(...args)
-    if (held !== undefined && held[0] === args[0] && held !== args) {
+  // Hold every 50th delivery back and send it after the next one to the same subscription
+  // (a copy of the record: the router reuses it).
+  let held: readonly [Subscription, Delivery] | undefined
+  router.deliver = (s, d) => {
+    const hold = ++n % 50 === 0 && held === undefined
+    const ok = hold ? ((held = [s, d.clone()]), true) : deliver(s, d)
+    if (!hold && held !== undefined && held[0] === s) {
       const h = held
       held = undefined
-      deliver(...h)
+      deliver(h[0], h[1])
     }
     return ok
   }

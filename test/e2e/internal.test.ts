@@ -20,13 +20,14 @@ describe("internal clients", () => {
 
   it("answer requests, see headers, and stay out of the connection count", async () => {
     const s = srv.server
-    const svc = s.internalClient("$G", "test-service")
+    const router = s.router
+    const svc = router.internal("$G", "test-service")
     const seen: Array<{ subject: string; hdr: string; body: string }> = []
-    s.internalSubscribe(svc, "svc.>", undefined, (subject, reply, hdrLen, buf, start, end) => {
-      const hdr = hdrLen >= 0 ? buf.toString("latin1", start, start + hdrLen) : ""
-      const body = buf.toString("utf8", start + Math.max(0, hdrLen), end)
-      seen.push({ subject, hdr, body })
-      if (reply !== "") s.internalPublish(svc, reply, "", Buffer.from("NATS/1.0\r\nX-From: internal\r\n\r\n"), Buffer.from(`re:${body}`))
+    router.subscribe(svc, "svc.>", undefined, (d) => {
+      const hdr = d.hdrLen >= 0 ? d.buf.toString("latin1", d.start, d.start + d.hdrLen) : ""
+      const body = d.buf.toString("utf8", d.start + Math.max(0, d.hdrLen), d.end)
+      seen.push({ subject: d.subject, hdr, body })
+      if (d.reply !== "") router.publish(svc, d.reply, "", Buffer.from("NATS/1.0\r\nX-From: internal\r\n\r\n"), Buffer.from(`re:${body}`))
     })
     const h = headers()
     h.set("X-Test", "1")
@@ -40,7 +41,7 @@ describe("internal clients", () => {
     const got: Array<string> = []
     nc.subscribe("events.x", { callback: (_e, m) => got.push(sc.decode(m.data)) })
     await nc.flush()
-    s.internalPublish(svc, "events.x", "", undefined, Buffer.from("from the server"))
+    router.publish(svc, "events.x", "", undefined, Buffer.from("from the server"))
     await eventually(() => got.length === 1, "the internal publish")
     expect(got).toEqual(["from the server"])
   })

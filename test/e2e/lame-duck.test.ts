@@ -27,7 +27,7 @@ describe("lame duck mode", () => {
     // Watched from inside: an internal subscriber is not a client lame duck mode closes.
     let wills = 0
     const s = srv.serving.server
-    s.internalSubscribe(s.internalClient("$G", "will watcher"), "wills.>", undefined, () => void wills++)
+    s.router.subscribe(s.router.internal("$G", "will watcher"), "wills.>", undefined, () => void wills++)
     const device = await mqtt.connectAsync(mqttUrl, {
       clientId: "dev-1", reconnectPeriod: 0, will: { topic: "wills/dev-1", payload: Buffer.from("gone"), qos: 0, retain: false }
     })

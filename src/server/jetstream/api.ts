@@ -198,7 +198,7 @@ const encodeMeta = (m: StoredStreamMeta): Uint8Array => Buffer.from(JSON.stringi
 
 const update = (js: JetStream, s: JsStream, cfg: StreamConfig, kind: string): Reply =>
   Effect.gen(function*() {
-    const meta: StoredStreamMeta = { account: s.host.client.account.name, created: s.created, config: cfg }
+    const meta: StoredStreamMeta = { account: s.host.principal.account.name, created: s.created, config: cfg }
     const r = yield* Effect.either(Effect.zipRight(s.store.updateConfig(toStoreConfig(cfg)), s.store.writeMeta(STREAM_META, encodeMeta(meta))))
     if (r._tag === "Left") return errorResponse(kind, JsErr.streamUpdate(r.left.message))
     s.config = cfg
@@ -322,7 +322,7 @@ export const handleDirectGet = (js: JetStream, acc: JsAccount, s: JsStream, subj
     req = body !== BAD && typeof body === "object" && body !== null ? (body as Response) : { bad: true }
   }
   const send = (headers: Buffer, payload: Uint8Array) =>
-    js.server.internalPublish(acc.client, reply, "", headers, Buffer.from(payload.buffer, payload.byteOffset, payload.length))
+    js.server.router.publish(acc.principal, reply, "", headers, Buffer.from(payload.buffer, payload.byteOffset, payload.length))
   Effect.runPromise(lookup(s, req)).then((m) => {
     if (isApiError(m)) return send(buildHeaders("408 Bad Request", []), new Uint8Array(0))
     if (m === undefined) return send(buildHeaders("404 Message Not Found", []), new Uint8Array(0))

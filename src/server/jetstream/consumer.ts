@@ -19,7 +19,7 @@ import {
 } from "../../core/consumer/index.js"
 import { statusHeaderBlock } from "../../core/nats/encode.js"
 import type { StoreError, StoredMsg, StreamStore } from "../../services/store.js"
-import type { Subscription } from "../subscription.js"
+import type { Subscription } from "../../engine/principal.js"
 import { releaseUnheld } from "./interest.js"
 import type { JsStream } from "./stream.js"
 
@@ -147,26 +147,28 @@ export class JsConsumer {
 
   /** Subscribe the consumer's subjects and start it. */
   start(): void {
-    const { server, client } = this.stream.host
+    const { server, principal } = this.stream.host
+    const router = server.router
     const base = `${this.stream.name}.${this.name}`
     this.subs.push(
-      server.internalSubscribe(client, `$JS.ACK.${base}.>`, undefined, (subject, reply, hdrLen, buf, start, end) => {
-        const ref = parseAckReply(subject)
+      router.subscribe(principal, `$JS.ACK.${base}.>`, undefined, (d) => {
+        const ref = parseAckReply(d.subject)
         if (ref === undefined) return
-        const payload = buf.subarray(start + Math.max(0, hdrLen), end)
+        const payload = d.buf.subarray(d.payloadStart, d.end)
+        const reply = d.reply
         this.input({ type: "ack", ack: { streamSeq: ref.streamSeq, consumerSeq: ref.consumerSeq, deliveryCount: ref.deliveryCount }, payload, ...(reply !== "" ? { reply } : {}) })
       })
     )
     if (this.isPush) {
-      this.subs.push(server.internalSubscribe(client, `$JS.FC.${base}.*`, undefined, (subject) => this.input({ type: "flowControlReply", subject })))
+      this.subs.push(router.subscribe(principal, `$JS.FC.${base}.*`, undefined, (d) => this.input({ type: "flowControlReply", subject: d.subject })))
       this.stream.host.watchInterest(1)
       this.watching = true
       this.checkInterest()
     } else {
       this.subs.push(
-        server.internalSubscribe(client, `$JS.API.CONSUMER.MSG.NEXT.${base}`, undefined, (_s, reply, hdrLen, buf, start, end) => {
-          if (reply === "") return
-          this.input({ type: "pull", request: parsePullRequest(buf.toString("utf8", start + Math.max(0, hdrLen), end)), reply })
+        router.subscribe(principal, `$JS.API.CONSUMER.MSG.NEXT.${base}`, undefined, (d) => {
+          if (d.reply === "") return
+          this.input({ type: "pull", request: parsePullRequest(d.buf.toString("utf8", d.payloadStart, d.end)), reply: d.reply })
         })
       )
     }
@@ -192,7 +194,7 @@ export class JsConsumer {
   /** Push consumers have no event for a subscription on `deliver_subject`: look at the Sublist. */
   private checkInterest(): void {
     if (this.stopIfStreamClosed()) return
-    const active = this.stream.host.client.account.sublist.hasInterest(this.machine.config.deliver_subject!)
+    const active = this.stream.host.principal.account.sublist.hasInterest(this.machine.config.deliver_subject!)
     if (active !== this.interest) {
       this.interest = active
       this.input({ type: "interest", active })
@@ -304,7 +306,7 @@ export class JsConsumer {
   }
 
   private publish(subject: string, reply: string, headers: Buffer | undefined, payload: Buffer): void {
-    this.server.internalPublish(this.stream.host.client, subject, reply, headers, payload)
+    this.server.router.publish(this.stream.host.principal, subject, reply, headers, payload)
   }
 
   /**
@@ -313,15 +315,8 @@ export class JsConsumer {
    * tell messages from status replies by that difference.
    */
   private deliverAs(to: string, subject: string, reply: string, headers: Buffer | undefined, payload: Buffer): void {
-    const server = this.server
-    const buf = headers === undefined ? payload : Buffer.concat([headers, payload])
-    const hdrLen = headers === undefined ? -1 : headers.length
-    const r = this.stream.host.client.account.sublist.match(to)
-    for (const s of r.psubs) server.deliver(s, subject, reply, hdrLen, buf, 0, buf.length)
-    for (const group of r.qsubs) {
-      const first = (server.env.random() * group.length) | 0
-      for (let k = 0; k < group.length; k++) if (server.deliver(group[(first + k) % group.length], subject, reply, hdrLen, buf, 0, buf.length)) break
-    }
+    const router = this.server.router
+    router.deliverTo(to, router.compose(this.stream.host.principal, subject, reply, headers, payload))
   }
 
   private deliver(a: Extract<ConsumerAction, { type: "deliver" }>): void {
@@ -409,7 +404,7 @@ export class JsConsumer {
     this.closed = true
     if (this.watching) this.stream.host.watchInterest(-1)
     this.watching = false
-    for (const s of this.subs) this.stream.host.client.removeSub(s)
+    for (const s of this.subs) s.principal.removeSub(s)
     this.subs = []
   }
 

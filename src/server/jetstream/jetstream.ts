@@ -10,7 +10,7 @@ import { type StreamConfig } from "../../core/jetstream/stream-config.js"
 import { Log, type LogService } from "../../services/log.js"
 import { Store, type StoreError, type StoreService, type StreamStore } from "../../services/store.js"
 import { type Alarm, startAlarm } from "../alarm.js"
-import type { Client } from "../client.js"
+import type { InternalPrincipal } from "../../engine/principal.js"
 import type { Server } from "../server.js"
 import { handleApi, handleDirectGet } from "./api.js"
 import { consumerCount, consumerSnapshots, notifyConsumers, restoreConsumers, saveAllConsumers, tickConsumers } from "./consumer-api.js"
@@ -42,7 +42,7 @@ export class JsAccount implements StreamHost {
   readonly streams = new Map<string, JsStream>()
   apiTotal = 0
   apiErrors = 0
-  constructor(readonly js: JetStream, readonly name: string, readonly client: Client, readonly enabled: boolean) {}
+  constructor(readonly js: JetStream, readonly name: string, readonly principal: InternalPrincipal, readonly enabled: boolean) {}
 
   get server(): Server {
     return this.js.server
@@ -217,18 +217,18 @@ export class JetStream {
   account(name: string): JsAccount {
     let a = this.accounts.get(name)
     if (a === undefined) {
-      const client = this.server.internalClient(name, "JetStream")
-      a = new JsAccount(this, name, client, this.enabledFor(name))
+      const router = this.server.router
+      const principal = router.internal(name, "JetStream")
+      a = new JsAccount(this, name, principal, this.enabledFor(name))
       this.accounts.set(name, a)
       // Push consumers learn of subscribers on their deliver subject from this, not by polling.
-      client.account.onInterestChange = () => {
+      principal.account.onInterestChange = () => {
         if (this.pushConsumers > 0) this.wakeAt(0)
       }
       for (const subject of ["$JS.API.INFO", "$JS.API.STREAM.>", "$JS.API.CONSUMER.>"]) {
         const acc = a
-        this.server.internalSubscribe(client, subject, undefined, (s, reply, hdrLen, buf, start, end) => {
-          const body = buf.toString("utf8", start + Math.max(0, hdrLen), end)
-          this.enqueue(acc, s, reply, body)
+        router.subscribe(principal, subject, undefined, (d) => {
+          this.enqueue(acc, d.subject, d.reply, d.buf.toString("utf8", d.payloadStart, d.end))
         })
       }
     }
@@ -250,7 +250,7 @@ export class JetStream {
           this.apiErrors++
           acc.apiErrors++
         }
-        if (reply !== "") this.server.internalPublish(acc.client, reply, "", undefined, Buffer.from(JSON.stringify(res)))
+        if (reply !== "") this.server.router.publish(acc.principal, reply, "", undefined, Buffer.from(JSON.stringify(res)))
       })
     ).catch((e: unknown) => {
       // Never let one failed request stop the ones queued behind it.
@@ -262,8 +262,8 @@ export class JetStream {
     const store = this.watched(raw)
     const expiry = store.nextExpiry()
     if (expiry !== undefined) this.wakeAt(expiry)
-    const s = new JsStream(acc, meta.config, meta.created, store, (st, subject, reply, buf, start, end, hdrLen) =>
-      handleDirectGet(this, acc, st, subject, reply, buf.toString("utf8", start + Math.max(0, hdrLen), end))
+    const s = new JsStream(acc, meta.config, meta.created, store, (st, d) =>
+      handleDirectGet(this, acc, st, d.subject, d.reply, d.buf.toString("utf8", d.payloadStart, d.end))
     )
     acc.streams.set(s.name, s)
     s.subscribe()

@@ -9,15 +9,15 @@ import { type ApiError, JsErr } from "../../core/jetstream/errors.js"
 import { Hdr, mayHaveJsHeaders, parseHeaders } from "../../core/jetstream/headers.js"
 import { NANOS_PER_MS, type StreamConfig } from "../../core/jetstream/stream-config.js"
 import type { StoreError, StreamStore } from "../../services/store.js"
-import type { Client } from "../client.js"
+import type { Delivery, InternalPrincipal, Subscription } from "../../engine/principal.js"
 import type { Server } from "../server.js"
-import type { Subscription } from "../subscription.js"
 import { notifyConsumers, wantsNext } from "./consumer-api.js"
 
 /** What a stream needs from its account: usage against the account limits, and a way to answer. */
 export interface StreamHost {
   readonly server: Server
-  readonly client: Client
+  /** The account's JetStream principal: what streams subscribe and answer as. */
+  readonly principal: InternalPrincipal
   /** Undefined when `bytes` more of this storage type fit in the account. */
   readonly admit: (storage: "file" | "memory", bytes: number) => ApiError | undefined
   /** True: a PubAck waits for the fsync (`sync_interval: always`); false: for the write to the OS. */
@@ -54,7 +54,7 @@ export class JsStream {
     readonly created: number,
     readonly store: StreamStore,
     /** Answers a direct get (installed while `allow_direct`). */
-    private readonly onDirect: (stream: JsStream, subject: string, reply: string, buf: Buffer, start: number, end: number, hdrLen: number) => void
+    private readonly onDirect: (stream: JsStream, d: Delivery) => void
   ) {}
 
   get name(): string {
@@ -70,18 +70,16 @@ export class JsStream {
   /** (Re)install the capture and direct-get subscriptions for the current config. */
   subscribe(): void {
     this.unsubscribe()
-    const { server, client } = this.host
-    for (const subject of this.config.subjects)
-      this.subs.push(server.internalSubscribe(client, subject, undefined, (s, reply, hdrLen, buf, start, end) => this.capture(s, reply, hdrLen, buf, start, end)))
+    const { server, principal } = this.host
+    const router = server.router
+    for (const subject of this.config.subjects) this.subs.push(router.subscribe(principal, subject, undefined, (d) => this.capture(d)))
     if (this.config.allow_direct)
       for (const subject of [`$JS.API.DIRECT.GET.${this.name}`, `$JS.API.DIRECT.GET.${this.name}.>`])
-        this.directSubs.push(
-          server.internalSubscribe(client, subject, "_sys_", (s, reply, hdrLen, buf, start, end) => this.onDirect(this, s, reply, buf, start, end, hdrLen))
-        )
+        this.directSubs.push(router.subscribe(principal, subject, "_sys_", (d) => this.onDirect(this, d)))
   }
 
   unsubscribe(): void {
-    for (const s of [...this.subs, ...this.directSubs]) this.host.client.removeSub(s)
+    for (const s of [...this.subs, ...this.directSubs]) s.principal.removeSub(s)
     this.subs = []
     this.directSubs = []
   }
@@ -113,8 +111,9 @@ export class JsStream {
     })
   }
 
-  private capture(subject: string, reply: string, hdrLen: number, buf: Buffer, start: number, end: number): void {
+  private capture(d: Delivery): void {
     if (this.closed) return
+    const { subject, reply, hdrLen, buf, start, end } = d
     const now = this.host.server.now()
     const headers = hdrLen > 0 ? buf.subarray(start, start + hdrLen) : undefined
     const payload = buf.subarray(start + Math.max(0, hdrLen), end)
@@ -307,7 +306,7 @@ export class JsStream {
   }
 
   private send(reply: string, body: Buffer): void {
-    this.host.server.internalPublish(this.host.client, reply, "", undefined, body)
+    this.host.server.router.publish(this.host.principal, reply, "", undefined, body)
   }
 }
 

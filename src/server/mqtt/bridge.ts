@@ -27,12 +27,10 @@ import {
   subscriptionSubjects
 } from "../../core/mqtt/index.js"
 import type { Conn, ConnHandlers } from "../../services/transport.js"
-import { GLOBAL_ACCOUNT } from "../account.js"
-import type { Client } from "../client.js"
-import type { ClientPermissions } from "../permissions.js"
+import type { ClientPermissions } from "../../engine/permissions.js"
+import { type Delivery, GLOBAL_ACCOUNT, type InternalPrincipal, type Subscription } from "../../engine/principal.js"
 import { type Server, writeBufs } from "../server.js"
 import { ClosedReason } from "../reasons.js"
-import type { Subscription } from "../subscription.js"
 import { encodeInto, encodePublishRange } from "./codec.js"
 import { HeldPayloads } from "./held.js"
 import { closedRecord, MqttConnection, mqttLogPrefix } from "./connection.js"
@@ -124,7 +122,7 @@ export class MqttBridge {
   private retainedTurnScheduled = false
   /** Persistent (clean-session 0) sessions of disconnected clients. */
   private readonly detached = new Map<string, Detached>()
-  private readonly offlineClients = new Map<string, Client>()
+  private readonly offlineClients = new Map<string, InternalPrincipal>()
   private touchedDetached: Array<Detached> = []
   /** Connection, packet id pairs (flat) of publishes to confirm once this turn's writes are durable. */
   private confirms: Array<MqttConnection | number> = []
@@ -140,10 +138,6 @@ export class MqttBridge {
   private readonly flushFn = () => this.flush()
   /** Payloads of QoS 1/2 messages in the sessions' windows (see held.ts). */
   private readonly held = new HeldPayloads()
-  // QoS of the MQTT PUBLISH being routed right now (routing is synchronous); 0 for NATS-originated messages.
-  private routingQos = 0
-  // The `$MQTT_msgs` sequence of the message being routed, when it is stored.
-  private routingRef: number | undefined = undefined
   /** The time read once for the MQTT chunk being parsed (undefined outside one). */
   private chunkNow: number | undefined = undefined
   /** The largest packet accepted: max_payload plus room for a full-length topic and the header fields. */
@@ -240,7 +234,7 @@ export class MqttBridge {
 
   accept(conn: Conn): ConnHandlers {
     const now = this.server.now()
-    const client = this.server.internalClient(GLOBAL_ACCOUNT, "mqtt")
+    const client = this.server.router.internal(GLOBAL_ACCOUNT, "mqtt")
     const c = new MqttConnection(this.server, this.sessionConfig, this.server.allocateCid(), conn, client, now, this.held)
     this.connections.set(c.cid, c)
     this.totalConnections++
@@ -314,8 +308,8 @@ export class MqttBridge {
   }
 
   /** Feed one input to a connection's session and carry out what it asks for. */
-  input(c: MqttConnection, input: SessionInput): void {
-    const actions = c.session.step(input, this.chunkNow ?? this.server.now())
+  input(c: MqttConnection, input: SessionInput, now: number = this.chunkNow ?? this.server.now()): void {
+    const actions = c.session.step(input, now)
     for (let i = 0; i < actions.length; i++) this.run(c, actions[i])
   }
 
@@ -639,16 +633,17 @@ export class MqttBridge {
 
   /** Route a message from `c` through the engine, with its QoS and stored copy (`ref`) for the MQTT subscribers. */
   private route(c: MqttConnection, subject: string, buf: Buffer, qos: QoS, ref: number | undefined): void {
-    const outerQos = this.routingQos
-    const outerRef = this.routingRef
-    this.routingQos = qos
-    this.routingRef = ref
-    try {
-      this.server.internalPublish(c.client, subject, "", undefined, buf)
-    } finally {
-      this.routingQos = outerQos
-      this.routingRef = outerRef
-    }
+    const router = this.server.router
+    const d = router.message(c.client, this.chunkNow ?? this.server.now())
+    d.subject = subject
+    d.reply = ""
+    d.hdrLen = -1
+    d.buf = buf
+    d.start = 0
+    d.end = buf.length
+    d.origin.qos = qos
+    d.origin.ref = ref
+    router.route(d)
     if (ref === undefined) return
     const store = this.storeOf(c.client.account.name)
     store?.routed(ref)
@@ -697,7 +692,8 @@ export class MqttBridge {
     const list: Array<Subscription> = []
     const holds = qos > 0 && !c.session.cleanSession
     for (const subject of subjects) {
-      const sub = this.server.internalSubscribe(c.client, subject, undefined, (subj, _reply, hdrLen, buf, start, end) => {
+      const sub = this.server.router.subscribe(c.client, subject, undefined, (d: Delivery) => {
+        const { subject: subj, hdrLen, buf, start, end } = d
         // Several subscriptions of one session can match one message: deliver it once.
         if (c.lastBuf === buf && c.lastStart === start) return
         c.lastBuf = buf
@@ -706,7 +702,7 @@ export class MqttBridge {
         this.markDirty(c)
         const from = hdrLen >= 0 ? start + hdrLen : start
         // The hot path: a message that goes out at QoS 0 is written without a session step.
-        const topic = c.session.deliverQos0(subj, this.routingQos)
+        const topic = c.session.deliverQos0(subj, d.origin.qos)
         if (topic === null) return
         if (topic !== undefined) {
           if (c.closed) return
@@ -715,11 +711,11 @@ export class MqttBridge {
           c.outBytes += encodePublishRange(c.out, topic, buf, from, end, 0, false, false, undefined)
           return
         }
-        const ref = this.routingRef
+        const ref = d.origin.ref
         const store = ref === undefined ? undefined : this.persisted(c)
         const before = store === undefined ? 0 : c.session.pendingCount
         // Held until acknowledged: a copy in a reusable slab, not a view pinning the read chunk.
-        this.input(c, { type: "deliver", subject: subj, payload: this.held.hold(buf, from, end), qos: this.routingQos, ref })
+        this.input(c, { type: "deliver", subject: subj, payload: this.held.hold(buf, from, end), qos: d.origin.qos, ref }, d.now)
         // A persistent session that took the stored message holds it until acknowledged.
         if (store !== undefined && c.session.pendingCount > before) store.ref(ref!)
       })
@@ -764,9 +760,7 @@ export class MqttBridge {
   }
 
   private removeSub(s: Subscription): void {
-    s.closed = true
-    s.client.subs.delete(s.sid)
-    s.client.account.unsubscribe(s)
+    s.principal.removeSub(s)
   }
 
   /** The session ended: flush what it said last (CONNACK refusal, …), then end the socket. */
@@ -837,14 +831,13 @@ export class MqttBridge {
     }
     let client = this.offlineClients.get(account)
     if (client === undefined) {
-      client = this.server.internalClient(account, "mqtt-sessions")
+      client = this.server.router.internal(account, "mqtt-sessions")
       this.offlineClients.set(account, client)
     }
     for (const f of filters) {
       if (f.qos === 0) continue // QoS 0 messages are not kept for an absent client
       for (const subject of f.subjects) {
-        const sub = this.server.internalSubscribe(client, subject, undefined, (subj, _r, hdrLen, buf, start, end) =>
-          this.deliverDetached(d, subj, hdrLen, buf, start, end))
+        const sub = this.server.router.subscribe(client, subject, undefined, (m: Delivery) => this.deliverDetached(d, m))
         sub.holdsMessages = true
         d.subs.push(sub)
       }
@@ -852,7 +845,8 @@ export class MqttBridge {
     this.detached.set(key, d)
   }
 
-  private deliverDetached(d: Detached, subject: string, hdrLen: number, buf: Buffer, start: number, end: number): void {
+  private deliverDetached(d: Detached, m: Delivery): void {
+    const { subject, hdrLen, buf, start, end } = m
     if (d.lastBuf === buf && d.lastStart === start) return
     if (d.lastBuf === undefined) {
       this.touchedDetached.push(d)
@@ -860,15 +854,15 @@ export class MqttBridge {
     }
     d.lastBuf = buf
     d.lastStart = start
-    if (this.routingQos === 0) return
+    if (m.origin.qos === 0) return
     let best = 0
     for (const f of d.filters) if (f.qos > best && filterMatchesSubject(f.filter, f.subjects, subject)) best = f.qos
-    const qos = Math.min(best, this.routingQos) as QoS
+    const qos = Math.min(best, m.origin.qos) as QoS
     if (qos === 0) return
     // What the owner may not receive is not kept for it (its subscribe permissions, deny included).
     if (d.perms !== undefined && !d.perms.canSubscribe(subject)) return
     const from = hdrLen >= 0 ? start + hdrLen : start
-    const ref = this.routingRef
+    const ref = m.origin.ref
     const store = this.storeOf(d.account)
     // At the session's bounds the oldest message waiting gives way to the newest.
     const size = end - from

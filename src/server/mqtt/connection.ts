@@ -13,10 +13,9 @@ import {
 } from "../../core/mqtt/index.js"
 import type { ClosedConnSnapshot, ConnSnapshot } from "../../core/monitor/source.js"
 import type { Conn } from "../../services/transport.js"
-import type { Client } from "../client.js"
-import { ClientPermissions } from "../permissions.js"
+import { ClientPermissions } from "../../engine/permissions.js"
+import type { InternalPrincipal, Subscription } from "../../engine/principal.js"
 import type { Server } from "../server.js"
-import type { Subscription } from "../subscription.js"
 import { type MqttCredentials, mqttAuthenticator } from "./auth.js"
 import { MqttParser } from "./codec.js"
 import type { HeldPayloads } from "./held.js"
@@ -57,7 +56,7 @@ const sessionDeps = (server: Server, c: MqttConnection, held: HeldPayloads): Ses
 }
 
 /** Whether the client's permissions allow the subscription `filter` (each subject it is made of). */
-export const mayHold = (client: Client, filter: string): boolean => {
+export const mayHold = (client: InternalPrincipal, filter: string): boolean => {
   const subjects = subscriptionSubjects(filter)
   return client.perms === undefined || (subjects.ok && subjects.value.every((s) => client.perms!.canSubscribe(s)))
 }
@@ -111,7 +110,7 @@ export class MqttConnection {
     config: SessionConfig,
     readonly cid: number,
     readonly conn: Conn,
-    readonly client: Client,
+    readonly client: InternalPrincipal,
     readonly start: number,
     /** Where the session's in-flight QoS 1/2 payloads live (released on acknowledgement). */
     held: HeldPayloads

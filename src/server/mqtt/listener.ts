@@ -4,7 +4,7 @@
 import { Effect, type Scope } from "effect"
 import type { MqttOptions } from "../../config/options.js"
 import { type Peer, type TlsHandshakeError, Transport, TransportError } from "../../services/transport.js"
-import { GLOBAL_ACCOUNT } from "../account.js"
+import { GLOBAL_ACCOUNT } from "../../engine/principal.js"
 import { ClosedReason } from "../reasons.js"
 import type { Server } from "../server.js"
 import type { JetStream } from "../jetstream/jetstream.js"

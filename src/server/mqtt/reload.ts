@@ -5,8 +5,8 @@
 // will; the others lose the subscriptions their permissions no longer allow.
 import type { ServerOptions } from "../../config/options.js"
 import { MAX_TOPIC_BYTES, type SessionConfig } from "../../core/mqtt/index.js"
-import { GLOBAL_ACCOUNT } from "../account.js"
-import { ClientPermissions } from "../permissions.js"
+import { ClientPermissions } from "../../engine/permissions.js"
+import { GLOBAL_ACCOUNT } from "../../engine/principal.js"
 import { type MqttAuthenticator, mqttAuthenticator, recheckMqtt } from "./auth.js"
 import type { MqttBridge } from "./bridge.js"
 import { mayHold, mqttLogPrefix } from "./connection.js"

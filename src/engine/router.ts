@@ -1,0 +1,206 @@
+// The router: every account's Sublist, and the one way a message goes from its
+// publisher to its subscribers (route -> deliver), queue groups taking it once, and a
+// 503 for a request nobody heard. It is synchronous and allocates nothing per message:
+// a message travels in a Delivery record the router reuses (one per level of nesting,
+// since a subscriber may publish anew from inside a delivery: an account import).
+import { Account, Delivery, InternalPrincipal, type MessageHandler, type Principal, Subscription } from "./principal.js"
+
+/** What the router reads from outside: the clock, and the seeded choice of queue members. */
+export interface RouterEnv {
+  readonly now: () => number
+  /** Uniform [0, 1), seeded in tests and the simulator. */
+  readonly random: () => number
+}
+
+export class Router {
+  readonly accounts = new Map<string, Account>()
+  /** Records by nesting depth; `depth` of them are being routed right now. */
+  private readonly records: Array<Delivery> = []
+  private depth = 0
+  private seq = 0
+  private nextInternalSid = 1
+
+  constructor(readonly env: RouterEnv) {}
+
+  /** The account with this name, created on first use. */
+  account(name: string): Account {
+    let a = this.accounts.get(name)
+    if (a === undefined) {
+      a = new Account(name)
+      this.accounts.set(name, a)
+    }
+    return a
+  }
+
+  /** A subsystem of the server as a principal of `account` (see InternalPrincipal). */
+  internal(account: string, name: string): InternalPrincipal {
+    return new InternalPrincipal(this.account(account), name)
+  }
+
+  /**
+   * A subscription of `p` under a server-chosen sid (`$I<n>`): a subsystem's (with a
+   * handler, called for each message) or an MQTT connection's (handed to `p.deliver`).
+   */
+  subscribe(p: Principal, subject: string, queue: string | undefined, handler?: MessageHandler): Subscription {
+    const s = new Subscription(p, subject, queue, `$I${this.nextInternalSid++}`, handler)
+    p.addSub(s)
+    return s
+  }
+
+  /**
+   * The record for a message `from` publishes, its origin reset (QoS 0, no stored copy):
+   * fill in subject, reply and bytes, then `route` it. It is reused once routed.
+   */
+  message(from: Principal, now: number = this.env.now()): Delivery {
+    let d = this.records[this.depth]
+    if (d === undefined) {
+      d = new Delivery()
+      this.records[this.depth] = d
+    }
+    d.now = now
+    d.seq = ++this.seq
+    const o = d.origin
+    o.publisher = from
+    o.qos = 0
+    o.ref = undefined
+    return d
+  }
+
+  /**
+   * Route a message (a record from `message`) to every subscriber in its publisher's
+   * account, one member per queue group; returns how many subscriptions (queue groups
+   * counting once) took it. A request nobody took is answered with a 503 when the
+   * publisher asked for that.
+   */
+  route(d: Delivery): number {
+    const from = d.origin.publisher!
+    this.depth++
+    try {
+      const r = from.account.sublist.match(d.subject)
+      let delivered = 0
+      const psubs = r.psubs
+      for (let i = 0; i < psubs.length; i++) {
+        const s = psubs[i]
+        if (s.principal === from && !from.echo) continue
+        if (this.deliver(s, d)) delivered++
+      }
+      const qsubs = r.qsubs
+      for (let g = 0; g < qsubs.length; g++) {
+        if (this.deliverToQueue(from, qsubs[g], d)) delivered++
+      }
+      if (delivered === 0 && d.reply !== "" && from.noResponders) this.sendNoResponders(from, d.reply)
+      return delivered
+    } finally {
+      this.depth--
+    }
+  }
+
+  /** A subsystem's message: `headers` (a complete header block) and `payload` are routed like a client's HPUB/PUB. */
+  publish(from: Principal, subject: string, reply: string, headers: Buffer | undefined, payload: Buffer): number {
+    return this.route(this.compose(from, subject, reply, headers, payload))
+  }
+
+  /** The record of a message a subsystem makes (headers and payload joined), ready to route. */
+  compose(from: Principal, subject: string, reply: string, headers: Buffer | undefined, payload: Buffer): Delivery {
+    const buf = headers === undefined ? payload : Buffer.concat([headers, payload])
+    const d = this.message(from)
+    d.subject = subject
+    d.reply = reply
+    d.hdrLen = headers === undefined ? -1 : headers.length
+    d.buf = buf
+    d.start = 0
+    d.end = buf.length
+    return d
+  }
+
+  /**
+   * `d` published anew by `from` (an account import) on `subject` with `reply`: the same
+   * bytes, the same clock reading and QoS; a stored copy belongs to the account it was
+   * stored in, so it does not travel along.
+   */
+  forward(from: Principal, d: Delivery, subject: string, reply: string): number {
+    const n = this.message(from, d.now)
+    n.subject = subject
+    n.reply = reply
+    n.hdrLen = d.hdrLen
+    n.buf = d.buf
+    n.start = d.start
+    n.end = d.end
+    n.origin.qos = d.origin.qos
+    return this.route(n)
+  }
+
+  /**
+   * `d` (its publisher's, showing its own subject) to the subscribers of `to` in the
+   * publisher's account, one member per queue group: how a stream consumer hands a stored
+   * message to the deliver subject or the pull request's reply.
+   */
+  deliverTo(to: string, d: Delivery): void {
+    const from = d.origin.publisher!
+    this.depth++
+    try {
+      const r = from.account.sublist.match(to)
+      const psubs = r.psubs
+      for (let i = 0; i < psubs.length; i++) this.deliver(psubs[i], d)
+      const qsubs = r.qsubs
+      for (let g = 0; g < qsubs.length; g++) {
+        const group = qsubs[g]
+        const first = (this.env.random() * group.length) | 0
+        for (let k = 0; k < group.length; k++) if (this.deliver(group[(first + k) % group.length], d)) break
+      }
+    } finally {
+      this.depth--
+    }
+  }
+
+  /** One member of the group gets the message: a random one, skipping members that cannot take it. */
+  private deliverToQueue(from: Principal, group: ReadonlyArray<Subscription>, d: Delivery): boolean {
+    const n = group.length
+    const first = (this.env.random() * n) | 0
+    for (let k = 0; k < n; k++) {
+      const s = group[(first + k) % n]
+      if (s.principal === from && !from.echo) continue
+      if (this.deliver(s, d)) return true
+    }
+    return false
+  }
+
+  /**
+   * One message to one subscription, past the checks every door shares: the subscriber
+   * is open and may receive the subject; a reply subject it is handed may be answered
+   * (`allow_responses`). False when it could not take it.
+   */
+  deliver(s: Subscription, d: Delivery): boolean {
+    const p = s.principal
+    if (s.closed || p.closed) return false
+    const perms = p.perms
+    if (perms !== undefined) {
+      if (perms.subDeny !== undefined && perms.deniesDelivery(d.subject)) return false
+      if (d.reply !== "" && perms.hasResponses) perms.noteReply(d.reply, d.now)
+    }
+    if (s.handler !== undefined) {
+      s.delivered++
+      s.handler(d)
+      return true
+    }
+    return p.deliver(s, d)
+  }
+
+  /** The 503 status `p` gets when its request on `reply` reached nobody: on its own subscription to the reply subject. */
+  sendNoResponders(p: Principal, reply: string): void {
+    if (!p.headers) return
+    const r = p.account.sublist.match(reply)
+    for (const s of r.psubs) {
+      if (s.principal !== p || s.closed) continue
+      p.sendNoResponders(s, reply)
+      return
+    }
+  }
+
+  /** Subscriptions in every account. */
+  get numSubscriptions(): number {
+    let n = 0
+    for (const a of this.accounts.values()) n += a.sublist.count()
+    return n
+  }
+}
