@@ -7,7 +7,7 @@ import bcrypt from "bcryptjs"
 import { fromPublic } from "@nats-io/nkeys"
 import type { Permissions, ServerOptions, UserEntry } from "../config/options.js"
 import { GLOBAL_ACCOUNT } from "../engine/principal.js"
-import type { ConnectOptions } from "./client.js"
+import type { ConnectOptions } from "./nats/connect.js"
 
 export interface AuthResult {
   readonly account: string

@@ -6,7 +6,7 @@
 import { type Authenticator, reauthenticate } from "./auth.js"
 import { ClientPermissions } from "../engine/permissions.js"
 import { GLOBAL_ACCOUNT } from "../engine/principal.js"
-import type { Client } from "./client.js"
+import type { Client } from "./nats/client.js"
 import { ClosedReason, ErrText } from "./reasons.js"
 import type { Server } from "./server.js"
 
@@ -28,7 +28,7 @@ export const reauthorizeClients = (server: Server, previous: Authenticator): voi
       : { account: GLOBAL_ACCOUNT, user: "", permissions: undefined }
     if (res === undefined || res.account !== c.account.name) {
       server.log.warn(`${c.logPrefix()} - ${who(c)} is no longer authorized after a configuration reload: closing`)
-      server.closeClient(c, ClosedReason.AuthenticationViolation, ErrText.AuthorizationViolation)
+      c.close(ClosedReason.AuthenticationViolation, ErrText.AuthorizationViolation)
       continue
     }
     c.user = res.user

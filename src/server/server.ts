@@ -1,20 +1,21 @@
-// The NATS server engine: accepts connections, routes messages between them through
-// each account's Sublist and flushes every touched connection once per event-loop
-// turn. Everything here is synchronous; time, randomness, logging and the flush
-// scheduler are injected so the Effect shell (or a simulation) decides what they are.
+// The NATS server: accepts client connections (each a Client, the protocol driver),
+// keeps the rules in force and the clients' records (/connz, /varz), runs their timers,
+// and flushes every touched connection once per event-loop turn; messages go between
+// them through the engine's Router. Everything here is synchronous; time, randomness,
+// logging and the flush scheduler are injected so the Effect shell (or a simulation)
+// decides what they are.
 import type { ServerOptions } from "../config/options.js"
 import type { ClosedConnSnapshot } from "../core/monitor/source.js"
-import { encodeInfo, writeErr } from "../core/nats/encode.js"
+import { encodeInfo } from "../core/nats/encode.js"
 import { type OutBuf, SlabPool } from "../core/nats/outbuf.js"
 import { type Conn, type ConnHandlers, type Listener, TlsHandshakeError } from "../services/transport.js"
 import type { LogService } from "../services/log.js"
 import { NATS_COMPAT_VERSION, VERSION } from "../version.js"
-import { type Authenticator, makeAuthenticator, makeNonce } from "./auth.js"
-import { Client, type ConnectOptions, FIRST_RTT_DELAY_MS, FirstRtt } from "./client.js"
-import { ClosedRing } from "./closed.js"
-import { ClientPermissions } from "../engine/permissions.js"
 import { type Account, GLOBAL_ACCOUNT } from "../engine/principal.js"
 import { Router } from "../engine/router.js"
+import { type Authenticator, makeAuthenticator, makeNonce } from "./auth.js"
+import { ClosedRing } from "./closed.js"
+import { Client, type ClientDoor } from "./nats/client.js"
 import { ClosedReason, ErrText } from "./reasons.js"
 
 export interface ServerEnv {
@@ -34,7 +35,7 @@ export interface ServerEnv {
   readonly serverId: string
 }
 
-export class Server {
+export class Server implements ClientDoor {
   /** Every account's Sublist and the one way messages go from publishers to subscribers. */
   readonly router: Router
   readonly clients = new Map<number, Client>()
@@ -151,16 +152,8 @@ export class Server {
     this.closed.resize(next.maxClosedClients)
     for (const a of next.accounts) this.account(a.name)
     const now = this.env.now()
-    const tracing = this.log.traceEnabled
-    const limits = { maxControlLine: next.maxControlLine, maxPayload: next.maxPayload }
-    const parsersChanged = limits.maxControlLine !== prev.maxControlLine || limits.maxPayload !== prev.maxPayload
-    for (const c of this.clients.values()) {
-      c.tracing = tracing
-      if (parsersChanged) c.setParserLimits(limits)
-      // A shorter ping interval takes effect now, not after the old one ran out.
-      if (c.nextPingAt > now + next.pingIntervalMs) c.nextPingAt = now + next.pingIntervalMs
-      if (c.authDeadline > 0 && !c.connectReceived) c.authDeadline = Math.min(c.authDeadline, c.start + this.authTimeoutMs())
-    }
+    const parsersChanged = next.maxControlLine !== prev.maxControlLine || next.maxPayload !== prev.maxPayload
+    for (const c of this.clients.values()) c.reconfigure(now, parsersChanged)
     // Deadlines may have come closer: the timer looks again now.
     if (this.clients.size > 0) this.env.wakeAt?.(now)
     this.closeOverMaxConnections(next.maxConnections)
@@ -173,7 +166,7 @@ export class Server {
     const newest = [...this.clients.values()].sort((a, b) => b.cid - a.cid).slice(0, over)
     for (const c of newest) {
       this.log.warn(`${c.logPrefix()} - Maximum connections exceeded (${max}) after a configuration reload: closing`)
-      this.closeClient(c, ClosedReason.MaxConnectionsExceeded, ErrText.MaxConnections)
+      c.close(ClosedReason.MaxConnectionsExceeded, ErrText.MaxConnections)
     }
   }
 
@@ -194,10 +187,8 @@ export class Server {
     const cid = this.allocateCid()
     const acc = this.account(GLOBAL_ACCOUNT)
     const c = new Client(this, cid, conn, acc, now)
-    acc.numConnections++
     this.clients.set(cid, c)
     this.totalConnections++
-    if (this.authRequired) c.authDeadline = now + this.authTimeoutMs()
     this.env.wakeAt?.(c.authDeadline > 0 ? Math.min(c.authDeadline, c.nextPingAt) : c.nextPingAt)
     conn.write(this.infoFor(c))
     this.log.debug(`${c.logPrefix()} - Client connection created`)
@@ -205,20 +196,11 @@ export class Server {
       onData: (chunk) => {
         if (c.closed) return
         this.env.activity?.(chunk.length)
-        c.lastActivity = this.env.now()
-        if (c.firstRtt === FirstRtt.Handshaken) c.sendFirstRttPing()
-        c.parser.feed(chunk)
+        c.receive(chunk, this.env.now())
       },
-      onDrain: () => {
-        c.transportPending = 0
-        c.blockedSince = -1
-      },
+      onDrain: () => c.drained(),
       onClose: (error) => this.connClosed(c, error)
     }
-  }
-
-  private authTimeoutMs(): number {
-    return this.options.authorization?.timeoutMs ?? this.options.authTimeoutMs
   }
 
   infoFor(c: Client, extra?: Readonly<Record<string, unknown>>): Buffer {
@@ -252,88 +234,31 @@ export class Server {
     return encodeInfo(info)
   }
 
-  processConnect(c: Client, opts: ConnectOptions): void {
-    if (c.closed) return
-    c.verbose = opts.verbose === true
-    c.pedantic = opts.pedantic === true
-    c.echo = opts.echo !== false
-    c.headers = opts.headers === true && this.headersSupported
-    c.noResponders = opts.no_responders === true
-    c.connectOpts = opts
-    c.name = typeof opts.name === "string" ? opts.name : ""
-    c.lang = typeof opts.lang === "string" ? opts.lang : ""
-    c.version = typeof opts.version === "string" ? opts.version : ""
-    if (c.noResponders && !c.headers) {
-      this.closeClient(c, ClosedReason.NoRespondersRequiresHeaders, ErrText.NoRespondersRequiresHeaders)
-      return
-    }
-    if (this.authRequired && !c.connectReceived) {
-      const res = this.auth.authenticate(opts, c.nonce)
-      if (res === undefined) {
-        this.log.warn(`${c.logPrefix()} - ${opts.user !== undefined ? `User "${opts.user}"` : "Client"} authentication failed`)
-        this.closeClient(c, ClosedReason.AuthenticationViolation, ErrText.AuthorizationViolation)
-        return
-      }
-      this.bindAccount(c, this.account(res.account))
-      c.user = res.user
-      c.perms = res.permissions !== undefined ? new ClientPermissions(res.permissions) : undefined
-    }
-    c.connectReceived = true
-    c.authDeadline = 0
-    if (c.verbose) c.sendOk()
-    // The first RTT PING waits until the client is past its handshake (see FirstRtt).
-    if (c.firstRtt === FirstRtt.None && typeof opts.protocol === "number" && opts.protocol >= 1) {
-      c.firstRtt = FirstRtt.Connected
-      c.firstRttDueAt = this.env.now() + FIRST_RTT_DELAY_MS
-      this.env.wakeAt?.(c.firstRttDueAt)
-    }
-  }
-
-  private bindAccount(c: Client, acc: Account): void {
-    if (c.account === acc) return
-    c.account.numConnections--
-    acc.numConnections++
-    c.account = acc
-  }
-
   /** The peer went away (or we closed it and the transport confirms). */
   private connClosed(c: Client, error: Error | undefined): void {
     if (c.closed) return
-    c.closed = true
     if (error instanceof TlsHandshakeError) {
       this.tlsHandshakeFailures++
       this.log.error(`${c.logPrefix()} - TLS handshake error: ${error.message}`)
-      this.removeClient(c, ClosedReason.TLSHandshakeError)
+      c.lost(ClosedReason.TLSHandshakeError)
       return
     }
     const reason = error === undefined || (error as NodeJS.ErrnoException).code === "ECONNRESET"
       ? ClosedReason.ClientClosed
       : ClosedReason.ReadError
-    this.removeClient(c, reason)
+    c.lost(reason)
   }
 
-  /** Close a client on our side: send `-ERR '<errText>'` first when given, flush, then end. */
-  closeClient(c: Client, reason: ClosedReason, errText?: string): void {
-    if (c.closed) return
-    c.closed = true
-    c.parser.stop()
-    if (errText !== undefined) {
-      if (c.tracing) this.log.trace(`${c.logPrefix()} - ->> [-ERR '${errText}']`)
-      writeErr(c.out, errText)
-    }
-    flushTo(c.out, c.conn)
-    c.conn.end()
-    this.removeClient(c, reason)
-  }
-
-  private removeClient(c: Client, reason: ClosedReason): void {
-    // Taken before the subscriptions go, so the closed record still lists them.
+  /** A client is gone: its record for /connz?state=closed (taken while it still lists its subscriptions). */
+  clientClosed(c: Client, reason: ClosedReason): void {
     this.closed.push({ ...c.snapshot(), pendingBytes: 0, stop: this.env.now(), reason })
-    c.removeAllSubs()
-    c.out.clear()
     this.clients.delete(c.cid)
-    c.account.numConnections--
     this.log.debug(`${c.logPrefix()} - Client connection closed: ${reason}`)
+  }
+
+  /** Everything pending for the client goes to its socket now (its last words before a close). */
+  flushNow(c: Client): void {
+    flushTo(c.out, c.conn)
   }
 
   /** Cut a client off as a slow consumer: what is queued for it will never be read in time. */
@@ -343,7 +268,7 @@ export class Server {
     this.log.warn(`${c.logPrefix()} - Slow Consumer Detected: ${reason === ClosedReason.SlowConsumerPendingBytes ? `pending ${c.pendingBytes} bytes over max_pending ${this.maxPending}` : `write blocked for more than ${this.options.writeDeadlineMs}ms`}`)
     // What is queued for it will never be read in time: drop it, tell the client why, close.
     c.out.clear()
-    this.closeClient(c, reason, ErrText.SlowConsumer)
+    c.close(reason, ErrText.SlowConsumer)
   }
 
   // ---- flushing: one write per connection per event-loop turn ----
@@ -411,13 +336,8 @@ export class Server {
     let next = Infinity
     for (const c of this.clients.values()) {
       if (c.closed) continue
-      if (c.authDeadline > 0 && !c.connectReceived) {
-        if (now >= c.authDeadline) {
-          this.closeClient(c, ClosedReason.AuthenticationTimeout, ErrText.AuthenticationTimeout)
-          continue
-        }
-        next = Math.min(next, c.authDeadline)
-      }
+      next = Math.min(next, c.authTimer(now))
+      if (c.closed) continue
       if (c.blockedSince >= 0) {
         if (now - c.blockedSince >= o.writeDeadlineMs) {
           this.slowConsumer(c, ClosedReason.SlowConsumerWriteDeadline)
@@ -425,22 +345,7 @@ export class Server {
         }
         next = Math.min(next, c.blockedSince + o.writeDeadlineMs)
       }
-      if (c.firstRtt === FirstRtt.Connected || c.firstRtt === FirstRtt.Handshaken) {
-        if (now >= c.firstRttDueAt) c.sendFirstRttPing()
-        else next = Math.min(next, c.firstRttDueAt)
-      }
-      if (now >= c.nextPingAt) {
-        c.nextPingAt = now + o.pingIntervalMs
-        if (c.pingsOut + 1 > o.pingMax) {
-          this.staleConnections++
-          this.log.debug(`${c.logPrefix()} - Stale Client Connection - Closing`)
-          this.closeClient(c, ClosedReason.StaleConnection, ErrText.StaleConnection)
-          continue
-        }
-        c.pingsOut++
-        c.sendPing(false)
-      }
-      next = Math.min(next, c.nextPingAt)
+      next = Math.min(next, c.liveness(now))
     }
     return next === Infinity ? undefined : next
   }
@@ -449,7 +354,7 @@ export class Server {
   shutdown(): void {
     if (this.shuttingDown) return
     this.shuttingDown = true
-    for (const c of [...this.clients.values()]) this.closeClient(c, ClosedReason.ServerShutdown)
+    for (const c of [...this.clients.values()]) c.close(ClosedReason.ServerShutdown)
   }
 
   get numSubscriptions(): number {

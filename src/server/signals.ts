@@ -57,7 +57,7 @@ export const lameDuckTarget = (s: Serving): LameDuckTarget => ({
     }
   },
   connections: () => [
-    ...[...s.server.clients.values()].map((c) => () => s.server.closeClient(c, ClosedReason.ServerShutdown)),
+    ...[...s.server.clients.values()].map((c) => () => c.close(ClosedReason.ServerShutdown)),
     ...[...(s.mqtt?.connections.values() ?? [])].map((c) => () => s.mqtt!.closeForShutdown(c))
   ]
 })

@@ -8,7 +8,7 @@ import { type Duration, Effect, Layer, TestClock } from "effect"
 import { layerMemoryLog } from "../../src/services/log.js"
 import { layerNode } from "../../src/services/transport-node.js"
 import { type RunningServer, startNatsServer } from "../../src/server/run.js"
-import { type Client, FirstRtt } from "../../src/server/client.js"
+import { type Client, FirstRtt } from "../../src/server/nats/client.js"
 import { eventually, RawClient, testOptions } from "../helpers/server.js"
 
 const withServer = (over: Parameters<typeof testOptions>[0] = {}) =>

@@ -6,7 +6,7 @@
 // one for clients that send no credentials.
 import type { ServerOptions } from "../../config/options.js"
 import { type AuthResult, type Authenticator, makeAuthenticator } from "../auth.js"
-import type { ConnectOptions } from "../client.js"
+import type { ConnectOptions } from "../nats/connect.js"
 
 export interface MqttCredentials {
   readonly username: string | undefined
