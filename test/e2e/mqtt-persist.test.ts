@@ -426,6 +426,42 @@ describe("what goes to disk", () => {
   })
 })
 
+describe("across accounts", () => {
+  it("a QoS 1 message stored in the exporting account reaches an away session of the importing account when it resumes", async () => {
+    const user = (name: string) => ({ user: name, password: "p", nkey: undefined, permissions: undefined, account: undefined })
+    js = await startJsServer({
+      mqtt: mqttOptions(),
+      accounts: [
+        { name: "A", users: [user("a")], exports: [{ stream: "dev.>", service: undefined, accounts: ["B"] }], imports: [], jetstream: true },
+        {
+          name: "B",
+          users: [user("b")],
+          exports: [],
+          imports: [{ stream: { account: "A", subject: "dev.>" }, service: undefined, prefix: undefined, to: undefined }],
+          jetstream: true
+        }
+      ]
+    })
+    const login = async (clientId: string, name: string, clean: boolean) => {
+      const c = await connectMqtt(url(), { clientId, clean, username: name, password: "p" })
+      clients.push(c)
+      return c
+    }
+    // A persistent session in A makes A store the message (its `$MQTT_msgs` sequence goes with it).
+    const holder = await login("holder-a", "a", false)
+    await holder.client.subscribeAsync("dev/#", { qos: 1 })
+    const away = await login("away-b", "b", false)
+    await away.client.subscribeAsync("dev/#", { qos: 1 })
+    await drop(away)
+    const pub = await login("pub-a", "a", true)
+    await pub.client.publishAsync("dev/x", "across", { qos: 1 })
+    await holder.waitFor((m) => m.topic === "dev/x")
+    // B's session is owed the message itself, not a sequence of A's stream that B's streams do not have.
+    const back = await login("away-b", "b", false)
+    expect((await back.waitFor((m) => m.topic === "dev/x")).map((m) => [m.payload, m.qos])).toEqual([["across", 1]])
+  })
+})
+
 describe("the streams in /jsz", () => {
   it("lists the five $MQTT_ streams of the account once an MQTT client connected", async () => {
     await start()

@@ -1,6 +1,6 @@
 // The MQTT bridge: one MqttSession per connection, driven synchronously from socket
-// chunks, routed through the NATS engine's Sublist with one internal client per
-// connection. With the stream subsystem on, QoS 1/2 messages, sessions and retained
+// chunks; each connection is a Principal of the engine, routed through its account's
+// Sublist like any NATS client. With the stream subsystem on, QoS 1/2 messages, sessions and retained
 // messages are kept in the account's `$MQTT_*` streams (persist.ts) and nothing that
 // depends on a write is said to a client before the write is durable; without it
 // they live in memory. Persistent sessions of disconnected clients stay subscribed
@@ -33,7 +33,7 @@ import { type Server, writeBufs } from "../server.js"
 import { ClosedReason } from "../reasons.js"
 import { encodeInto, encodePublishRange } from "./codec.js"
 import { HeldPayloads } from "./held.js"
-import { closedRecord, MqttConnection, mqttLogPrefix } from "./connection.js"
+import { closedRecord, MqttConnection, type MqttDeliveries, mqttLogPrefix } from "./connection.js"
 import { traceMqttIn, traceMqttOut, traceMqttOutQos0 } from "./trace.js"
 import type { MqttAccountStore, MqttPersistence, RetainedMsg } from "./persist.js"
 
@@ -98,11 +98,11 @@ interface Detached {
    */
   readonly perms: ClientPermissions | undefined
   subs: Array<Subscription>
-  lastBuf: Buffer | undefined
-  lastStart: number
+  /** The last routed message taken (its Delivery seq): overlapping filters keep it once. */
+  lastSeq: number
 }
 
-export class MqttBridge {
+export class MqttBridge implements MqttDeliveries {
   readonly connections = new Map<number, MqttConnection>()
   /** The shell's timer that runs tick() (set by the listener). */
   alarm: Alarm | undefined = undefined
@@ -123,7 +123,6 @@ export class MqttBridge {
   /** Persistent (clean-session 0) sessions of disconnected clients. */
   private readonly detached = new Map<string, Detached>()
   private readonly offlineClients = new Map<string, InternalPrincipal>()
-  private touchedDetached: Array<Detached> = []
   /** Connection, packet id pairs (flat) of publishes to confirm once this turn's writes are durable. */
   private confirms: Array<MqttConnection | number> = []
   /** Publishes to forward and acknowledge once this turn's writes are durable (see Deferred). */
@@ -138,8 +137,6 @@ export class MqttBridge {
   private readonly flushFn = () => this.flush()
   /** Payloads of QoS 1/2 messages in the sessions' windows (see held.ts). */
   private readonly held = new HeldPayloads()
-  /** The time read once for the MQTT chunk being parsed (undefined outside one). */
-  private chunkNow: number | undefined = undefined
   /** The largest packet accepted: max_payload plus room for a full-length topic and the header fields. */
   maxPacketBytes: number
   /** Memory held by partial packets of every connection (see MqttParser.held), and how many hold one. */
@@ -195,7 +192,7 @@ export class MqttBridge {
 
   /** Whether a connection's state is kept in streams (a persistent session of an account with streams). */
   private persisted(c: MqttConnection): MqttAccountStore | undefined {
-    return c.session.cleanSession ? undefined : this.storeOf(c.client.account.name)
+    return c.session.cleanSession ? undefined : this.storeOf(c.account.name)
   }
 
   /** Open an account's streams and take over the sessions stored in them. */
@@ -221,7 +218,7 @@ export class MqttBridge {
   }
 
   private retainedOf(c: MqttConnection): RetainedTree<RetainedMsg> {
-    const name = c.client.account.name
+    const name = c.account.name
     const store = this.storeOf(name)
     if (store !== undefined) return store.retained
     let m = this.retained.get(name)
@@ -234,8 +231,8 @@ export class MqttBridge {
 
   accept(conn: Conn): ConnHandlers {
     const now = this.server.now()
-    const client = this.server.router.internal(GLOBAL_ACCOUNT, "mqtt")
-    const c = new MqttConnection(this.server, this.sessionConfig, this.server.allocateCid(), conn, client, now, this.held)
+    const account = this.server.account(GLOBAL_ACCOUNT)
+    const c = new MqttConnection(this.server, this.sessionConfig, this.server.allocateCid(), conn, account, now, this.held, this)
     this.connections.set(c.cid, c)
     this.totalConnections++
     if (this.server.log.debugEnabled) this.server.log.debug(`${mqttLogPrefix(c)} - Client connection created`)
@@ -250,14 +247,14 @@ export class MqttBridge {
         c.inMsgs++
         // The hot path: a QoS 0 PUBLISH the session routes as it is, without a step.
         if (packet.qos === 0 && !packet.retain) {
-          const subject = c.session.publishQos0(packet.topic, this.chunkNow ?? this.server.now())
-          if (subject !== undefined) return this.publish(c, subject, packet.payload, 0, undefined)
+          const subject = c.session.publishQos0(packet.topic, c.readAt)
+          if (subject !== undefined) return this.publish(c, subject, packet.payload, 0, undefined, c.readAt)
         }
       }
-      this.input(c, { type: "packet", packet })
+      this.input(c, { type: "packet", packet }, c.readAt)
     }
     c.parser.onError = (e: Error) => {
-      if (!c.closed) this.input(c, { type: "protocolError", reason: e.message })
+      if (!c.closed) this.input(c, { type: "protocolError", reason: e.message }, c.readAt)
     }
     return {
       onData: (chunk) => {
@@ -267,19 +264,13 @@ export class MqttBridge {
         c.lastActivity = now
         c.inBytes += chunk.length
         // One clock reading serves every packet of the chunk (and what they route).
-        const outer = this.chunkNow
-        this.chunkNow = now
-        let buffered: number
-        try {
-          buffered = c.parser.parse(chunk)
-        } finally {
-          this.chunkNow = outer
-        }
+        c.readAt = now
+        const buffered = c.parser.parse(chunk)
         this.accountPartial(c)
         // A packet announced (or buffered) past the limit is cut off before its bytes pile up.
         const announced = c.parser.announced
         if (!c.closed && (announced > this.maxPacketBytes || buffered > this.maxPacketBytes)) {
-          this.input(c, { type: "protocolError", reason: `packet of ${Math.max(announced, buffered)} bytes over the limit of ${this.maxPacketBytes}` })
+          this.input(c, { type: "protocolError", reason: `packet of ${Math.max(announced, buffered)} bytes over the limit of ${this.maxPacketBytes}` }, now)
         }
       },
       onDrain: () => {
@@ -307,34 +298,34 @@ export class MqttBridge {
     c.partialHeld = held
   }
 
-  /** Feed one input to a connection's session and carry out what it asks for. */
-  input(c: MqttConnection, input: SessionInput, now: number = this.chunkNow ?? this.server.now()): void {
+  /** Feed one input to a connection's session at `now` and carry out what it asks for (at the same time). */
+  input(c: MqttConnection, input: SessionInput, now: number = this.server.now()): void {
     const actions = c.session.step(input, now)
-    for (let i = 0; i < actions.length; i++) this.run(c, actions[i])
+    for (let i = 0; i < actions.length; i++) this.run(c, actions[i], now)
   }
 
-  private run(c: MqttConnection, a: SessionAction): void {
+  private run(c: MqttConnection, a: SessionAction, now: number): void {
     switch (a.type) {
       case "send":
         return this.send(c, a.packet)
       case "close":
         return this.close(c)
       case "publish":
-        return this.publish(c, a.subject, a.payload, a.qos, a.confirm)
+        return this.publish(c, a.subject, a.payload, a.qos, a.confirm, now)
       // retainedOf is the account's live map (the store's when its streams are open); the store keeps the durable copy.
       case "storeRetained":
         this.retainedOf(c).set(a.topic, { topic: a.topic, payload: a.payload, qos: a.qos })
-        this.storeOf(c.client.account.name)?.storeRetained(a.topic, a.subject, a.payload, a.qos)
+        this.storeOf(c.account.name)?.storeRetained(a.topic, a.subject, a.payload, a.qos)
         return
       case "deleteRetained":
-        if (this.retainedOf(c).delete(a.topic)) this.storeOf(c.client.account.name)?.deleteRetained(a.subject)
+        if (this.retainedOf(c).delete(a.topic)) this.storeOf(c.account.name)?.deleteRetained(a.subject)
         return
       case "accept":
         return this.onAccept(c, a.clientId, a.cleanSession)
       case "subscribe":
         return this.subscribe(c, a.filter, a.subjects, a.qos)
       case "wantRetained": {
-        const subs = c.subs.get(a.filter)
+        const subs = c.filters.get(a.filter)
         if (subs === undefined) return
         const due: RetainedDue = { c, filter: a.filter, subs, cursor: this.retainedOf(c).match(a.filter) }
         // Behind lookups already waiting, so that retained messages keep the order of the SUBSCRIBEs.
@@ -357,7 +348,7 @@ export class MqttBridge {
         return this.pump(c)
       case "ack":
       case "drop": {
-        if (a.type === "drop" && a.reason === "queue_full") this.queueDropped(c.session.clientId, c.client.account.name)
+        if (a.type === "drop" && a.reason === "queue_full") this.queueDropped(c.session.clientId, c.account.name)
         const store = this.persisted(c)
         if (store !== undefined && typeof a.ref === "number") {
           store.unref(a.ref)
@@ -368,10 +359,10 @@ export class MqttBridge {
       case "denied":
         return this.logDenied(c, a.op, a.topic)
       case "discardStored": {
-        const store = this.storeOf(c.client.account.name)
+        const store = this.storeOf(c.account.name)
         store?.deleteSession(a.stored, a.stored.clientId)
         this.server.log.warn(
-          `${mqttLogPrefix(c)} - session of user "${a.stored.owner ?? ""}" not resumed by user "${c.client.user}": discarded, a new session starts`
+          `${mqttLogPrefix(c)} - session of user "${a.stored.owner ?? ""}" not resumed by user "${c.user}": discarded, a new session starts`
         )
         return
       }
@@ -384,7 +375,7 @@ export class MqttBridge {
   /** Permission refusals are logged as the NATS ones are (nats-server's wording). */
   private logDenied(c: MqttConnection, op: "publish" | "subscribe" | "will", topic: string): void {
     const what = op === "subscribe" ? "Subscription Violation" : op === "will" ? "Will Publish Violation" : "Publish Violation"
-    this.server.log.error(`${mqttLogPrefix(c)} - ${what} - User "${c.client.user}", Topic "${topic}"`)
+    this.server.log.error(`${mqttLogPrefix(c)} - ${what} - User "${c.user}", Topic "${topic}"`)
   }
 
   /** QoS 2 and subscription state of a persistent session: written now, output held until durable. */
@@ -444,7 +435,6 @@ export class MqttBridge {
     let held: Array<readonly [MqttConnection, Array<Buffer>]> | undefined
     for (const c of list) {
       c.dirty = false
-      c.lastBuf = undefined
       if (c.recordDirty === "now") this.writeRecord(c)
       if ((c.held || c.awaiting > 0) && !c.closed && this.persistence !== undefined) {
         c.held = false
@@ -457,8 +447,6 @@ export class MqttBridge {
       c.held = false
       this.writeOut(c)
     }
-    for (const d of this.touchedDetached) d.lastBuf = undefined
-    this.touchedDetached = []
     if (held !== undefined || this.confirms.length > 0 || this.deferred.length > 0 || this.persistence?.hasRemovals() === true) {
       const batch = held
       const confirms = this.confirms
@@ -514,7 +502,7 @@ export class MqttBridge {
     if (c.resendAllowance > 0 && pending <= maxPending) c.resendAllowance = 0
     if (!c.closed && pending > maxPending + c.resendAllowance) {
       this.server.slowConsumers++
-      c.client.account.slowConsumers++
+      c.account.slowConsumers++
       c.reasonOverride = ClosedReason.SlowConsumerPendingBytes
       this.server.log.warn(`MQTT client "${c.session.clientId}" - Slow Consumer Detected: pending ${pending} bytes over max_pending ${maxPending}`)
       this.input(c, { type: "connectionLost" })
@@ -529,7 +517,7 @@ export class MqttBridge {
 
   private onAccept(c: MqttConnection, clientId: string, clean: boolean): void {
     const now = this.server.now()
-    const key = sessionKey(c.client.account.name, clientId)
+    const key = sessionKey(c.account.name, clientId)
     const older = this.byClientId.get(key)
     if (older !== undefined && older !== c) {
       const flap = recordTakeover(this.flaps.get(key), now, FLAP_WINDOW_MS, FLAP_MAX_TAKEOVERS)
@@ -545,7 +533,7 @@ export class MqttBridge {
       this.input(older, { type: "takenOver" })
     }
     this.byClientId.set(key, c)
-    const account = c.client.account.name
+    const account = c.account.name
     if (this.persistence === undefined || this.storeOf(account) !== undefined) return this.sessionReady(c, key, clean)
     // First client of the account since start: its streams are opened (or created) first.
     this.openAccount(account).then(() => {
@@ -561,8 +549,8 @@ export class MqttBridge {
       for (const s of d.subs) this.removeSub(s)
       stored = { ...d.snapshot, queued: d.queue.toArray() }
     }
-    const store = this.storeOf(c.client.account.name)
-    const owner = c.client.user
+    const store = this.storeOf(c.account.name)
+    const owner = c.user
     if (clean) {
       // A clean session discards what was stored under the id [MQTT-3.1.2-6].
       if (stored !== undefined) store?.deleteSession(stored, c.session.clientId)
@@ -580,10 +568,10 @@ export class MqttBridge {
     }
   }
 
-  private publish(c: MqttConnection, subject: string, payload: Uint8Array, qos: QoS, confirm: number | undefined): void {
+  private publish(c: MqttConnection, subject: string, payload: Uint8Array, qos: QoS, confirm: number | undefined, now: number): void {
     const buf = Buffer.isBuffer(payload) ? payload : Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength)
-    const store = qos > 0 ? this.storeOf(c.client.account.name) : undefined
-    const later = c.deferred > 0 || (qos === 2 && confirm !== undefined && this.storeOf(c.client.account.name) !== undefined)
+    const store = qos > 0 ? this.storeOf(c.account.name) : undefined
+    const later = c.deferred > 0 || (qos === 2 && confirm !== undefined && this.storeOf(c.account.name) !== undefined)
     // A persistent session's QoS 2 PUBLISH: its de-duplication record goes to disk with it.
     const dedup = qos === 2 && confirm !== undefined ? this.persisted(c) : undefined
     let ref: number | undefined
@@ -615,26 +603,26 @@ export class MqttBridge {
     }
     if (qos === 2 && confirm !== undefined) {
       // Without streams the PUBREC has nothing to wait for: it goes first, then the copies.
-      if (!c.closed) this.input(c, { type: "published", packetId: confirm })
-      return this.route(c, subject, buf, qos, ref)
+      if (!c.closed) this.input(c, { type: "published", packetId: confirm }, now)
+      return this.route(c, subject, buf, qos, ref, now)
     }
-    this.route(c, subject, buf, qos, ref)
+    this.route(c, subject, buf, qos, ref, now)
     if (confirm === undefined || c.closed) return
     // A routed message counts as accepted once what it depends on is on disk: with streams,
     // the commit that follows this turn's flush (one for all of them) when anything was
     // written this turn; at once when nothing was (no persistent session wanted it, no
     // retained copy). The session keeps the acknowledgements in the order of the PUBLISHes.
     if (store === undefined || (ref === undefined && !this.persistence!.hasWrites())) {
-      return this.input(c, { type: "published", packetId: confirm })
+      return this.input(c, { type: "published", packetId: confirm }, now)
     }
     this.confirms.push(c, confirm)
     this.scheduleFlush()
   }
 
   /** Route a message from `c` through the engine, with its QoS and stored copy (`ref`) for the MQTT subscribers. */
-  private route(c: MqttConnection, subject: string, buf: Buffer, qos: QoS, ref: number | undefined): void {
+  private route(c: MqttConnection, subject: string, buf: Buffer, qos: QoS, ref: number | undefined, now: number): void {
     const router = this.server.router
-    const d = router.message(c.client, this.chunkNow ?? this.server.now())
+    const d = router.message(c, now)
     d.subject = subject
     d.reply = ""
     d.hdrLen = -1
@@ -645,7 +633,7 @@ export class MqttBridge {
     d.origin.ref = ref
     router.route(d)
     if (ref === undefined) return
-    const store = this.storeOf(c.client.account.name)
+    const store = this.storeOf(c.account.name)
     store?.routed(ref)
     store?.releaseIfUnheld(ref)
   }
@@ -659,12 +647,13 @@ export class MqttBridge {
    * bring it again. A failed commit still cuts the publisher off, unacknowledged.
    */
   private routeDeferred(list: ReadonlyArray<Deferred>, ok: boolean): void {
+    const now = this.server.now()
     for (const d of list) {
       const c = d.c
       c.deferred--
       const ackFirst = d.qos === 2
       if (ackFirst) this.confirmDeferred(c, d.confirm, ok)
-      this.route(c, d.subject, d.buf, d.qos, d.ref)
+      this.route(c, d.subject, d.buf, d.qos, d.ref, now)
       if (!ackFirst) this.confirmDeferred(c, d.confirm, ok)
     }
   }
@@ -682,7 +671,7 @@ export class MqttBridge {
    * messages end with its connection, restart or not.
    */
   private heldDurably(c: MqttConnection, subject: string): boolean {
-    const psubs = c.client.account.sublist.match(subject).psubs
+    const psubs = c.account.sublist.match(subject).psubs
     for (let i = 0; i < psubs.length; i++) if (psubs[i].holdsMessages && !psubs[i].closed) return true
     return false
   }
@@ -692,43 +681,45 @@ export class MqttBridge {
     const list: Array<Subscription> = []
     const holds = qos > 0 && !c.session.cleanSession
     for (const subject of subjects) {
-      const sub = this.server.router.subscribe(c.client, subject, undefined, (d: Delivery) => {
-        const { subject: subj, hdrLen, buf, start, end } = d
-        // Several subscriptions of one session can match one message: deliver it once.
-        if (c.lastBuf === buf && c.lastStart === start) return
-        c.lastBuf = buf
-        c.lastStart = start
-        // Make sure the dedup marker is cleared at the end of this turn even if nothing is sent.
-        this.markDirty(c)
-        const from = hdrLen >= 0 ? start + hdrLen : start
-        // The hot path: a message that goes out at QoS 0 is written without a session step.
-        const topic = c.session.deliverQos0(subj, d.origin.qos)
-        if (topic === null) return
-        if (topic !== undefined) {
-          if (c.closed) return
-          if (this.tracing) traceMqttOutQos0(this.server.log, c, topic, end - from)
-          c.outMsgs++
-          c.outBytes += encodePublishRange(c.out, topic, buf, from, end, 0, false, false, undefined)
-          return
-        }
-        const ref = d.origin.ref
-        const store = ref === undefined ? undefined : this.persisted(c)
-        const before = store === undefined ? 0 : c.session.pendingCount
-        // Held until acknowledged: a copy in a reusable slab, not a view pinning the read chunk.
-        this.input(c, { type: "deliver", subject: subj, payload: this.held.hold(buf, from, end), qos: d.origin.qos, ref }, d.now)
-        // A persistent session that took the stored message holds it until acknowledged.
-        if (store !== undefined && c.session.pendingCount > before) store.ref(ref!)
-      })
+      const sub = this.server.router.subscribe(c, subject, undefined)
       sub.holdsMessages = holds
       list.push(sub)
     }
-    c.subs.set(filter, list)
+    c.filters.set(filter, list)
+  }
+
+  /** A message routed to one of `c`'s subscriptions (the router checked permissions and that it is open). */
+  deliver(c: MqttConnection, d: Delivery): void {
+    // Several subscriptions of one session can match one message: deliver it once.
+    if (c.lastSeq === d.seq) return
+    c.lastSeq = d.seq
+    const { subject, buf, end } = d
+    const from = d.payloadStart
+    const qos = d.origin.qos
+    // The hot path: a message that goes out at QoS 0 is written without a session step.
+    const topic = c.session.deliverQos0(subject, qos)
+    if (topic === null) return
+    if (topic !== undefined) {
+      if (c.closed) return
+      if (this.tracing) traceMqttOutQos0(this.server.log, c, topic, end - from)
+      c.outMsgs++
+      c.outBytes += encodePublishRange(c.out, topic, buf, from, end, 0, false, false, undefined)
+      this.markDirty(c)
+      return
+    }
+    const ref = d.origin.ref
+    const store = ref === undefined ? undefined : this.persisted(c)
+    const before = store === undefined ? 0 : c.session.pendingCount
+    // Held until acknowledged: a copy in a reusable slab, not a view pinning the read chunk.
+    this.input(c, { type: "deliver", subject, payload: this.held.hold(buf, from, end), qos, ref }, d.now)
+    // A persistent session that took the stored message holds it until acknowledged.
+    if (store !== undefined && c.session.pendingCount > before) store.ref(ref!)
   }
 
   /** Retained messages for a new subscription, within this turn's budget; true when all went out. */
   private sendRetained(due: RetainedDue): boolean {
     const { c, filter } = due
-    if (c.closed || c.subs.get(filter) !== due.subs) return true
+    if (c.closed || c.filters.get(filter) !== due.subs) return true
     // The budget is per turn: renewed at the next one, which also sends what is left.
     this.nextRetainedTurn()
     if (this.retainedBudget <= 0 || this.retainedSteps <= 0) return false
@@ -753,9 +744,9 @@ export class MqttBridge {
   }
 
   private unsubscribe(c: MqttConnection, filter: string): void {
-    const list = c.subs.get(filter)
+    const list = c.filters.get(filter)
     if (list === undefined) return
-    c.subs.delete(filter)
+    c.filters.delete(filter)
     for (const s of list) this.removeSub(s)
   }
 
@@ -778,14 +769,13 @@ export class MqttBridge {
     if (!this.connections.delete(c.cid)) return
     c.closed = true
     this.accountPartial(c)
-    c.client.closed = true
     const record = closedRecord(c, this.server.now())
     if (this.server.log.debugEnabled) this.server.log.debug(`${mqttLogPrefix(c)} - Client connection closed: ${record.reason}`)
     this.server.closed.push(record)
-    for (const list of c.subs.values()) for (const s of list) this.removeSub(s)
-    c.subs.clear()
+    for (const list of c.filters.values()) for (const s of list) this.removeSub(s)
+    c.filters.clear()
     const id = c.session.clientId
-    const account = c.client.account.name
+    const account = c.account.name
     const key = sessionKey(account, id)
     if (id !== "" && this.byClientId.get(key) === c) {
       this.byClientId.delete(key)
@@ -796,7 +786,7 @@ export class MqttBridge {
           store.writeSession(snap)
           this.persistence!.commit(() => {})
         }
-        this.detach(key, account, snap, [...snap.queued], c.client.perms)
+        this.detach(key, account, snap, [...snap.queued], c.perms)
       }
     }
   }
@@ -822,7 +812,7 @@ export class MqttBridge {
       this.held.release(o.payload)
       return { ...o, payload: undefined }
     })
-    const d: Detached = { key, account, snapshot: { ...snapshot, outbound, queued: [] }, queue, filters, perms, subs: [], lastBuf: undefined, lastStart: -1 }
+    const d: Detached = { key, account, snapshot: { ...snapshot, outbound, queued: [] }, queue, filters, perms, subs: [], lastSeq: 0 }
     for (const q of queue.toArray()) {
       if (typeof q.ref === "number" && q.payload !== undefined) {
         this.held.release(q.payload)
@@ -846,22 +836,17 @@ export class MqttBridge {
   }
 
   private deliverDetached(d: Detached, m: Delivery): void {
-    const { subject, hdrLen, buf, start, end } = m
-    if (d.lastBuf === buf && d.lastStart === start) return
-    if (d.lastBuf === undefined) {
-      this.touchedDetached.push(d)
-      this.scheduleFlush()
-    }
-    d.lastBuf = buf
-    d.lastStart = start
+    if (d.lastSeq === m.seq) return
+    d.lastSeq = m.seq
     if (m.origin.qos === 0) return
+    const { subject, buf, end } = m
     let best = 0
     for (const f of d.filters) if (f.qos > best && filterMatchesSubject(f.filter, f.subjects, subject)) best = f.qos
     const qos = Math.min(best, m.origin.qos) as QoS
     if (qos === 0) return
     // What the owner may not receive is not kept for it (its subscribe permissions, deny included).
     if (d.perms !== undefined && !d.perms.canSubscribe(subject)) return
-    const from = hdrLen >= 0 ? start + hdrLen : start
+    const from = m.payloadStart
     const ref = m.origin.ref
     const store = this.storeOf(d.account)
     // At the session's bounds the oldest message waiting gives way to the newest.
@@ -918,7 +903,7 @@ export class MqttBridge {
       c.waitingDrain = true
       return
     }
-    const store = this.storeOf(c.client.account.name)
+    const store = this.storeOf(c.account.name)
     const batch: number[] = []
     let bytes = 0
     while (c.toFetch.length > 0 && batch.length < FETCH_BATCH && bytes < FETCH_BATCH_BYTES) {

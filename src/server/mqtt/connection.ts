@@ -1,6 +1,6 @@
-// One MQTT connection as the bridge keeps it: its session, its parser,
-// the internal NATS client its subscriptions and credentials live on, and what
-// /connz shows of it while open and after it closed.
+// One MQTT connection: a Principal of the engine (its account, user, permissions and
+// subscriptions), its session and parser, and what /connz shows of it while open and
+// after it closed. A message routed to it goes to the bridge, which drives the session.
 import {
   type AuthResult,
   CloseReason,
@@ -14,7 +14,7 @@ import {
 import type { ClosedConnSnapshot, ConnSnapshot } from "../../core/monitor/source.js"
 import type { Conn } from "../../services/transport.js"
 import { ClientPermissions } from "../../engine/permissions.js"
-import type { InternalPrincipal, Subscription } from "../../engine/principal.js"
+import { type Account, type Delivery, Principal, type Subscription } from "../../engine/principal.js"
 import type { Server } from "../server.js"
 import { type MqttCredentials, mqttAuthenticator } from "./auth.js"
 import { MqttParser } from "./codec.js"
@@ -24,11 +24,10 @@ import { OutBuf } from "../../core/nats/outbuf.js"
 /**
  * Credentials and permissions of the NATS side: the user name and password of CONNECT
  * go through the MQTT authenticator (the server's users, or the `mqtt {}` block's own
- * override; a password is also tried as a token); the account, user and permissions it
- * grants are taken by the connection's internal client.
+ * override; a password is also tried as a token); the connection takes the account,
+ * user and permissions it grants.
  */
 const sessionDeps = (server: Server, c: MqttConnection, held: HeldPayloads): SessionDeps => {
-  const client = c.client
   return {
     random: server.env.random,
     released: (payload) => held.release(payload),
@@ -44,39 +43,45 @@ const sessionDeps = (server: Server, c: MqttConnection, held: HeldPayloads): Ses
       c.credentials = credentials
       const res = verdict.result
       if (res === undefined) return ConnackCode.Accepted
-      client.account = server.account(res.account)
-      client.user = res.user
-      client.perms = res.permissions === undefined ? undefined : new ClientPermissions(res.permissions)
+      c.account = server.account(res.account)
+      c.user = res.user
+      c.perms = res.permissions === undefined ? undefined : new ClientPermissions(res.permissions)
       return ConnackCode.Accepted
     },
-    canPublish: (_topic, subject) => client.perms === undefined || client.perms.canPublish(subject, server),
-    canReceive: (subject) => client.perms === undefined || client.perms.canSubscribe(subject),
-    canSubscribe: (filter) => mayHold(client, filter)
+    canPublish: (_topic, subject) => c.perms === undefined || c.perms.canPublish(subject, server),
+    canReceive: (subject) => c.perms === undefined || c.perms.canSubscribe(subject),
+    canSubscribe: (filter) => mayHold(c, filter)
   }
 }
 
-/** Whether the client's permissions allow the subscription `filter` (each subject it is made of). */
-export const mayHold = (client: InternalPrincipal, filter: string): boolean => {
+/** Whether the principal's permissions allow the subscription `filter` (each subject it is made of). */
+export const mayHold = (p: Principal, filter: string): boolean => {
   const subjects = subscriptionSubjects(filter)
-  return client.perms === undefined || (subjects.ok && subjects.value.every((s) => client.perms!.canSubscribe(s)))
+  return p.perms === undefined || (subjects.ok && subjects.value.every((s) => p.perms!.canSubscribe(s)))
+}
+
+/** What becomes of a message the router hands an MQTT connection: the bridge drives its session with it. */
+export interface MqttDeliveries {
+  deliver(c: MqttConnection, d: Delivery): void
 }
 
 /** How MQTT log lines name a connection, as nats-server does: `ip:port - mid:N - "client id"`. */
 export const mqttLogPrefix = (c: MqttConnection, clientId: string = c.session?.clientId ?? ""): string =>
   `${c.conn.remoteAddress}:${c.conn.remotePort} - mid:${c.cid}${clientId === "" ? "" : ` - ${JSON.stringify(clientId)}`}`
 
-export class MqttConnection {
+export class MqttConnection extends Principal {
   readonly session: MqttSession
   readonly parser: MqttParser
-  /** Sublist entries per MQTT filter. */
-  readonly subs = new Map<string, Array<Subscription>>()
+  /** Its subscriptions per MQTT filter (a filter may take several subjects). */
+  readonly filters = new Map<string, Array<Subscription>>()
   /** Output of this event-loop turn, written once per flush. */
   readonly out: OutBuf
   /** The CONNECT credentials it was admitted with, kept (never logged) so a configuration reload can check them again. */
   credentials: MqttCredentials | undefined
   dirty = false
-  closed = false
   lastActivity: number
+  /** When the chunk being parsed (or the last one) was read: the time its packets are handled at. */
+  readAt: number
   /** Why the server closed it, when the session did not decide (slow consumer). */
   reasonOverride: string | undefined
   /** Bytes of the resend burst of a resumed session, allowed over max_pending until it drains. */
@@ -87,9 +92,8 @@ export class MqttConnection {
   outMsgs = 0
   inBytes = 0
   outBytes = 0
-  // The last routed message seen, so overlapping subscriptions deliver it once.
-  lastBuf: Buffer | undefined
-  lastStart = -1
+  /** The last routed message taken (its Delivery seq), so overlapping subscriptions deliver it once. */
+  lastSeq = 0
   /** This turn's output depends on state written this turn: it waits for the commit. */
   held = false
   /** Output batches waiting for a commit: later output queues behind them. */
@@ -110,15 +114,24 @@ export class MqttConnection {
     config: SessionConfig,
     readonly cid: number,
     readonly conn: Conn,
-    readonly client: InternalPrincipal,
+    account: Account,
     readonly start: number,
     /** Where the session's in-flight QoS 1/2 payloads live (released on acknowledgement). */
-    held: HeldPayloads
+    held: HeldPayloads,
+    private readonly deliveries: MqttDeliveries
   ) {
+    super(account)
     this.lastActivity = start
+    this.readAt = start
     this.parser = new MqttParser(server.options.mqtt?.maxTopicLevels)
     this.out = new OutBuf(4096, server.slabs)
     this.session = new MqttSession(start, sessionDeps(server, this, held), config)
+  }
+
+  deliver(s: Subscription, d: Delivery): boolean {
+    s.delivered++
+    this.deliveries.deliver(this, d)
+    return true
   }
 }
 
@@ -137,14 +150,14 @@ export const mqttConnSnapshot = (c: MqttConnection): ConnSnapshot => ({
   outMsgs: c.outMsgs,
   inBytes: c.inBytes,
   outBytes: c.outBytes,
-  subs: [...c.client.subs.values()].map((s) => ({ subject: s.subject, queue: undefined, sid: s.sid, msgs: s.delivered, max: 0 })),
+  subs: [...c.subs.values()].map((s) => ({ subject: s.subject, queue: undefined, sid: s.sid, msgs: s.delivered, max: 0 })),
   name: "",
   lang: "mqtt",
   version: "3.1.1",
   tlsVersion: c.conn.tls?.version,
   tlsCipher: c.conn.tls?.cipher,
-  user: c.client.user === "" ? undefined : c.client.user,
-  account: c.client.account.name,
+  user: c.user === "" ? undefined : c.user,
+  account: c.account.name,
   mqttClient: c.session.clientId === "" ? undefined : c.session.clientId
 })
 

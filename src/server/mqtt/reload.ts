@@ -35,15 +35,15 @@ export const reloadMqtt = (bridge: MqttBridge, previous: MqttAuthenticator, next
     if (c.credentials === undefined) continue
     const verdict = recheckMqtt(previous, auth, c.credentials)
     const account = verdict.ok ? (verdict.result?.account ?? GLOBAL_ACCOUNT) : undefined
-    if (account === undefined || account !== c.client.account.name) {
-      server.log.warn(`${mqttLogPrefix(c)} - ${c.client.user === "" ? "Client" : `User ${JSON.stringify(c.client.user)}`} is no longer authorized after a configuration reload: closing`)
+    if (account === undefined || account !== c.account.name) {
+      server.log.warn(`${mqttLogPrefix(c)} - ${c.user === "" ? "Client" : `User ${JSON.stringify(c.user)}`} is no longer authorized after a configuration reload: closing`)
       bridge.input(c, { type: "deauthorized" })
       continue
     }
     const res = verdict.ok ? verdict.result : undefined
-    c.client.user = res?.user ?? ""
-    c.client.perms = res?.permissions === undefined ? undefined : new ClientPermissions(res.permissions)
-    const forbidden = [...c.subs.keys()].filter((filter) => !mayHold(c.client, filter))
+    c.user = res?.user ?? ""
+    c.perms = res?.permissions === undefined ? undefined : new ClientPermissions(res.permissions)
+    const forbidden = [...c.filters.keys()].filter((filter) => !mayHold(c, filter))
     if (forbidden.length === 0) continue
     for (const f of forbidden) {
       server.log.warn(`${mqttLogPrefix(c)} - Removed subscription ${JSON.stringify(f)}: not permitted after a configuration reload`)
