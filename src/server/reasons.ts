@@ -1,11 +1,13 @@
+import { SlowConsumer } from "../engine/outbound.js"
+
 // Why a connection closed: the strings nats-server reports in /connz `reason`.
 export const ClosedReason = {
   ClientClosed: "Client Closed",
   AuthenticationTimeout: "Authentication Timeout",
   AuthenticationViolation: "Authentication Failure",
   TLSHandshakeError: "TLS Handshake Failure",
-  SlowConsumerPendingBytes: "Slow Consumer (Pending Bytes)",
-  SlowConsumerWriteDeadline: "Slow Consumer (Write Deadline)",
+  SlowConsumerPendingBytes: SlowConsumer.PendingBytes,
+  SlowConsumerWriteDeadline: SlowConsumer.WriteDeadline,
   WriteError: "Write Error",
   ReadError: "Read Error",
   ParseError: "Parse Error",

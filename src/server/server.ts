@@ -1,16 +1,17 @@
 // The NATS server: accepts client connections (each a Client, the protocol driver),
-// keeps the rules in force and the clients' records (/connz, /varz), runs their timers,
-// and flushes every touched connection once per event-loop turn; messages go between
-// them through the engine's Router. Everything here is synchronous; time, randomness,
-// logging and the flush scheduler are injected so the Effect shell (or a simulation)
-// decides what they are.
+// keeps the rules in force and the clients' records (/connz, /varz), and runs their
+// timers. It owns the engine every door shares: the Router messages go through and the
+// Outbound that writes each touched connection once per event-loop turn. Everything here
+// is synchronous; time, randomness, logging and the flush scheduler are injected so the
+// Effect shell (or a simulation) decides what they are.
 import type { ServerOptions } from "../config/options.js"
 import type { ClosedConnSnapshot } from "../core/monitor/source.js"
 import { encodeInfo } from "../core/nats/encode.js"
-import { type OutBuf, SlabPool } from "../core/nats/outbuf.js"
+import { SlabPool } from "../core/nats/outbuf.js"
 import { type Conn, type ConnHandlers, type Listener, TlsHandshakeError } from "../services/transport.js"
 import type { LogService } from "../services/log.js"
 import { NATS_COMPAT_VERSION, VERSION } from "../version.js"
+import { Outbound } from "../engine/outbound.js"
 import { type Account, GLOBAL_ACCOUNT } from "../engine/principal.js"
 import { Router } from "../engine/router.js"
 import { type Authenticator, makeAuthenticator, makeNonce } from "./auth.js"
@@ -38,6 +39,8 @@ export interface ServerEnv {
 export class Server implements ClientDoor {
   /** Every account's Sublist and the one way messages go from publishers to subscribers. */
   readonly router: Router
+  /** The one flusher of every connection's output (NATS and MQTT): max_pending and write_deadline. */
+  readonly outbound: Outbound
   readonly clients = new Map<number, Client>()
   /** Recently closed connections, as /connz?state=closed lists them. */
   readonly closed: ClosedRing<ClosedConnSnapshot>
@@ -58,7 +61,6 @@ export class Server implements ClientDoor {
   outMsgs = 0
   outBytes = 0
   totalConnections = 0
-  slowConsumers = 0
   staleConnections = 0
   tlsHandshakeFailures = 0
 
@@ -72,12 +74,6 @@ export class Server implements ClientDoor {
   readonly listeners: Array<Listener> = []
 
   private nextCid = 1
-  private dirty: Array<Client> = []
-  private spare: Array<Client> = []
-  private flushScheduled = false
-  private readonly flushFn = () => this.flush()
-  private maxPending: number
-  private eagerFlushBytes: number
 
   constructor(
     /** The configuration in force: replaced as a whole by a reload (`reconfigure`), never edited in place. */
@@ -86,12 +82,11 @@ export class Server implements ClientDoor {
   ) {
     this.log = env.log
     this.router = new Router(env)
+    this.outbound = new Outbound(env, options)
     this.closed = new ClosedRing(options.maxClosedClients)
     this.auth = makeAuthenticator(options)
     this.authRequired = this.auth.required
     this.headersSupported = !options.noHeaderSupport
-    this.maxPending = options.maxPending
-    this.eagerFlushBytes = eagerFlushBytesFor(options.maxPending)
     this.startTime = env.now()
     this.configLoadTime = this.startTime
     this.host = options.host
@@ -99,6 +94,11 @@ export class Server implements ClientDoor {
     this.account(GLOBAL_ACCOUNT)
     for (const a of options.accounts) this.account(a.name)
     this.account(options.systemAccount)
+  }
+
+  /** Connections cut off as slow consumers (NATS and MQTT), for /varz. */
+  get slowConsumers(): number {
+    return this.outbound.slowConsumers
   }
 
   get serverId(): string {
@@ -147,8 +147,7 @@ export class Server implements ClientDoor {
     this.options = next
     this.auth = makeAuthenticator(next)
     this.authRequired = this.auth.required
-    this.maxPending = next.maxPending
-    this.eagerFlushBytes = eagerFlushBytesFor(next.maxPending)
+    this.outbound.setLimits(next)
     this.closed.resize(next.maxClosedClients)
     for (const a of next.accounts) this.account(a.name)
     const now = this.env.now()
@@ -256,75 +255,6 @@ export class Server implements ClientDoor {
     this.log.debug(`${c.logPrefix()} - Client connection closed: ${reason}`)
   }
 
-  /** Everything pending for the client goes to its socket now (its last words before a close). */
-  flushNow(c: Client): void {
-    flushTo(c.out, c.conn)
-  }
-
-  /** Cut a client off as a slow consumer: what is queued for it will never be read in time. */
-  slowConsumer(c: Client, reason: ClosedReason): void {
-    this.slowConsumers++
-    c.account.slowConsumers++
-    this.log.warn(`${c.logPrefix()} - Slow Consumer Detected: ${reason === ClosedReason.SlowConsumerPendingBytes ? `pending ${c.pendingBytes} bytes over max_pending ${this.maxPending}` : `write blocked for more than ${this.options.writeDeadlineMs}ms`}`)
-    // What is queued for it will never be read in time: drop it, tell the client why, close.
-    c.out.clear()
-    c.close(reason, ErrText.SlowConsumer)
-  }
-
-  // ---- flushing: one write per connection per event-loop turn ----
-
-  /**
-   * A delivery was written into the client's buffer: it is flushed at the end of the turn,
-   * at once when a lot is queued, and the client is cut off past max_pending.
-   */
-  queued(c: Client): void {
-    if (!c.dirty) this.markDirty(c)
-    // A burst can bring many chunks in one event-loop turn: past a threshold the bytes go
-    // to the transport now, so max_pending judges what the client has not read, not what
-    // we have not yet flushed.
-    if (c.out.length >= this.eagerFlushBytes) this.writeOut(c)
-    if (c.out.length + c.transportPending > this.maxPending) this.slowConsumer(c, ClosedReason.SlowConsumerPendingBytes)
-  }
-
-  markDirty(c: Client): void {
-    if (c.dirty) return
-    c.dirty = true
-    this.dirty.push(c)
-    if (!this.flushScheduled) {
-      this.flushScheduled = true
-      this.env.scheduleFlush(this.flushFn)
-    }
-  }
-
-  flush(): void {
-    this.flushScheduled = false
-    const list = this.dirty
-    this.dirty = this.spare
-    this.spare = list
-    for (let i = 0; i < list.length; i++) {
-      const c = list[i]
-      c.dirty = false
-      if (!c.closed) this.writeOut(c)
-    }
-    list.length = 0
-  }
-
-  /** Hand the client's pending bytes to its transport and note whether the transport keeps up. */
-  private writeOut(c: Client): void {
-    if (!flushTo(c.out, c.conn)) return
-    const queued = c.conn.writableLength()
-    if (queued > 0) {
-      // The write deadline runs from the last time the transport made progress.
-      if (c.blockedSince < 0) {
-        c.blockedSince = this.env.now()
-        this.env.wakeAt?.(c.blockedSince + this.options.writeDeadlineMs)
-      } else if (queued < c.transportPending) c.blockedSince = this.env.now()
-    } else {
-      c.blockedSince = -1
-    }
-    c.transportPending = queued
-  }
-
   // ---- timers: the shell runs tick when a deadline asked for is due ----
 
   /**
@@ -332,19 +262,13 @@ export class Server implements ClientDoor {
    * returns when the next of them is due (undefined: no client, nothing timed).
    */
   tick(now: number): number | undefined {
-    const o = this.options
     let next = Infinity
     for (const c of this.clients.values()) {
       if (c.closed) continue
       next = Math.min(next, c.authTimer(now))
       if (c.closed) continue
-      if (c.blockedSince >= 0) {
-        if (now - c.blockedSince >= o.writeDeadlineMs) {
-          this.slowConsumer(c, ClosedReason.SlowConsumerWriteDeadline)
-          continue
-        }
-        next = Math.min(next, c.blockedSince + o.writeDeadlineMs)
-      }
+      next = Math.min(next, this.outbound.writeDeadline(c, now))
+      if (c.closed) continue
       next = Math.min(next, c.liveness(now))
     }
     return next === Infinity ? undefined : next
@@ -361,25 +285,6 @@ export class Server implements ClientDoor {
     return this.router.numSubscriptions
   }
 }
-
-/** Hands everything pending in `out` to the transport in one write; false when nothing was. */
-export const flushTo = (out: OutBuf, conn: Conn): boolean => {
-  const bufs = out.takeAll()
-  if (bufs === undefined) return false
-  writeBufs(out, conn, bufs)
-  return true
-}
-
-/** Writes what one `takeAll()` of `out` returned, telling `out` when the transport is done with it. */
-export const writeBufs = (out: OutBuf, conn: Conn, bufs: ReadonlyArray<Buffer>): void => {
-  if (bufs.length === 1) conn.write(bufs[0], out.written)
-  else conn.writev(bufs, out.written)
-}
-
-/** Outbound bytes past which a connection is written before the end of the event-loop turn. */
-const EAGER_FLUSH_BYTES = 64 * 1024
-
-const eagerFlushBytesFor = (maxPending: number): number => Math.max(1024, Math.min(EAGER_FLUSH_BYTES, maxPending >>> 2))
 
 const noopHandlers: ConnHandlers = { onData: () => {}, onDrain: () => {}, onClose: () => {} }
 

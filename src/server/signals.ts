@@ -53,7 +53,7 @@ export const lameDuckTarget = (s: Serving): LameDuckTarget => ({
       if (c.closed || !c.connectReceived) continue
       const info = s.server.infoFor(c, { ldm: true })
       c.out.writeBytes(info, 0, info.length)
-      s.server.markDirty(c)
+      s.server.outbound.markDirty(c)
     }
   },
   connections: () => [

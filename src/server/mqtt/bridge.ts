@@ -29,11 +29,11 @@ import {
 import type { Conn, ConnHandlers } from "../../services/transport.js"
 import type { ClientPermissions } from "../../engine/permissions.js"
 import { type Delivery, GLOBAL_ACCOUNT, type InternalPrincipal, type Subscription } from "../../engine/principal.js"
-import { type Server, writeBufs } from "../server.js"
+import type { Server } from "../server.js"
 import { ClosedReason } from "../reasons.js"
 import { encodeInto, encodePublishRange } from "./codec.js"
 import { HeldPayloads } from "./held.js"
-import { closedRecord, MqttConnection, type MqttDeliveries, mqttLogPrefix } from "./connection.js"
+import { closedRecord, MqttConnection, type MqttDriver, mqttLogPrefix } from "./connection.js"
 import { traceMqttIn, traceMqttOut, traceMqttOutQos0 } from "./trace.js"
 import type { MqttAccountStore, MqttPersistence, RetainedMsg } from "./persist.js"
 
@@ -102,7 +102,7 @@ interface Detached {
   lastSeq: number
 }
 
-export class MqttBridge implements MqttDeliveries {
+export class MqttBridge implements MqttDriver {
   readonly connections = new Map<number, MqttConnection>()
   /** The shell's timer that runs tick() (set by the listener). */
   alarm: Alarm | undefined = undefined
@@ -132,9 +132,9 @@ export class MqttBridge implements MqttDeliveries {
   /** Protocol trace (-V) of MQTT packets; a reload may turn it on or off. */
   tracing: boolean
   private readonly flaps = new Map<string, FlapRecord>()
-  private dirty: Array<MqttConnection> = []
-  private flushScheduled = false
-  private readonly flushFn = () => this.flush()
+  /** Output held this turn for the commit that follows the flush (see `holdsOutput`). */
+  private awaiting: Array<readonly [MqttConnection, Array<Buffer>]> | undefined = undefined
+  private readonly flushedFn = () => this.flushed()
   /** Payloads of QoS 1/2 messages in the sessions' windows (see held.ts). */
   private readonly held = new HeldPayloads()
   /** The largest packet accepted: max_payload plus room for a full-length topic and the header fields. */
@@ -398,17 +398,16 @@ export class MqttBridge implements MqttDeliveries {
     this.markDirty(c)
   }
 
+  /** `c` has output this turn: the Outbound writes (or holds) it, then the bridge commits what waits for that. */
   private markDirty(c: MqttConnection): void {
     if (c.dirty) return
-    c.dirty = true
-    this.dirty.push(c)
+    this.server.outbound.markDirty(c)
     this.scheduleFlush()
   }
 
+  /** The end of this turn's flush has work: confirms, deferred publishes, held output. */
   private scheduleFlush(): void {
-    if (this.flushScheduled) return
-    this.flushScheduled = true
-    this.server.env.scheduleFlush(this.flushFn)
+    this.server.outbound.afterFlush(this.flushedFn)
   }
 
   private send(c: MqttConnection, packet: ServerPacket): void {
@@ -427,49 +426,66 @@ export class MqttBridge implements MqttDeliveries {
     this.markDirty(c)
   }
 
-  /** One write per connection per event-loop turn; output that depends on this turn's writes waits for their commit. */
-  flush(): void {
-    this.flushScheduled = false
-    const list = this.dirty
-    this.dirty = []
-    let held: Array<readonly [MqttConnection, Array<Buffer>]> | undefined
-    for (const c of list) {
-      c.dirty = false
-      if (c.recordDirty === "now") this.writeRecord(c)
-      if ((c.held || c.awaiting > 0) && !c.closed && this.persistence !== undefined) {
-        c.held = false
-        const bufs = c.out.takeAll()
-        if (bufs === undefined) continue
-        ;(held ??= []).push([c, bufs])
-        c.awaiting++
-        continue
-      }
+  // ---- the Outbound's flush: one write per connection per turn; output that depends on this turn's writes waits for their commit ----
+
+  /** The flush reached `c`: its session record first when stale, then whether its output must wait for the commit. */
+  holdsOutput(c: MqttConnection): boolean {
+    if (c.recordDirty === "now") this.writeRecord(c)
+    if ((c.held || c.awaiting > 0) && this.persistence !== undefined) {
       c.held = false
-      this.writeOut(c)
+      return true
     }
-    if (held !== undefined || this.confirms.length > 0 || this.deferred.length > 0 || this.persistence?.hasRemovals() === true) {
-      const batch = held
-      const confirms = this.confirms
-      this.confirms = []
-      const deferred = this.deferred
-      this.deferred = []
-      this.persistence!.commit((ok) => {
-        if (batch !== undefined)
-          for (const [c, bufs] of batch) {
-            c.awaiting--
-            if (c.closed) continue
-            if (!ok) this.storeFailed(c)
-            else this.writeBufs(c, bufs)
-          }
-        for (let i = 0; i < confirms.length; i += 2) {
-          const c = confirms[i] as MqttConnection
+    c.held = false
+    if (c.out.length > 0) c.lastActivity = this.server.now()
+    return false
+  }
+
+  awaitCommit(c: MqttConnection, bufs: Array<Buffer>): void {
+    ;(this.awaiting ??= []).push([c, bufs])
+    c.awaiting++
+  }
+
+  /** After the flush: one commit for every write of this turn, then the output and acknowledgements that waited for it. */
+  private flushed(): void {
+    const batch = this.awaiting
+    this.awaiting = undefined
+    if (batch === undefined && this.confirms.length === 0 && this.deferred.length === 0 && this.persistence?.hasRemovals() !== true) return
+    const confirms = this.confirms
+    this.confirms = []
+    const deferred = this.deferred
+    this.deferred = []
+    this.persistence!.commit((ok) => {
+      if (batch !== undefined)
+        for (const [c, bufs] of batch) {
+          c.awaiting--
           if (c.closed) continue
-          if (ok) this.input(c, { type: "published", packetId: confirms[i + 1] as number })
-          else this.storeFailed(c)
+          if (!ok) this.storeFailed(c)
+          else {
+            c.lastActivity = this.server.now()
+            this.server.outbound.writeBufs(c, bufs)
+          }
         }
-        if (deferred.length > 0) this.routeDeferred(deferred, ok)
-      })
+      for (let i = 0; i < confirms.length; i += 2) {
+        const c = confirms[i] as MqttConnection
+        if (c.closed) continue
+        if (ok) this.input(c, { type: "published", packetId: confirms[i + 1] as number })
+        else this.storeFailed(c)
+      }
+      if (deferred.length > 0) this.routeDeferred(deferred, ok)
+    })
+  }
+
+  /** Its output reached the socket: a fetch that waited for that goes on if the socket took it. */
+  written(c: MqttConnection, queued: number): void {
+    if (c.waitingDrain && queued <= FETCH_HIGH_WATER) {
+      c.waitingDrain = false
+      this.pump(c)
     }
+  }
+
+  /** A subscriber that does not read is cut off at max_pending, as NATS clients are; its will goes out. */
+  cutOff(c: MqttConnection): void {
+    this.input(c, { type: "connectionLost" })
   }
 
   private writeRecord(c: MqttConnection): void {
@@ -488,31 +504,10 @@ export class MqttBridge implements MqttDeliveries {
     this.input(c, { type: "connectionLost" })
   }
 
-  private writeOut(c: MqttConnection): void {
-    const bufs = c.out.takeAll()
-    if (bufs !== undefined) this.writeBufs(c, bufs)
-  }
-
-  private writeBufs(c: MqttConnection, bufs: Array<Buffer>): void {
-    c.lastActivity = this.server.now()
-    writeBufs(c.out, c.conn, bufs)
-    // A subscriber that does not read is cut off at max_pending, as NATS clients are; its will goes out.
-    const pending = c.conn.writableLength()
-    const maxPending = this.server.options.maxPending
-    if (c.resendAllowance > 0 && pending <= maxPending) c.resendAllowance = 0
-    if (!c.closed && pending > maxPending + c.resendAllowance) {
-      this.server.slowConsumers++
-      c.account.slowConsumers++
-      c.reasonOverride = ClosedReason.SlowConsumerPendingBytes
-      this.server.log.warn(`MQTT client "${c.session.clientId}" - Slow Consumer Detected: pending ${pending} bytes over max_pending ${maxPending}`)
-      this.input(c, { type: "connectionLost" })
-      return
-    }
-    // A fetch that waited for this turn's output to be written goes on if the socket took it.
-    if (c.waitingDrain && pending <= FETCH_HIGH_WATER) {
-      c.waitingDrain = false
-      this.pump(c)
-    }
+  /** The last words of a closing connection: to the socket now, without waiting for the flush. */
+  private writeLast(c: MqttConnection): void {
+    if (c.out.length > 0) c.lastActivity = this.server.now()
+    this.server.outbound.flushNow(c)
   }
 
   private onAccept(c: MqttConnection, clientId: string, clean: boolean): void {
@@ -561,7 +556,7 @@ export class MqttBridge implements MqttDeliveries {
     // The resumed session resends what is unacknowledged at once [MQTT-4.4.0-1]: that burst
     // (bounded by the in-flight window) may exceed max_pending without the client being slow;
     // cut for it, a client with a backlog would reconnect into the same cut forever.
-    if (stored !== undefined) c.resendAllowance += c.out.length
+    if (stored !== undefined) c.pendingAllowance += c.out.length
     if (store !== undefined && !c.closed) {
       c.recordDirty = "now"
       this.hold(c)
@@ -759,7 +754,7 @@ export class MqttBridge implements MqttDeliveries {
     if (c.closed) return
     c.closed = true
     // Output waiting for a commit (or held for this turn's) is not said: the connection ends first.
-    if (c.awaiting === 0 && !c.held) this.writeOut(c)
+    if (c.awaiting === 0 && !c.held) this.writeLast(c)
     c.conn.end()
     this.finish(c)
   }
@@ -774,6 +769,8 @@ export class MqttBridge implements MqttDeliveries {
     this.server.closed.push(record)
     for (const list of c.filters.values()) for (const s of list) this.removeSub(s)
     c.filters.clear()
+    // What it had not said yet (output held for a commit) is never said: the flush skips it.
+    c.out.clear()
     const id = c.session.clientId
     const account = c.account.name
     const key = sessionKey(account, id)
@@ -961,7 +958,7 @@ export class MqttBridge implements MqttDeliveries {
     if (c.closed) return
     c.closed = true
     c.reasonOverride ??= ClosedReason.ServerShutdown
-    if (c.awaiting === 0) this.writeOut(c)
+    if (c.awaiting === 0) this.writeLast(c)
     c.conn.end()
     this.finish(c)
   }

@@ -14,7 +14,8 @@ import {
 import type { ClosedConnSnapshot, ConnSnapshot } from "../../core/monitor/source.js"
 import type { Conn } from "../../services/transport.js"
 import { ClientPermissions } from "../../engine/permissions.js"
-import { type Account, type Delivery, Principal, type Subscription } from "../../engine/principal.js"
+import { type OutboundPolicy, Peer, type SlowConsumer } from "../../engine/outbound.js"
+import { type Account, type Delivery, type Principal, type Subscription } from "../../engine/principal.js"
 import type { Server } from "../server.js"
 import { type MqttCredentials, mqttAuthenticator } from "./auth.js"
 import { MqttParser } from "./codec.js"
@@ -60,16 +61,35 @@ export const mayHold = (p: Principal, filter: string): boolean => {
   return p.perms === undefined || (subjects.ok && subjects.value.every((s) => p.perms!.canSubscribe(s)))
 }
 
-/** What becomes of a message the router hands an MQTT connection: the bridge drives its session with it. */
-export interface MqttDeliveries {
+/**
+ * What drives an MQTT connection (the bridge): the messages routed to it, and its turns
+ * of the Outbound's flush.
+ */
+export interface MqttDriver {
+  /** A message on one of its subscriptions: into its session. */
   deliver(c: MqttConnection, d: Delivery): void
+  /** Whether this turn's output waits for the commit of this turn's writes. */
+  holdsOutput(c: MqttConnection): boolean
+  /** This turn's output, waiting for that commit. */
+  awaitCommit(c: MqttConnection, bufs: Array<Buffer>): void
+  /** Its output reached the socket, which holds `queued` bytes. */
+  written(c: MqttConnection, queued: number): void
+  /** Cut off as a slow consumer: the session runs its loss (the will goes out). */
+  cutOff(c: MqttConnection): void
 }
+
+/**
+ * MQTT connections are held to max_pending after each write, over the burst a resumed
+ * session resends at once (`pendingAllowance`); they have no write deadline.
+ */
+export const MQTT_POLICY: OutboundPolicy = { pendingCheck: "written", writeDeadline: false }
 
 /** How MQTT log lines name a connection, as nats-server does: `ip:port - mid:N - "client id"`. */
 export const mqttLogPrefix = (c: MqttConnection, clientId: string = c.session?.clientId ?? ""): string =>
   `${c.conn.remoteAddress}:${c.conn.remotePort} - mid:${c.cid}${clientId === "" ? "" : ` - ${JSON.stringify(clientId)}`}`
 
-export class MqttConnection extends Principal {
+export class MqttConnection extends Peer {
+  readonly policy = MQTT_POLICY
   readonly session: MqttSession
   readonly parser: MqttParser
   /** Its subscriptions per MQTT filter (a filter may take several subjects). */
@@ -78,14 +98,11 @@ export class MqttConnection extends Principal {
   readonly out: OutBuf
   /** The CONNECT credentials it was admitted with, kept (never logged) so a configuration reload can check them again. */
   credentials: MqttCredentials | undefined
-  dirty = false
   lastActivity: number
   /** When the chunk being parsed (or the last one) was read: the time its packets are handled at. */
   readAt: number
   /** Why the server closed it, when the session did not decide (slow consumer). */
   reasonOverride: string | undefined
-  /** Bytes of the resend burst of a resumed session, allowed over max_pending until it drains. */
-  resendAllowance = 0
   /** Bytes of a partial packet counted in the bridge's total (MqttParser.held when last looked at). */
   partialHeld = 0
   inMsgs = 0
@@ -118,7 +135,7 @@ export class MqttConnection extends Principal {
     readonly start: number,
     /** Where the session's in-flight QoS 1/2 payloads live (released on acknowledgement). */
     held: HeldPayloads,
-    private readonly deliveries: MqttDeliveries
+    private readonly driver: MqttDriver
   ) {
     super(account)
     this.lastActivity = start
@@ -130,8 +147,29 @@ export class MqttConnection extends Principal {
 
   deliver(s: Subscription, d: Delivery): boolean {
     s.delivered++
-    this.deliveries.deliver(this, d)
+    this.driver.deliver(this, d)
     return true
+  }
+
+  logName(): string {
+    return `MQTT client "${this.session.clientId}"`
+  }
+
+  cutOff(reason: SlowConsumer): void {
+    this.reasonOverride = reason
+    this.driver.cutOff(this)
+  }
+
+  override holdsOutput(): boolean {
+    return this.driver.holdsOutput(this)
+  }
+
+  override hold(bufs: Array<Buffer>): void {
+    this.driver.awaitCommit(this, bufs)
+  }
+
+  override written(queued: number): void {
+    this.driver.written(this, queued)
   }
 }
 

@@ -2,7 +2,7 @@
 // (publish through the Router, subscribe in its account), writes replies and deliveries
 // into its outbound buffer, keeps its own timers (auth timeout, first RTT, pings), and
 // closes itself when the protocol says so, reporting that to its door. It never touches
-// the server object; the server flushes `out` once per event-loop turn.
+// the server object; the engine's Outbound writes `out` once per event-loop turn.
 import type { ServerOptions } from "../../config/options.js"
 import type { ConnSnapshot } from "../../core/monitor/source.js"
 import { noRespondersHmsg, OK, PING, PONG, writeErr, writeMsg } from "../../core/nats/encode.js"
@@ -10,7 +10,8 @@ import { OutBuf, type SlabPool } from "../../core/nats/outbuf.js"
 import { NatsParser, type NatsOpHandler, type ParseError } from "../../core/nats/parser.js"
 import { isValidLiteralSubject, isValidQueueName, isValidSubject } from "../../core/subject/subject.js"
 import { ClientPermissions, publishViolation, subscribeViolation } from "../../engine/permissions.js"
-import { type Account, type Delivery, Principal, Subscription } from "../../engine/principal.js"
+import { NATS_POLICY, type Outbound, Peer, type SlowConsumer } from "../../engine/outbound.js"
+import { type Account, type Delivery, Subscription } from "../../engine/principal.js"
 import type { Router } from "../../engine/router.js"
 import type { LogService } from "../../services/log.js"
 import type { Conn } from "../../services/transport.js"
@@ -25,6 +26,8 @@ import { type ConnectOptions, parseConnect, redactConnect } from "./connect.js"
  */
 export interface ClientDoor {
   readonly router: Router
+  /** Where its output goes: one write per turn, max_pending and write_deadline. */
+  readonly outbound: Outbound
   readonly env: {
     readonly now: () => number
     /** High-resolution clock in nanoseconds (round-trip times). */
@@ -44,12 +47,6 @@ export interface ClientDoor {
   outMsgs: number
   outBytes: number
   staleConnections: number
-  /** The client has bytes to write this turn. */
-  markDirty(c: Client): void
-  /** A delivery was written into the client's buffer (written early when large; max_pending judged). */
-  queued(c: Client): void
-  /** Hand everything pending to the socket now (the last words before a close). */
-  flushNow(c: Client): void
   /** The client is closed (by either side), its subscriptions still listed: the last thing it reports. */
   clientClosed(c: Client, reason: ClosedReason): void
 }
@@ -80,8 +77,9 @@ export type FirstRtt = typeof FirstRtt[keyof typeof FirstRtt]
 /** How long after the handshake the first RTT PING goes out at the latest (nats-server's first client ping: 2s). */
 export const FIRST_RTT_DELAY_MS = 1_000
 
-export class Client extends Principal implements NatsOpHandler {
+export class Client extends Peer implements NatsOpHandler {
   readonly kind = "Client"
+  readonly policy = NATS_POLICY
   readonly type = "nats"
   readonly parser: NatsParser
   readonly out: OutBuf
@@ -122,12 +120,6 @@ export class Client extends Principal implements NatsOpHandler {
   firstRttDueAt = 0
   authDeadline = 0
 
-  // Write side.
-  /** Bytes queued in the transport at the last flush (refreshed on drain). */
-  transportPending = 0
-  /** When the transport last held unsent bytes without progress; -1 when drained. */
-  blockedSince = -1
-  dirty = false
   /** The last PUB subject that passed validation. */
   private lastValidSubject = ""
   /** Protocol tracing (-V): checked once per op, so tracing off costs one branch. A reload may turn it on or off. */
@@ -150,11 +142,6 @@ export class Client extends Principal implements NatsOpHandler {
     this.lastActivity = now
     this.nextPingAt = now + o.pingIntervalMs
     if (door.authRequired) this.authDeadline = now + authTimeoutMs(o)
-  }
-
-  /** Outbound bytes not yet on the wire: our buffer plus what the transport still holds. */
-  get pendingBytes(): number {
-    return this.out.length + this.transportPending
   }
 
   // ---- the socket side: what the server's connection handlers pass on ----
@@ -189,7 +176,7 @@ export class Client extends Principal implements NatsOpHandler {
       if (this.tracing) this.traceOut(`-ERR '${errText}'`)
       writeErr(this.out, errText)
     }
-    this.door.flushNow(this)
+    this.door.outbound.flushNow(this)
     this.conn.end()
     this.finish(reason)
   }
@@ -200,6 +187,16 @@ export class Client extends Principal implements NatsOpHandler {
     this.removeAllSubs()
     this.out.clear()
     this.account.numConnections--
+  }
+
+  logName(): string {
+    return this.logPrefix()
+  }
+
+  /** Cut off as a slow consumer: what is queued for it is dropped; it is told why and closed. */
+  cutOff(reason: SlowConsumer): void {
+    this.out.clear()
+    this.close(reason, ErrText.SlowConsumer)
   }
 
   /** Bound to the account its credentials name. */
@@ -407,7 +404,7 @@ export class Client extends Principal implements NatsOpHandler {
       this.traceOut("PONG")
     }
     this.out.writeBytes(PONG, 0, PONG.length)
-    this.door.markDirty(this)
+    this.door.outbound.markDirty(this)
     // The PONG that ends the client's handshake: the RTT PING may follow once the client
     // is past reading it (see `FirstRtt`).
     if (this.firstRtt === FirstRtt.Connected) {
@@ -474,7 +471,7 @@ export class Client extends Principal implements NatsOpHandler {
     this.account.outBytes += size
     s.delivered++
     if (s.max > 0 && s.delivered >= s.max) this.removeSub(s)
-    door.queued(this)
+    door.outbound.queued(this)
     return true
   }
 
@@ -482,7 +479,7 @@ export class Client extends Principal implements NatsOpHandler {
   override sendNoResponders(s: Subscription, reply: string): void {
     noRespondersHmsg(this.out, reply, s.sid)
     if (this.tracing) this.door.log.trace(`${this.logPrefix()} - ->> [HMSG ${reply} ${s.sid} (503 No Responders)]`)
-    this.door.markDirty(this)
+    this.door.outbound.markDirty(this)
   }
 
   // ---- helpers ----
@@ -490,20 +487,20 @@ export class Client extends Principal implements NatsOpHandler {
   sendOk(): void {
     if (this.tracing) this.traceOut("OK")
     this.out.writeBytes(OK, 0, OK.length)
-    this.door.markDirty(this)
+    this.door.outbound.markDirty(this)
   }
 
   sendErr(text: string): void {
     if (this.tracing) this.traceOut(`-ERR '${text}'`)
     writeErr(this.out, text)
-    this.door.markDirty(this)
+    this.door.outbound.markDirty(this)
   }
 
   sendPing(forRtt: boolean): void {
     if (this.tracing) this.traceOut("PING")
     this.out.writeBytes(PING, 0, PING.length)
     if (forRtt || this.rttPingSentAt < 0) this.rttPingSentAt = this.door.env.nanos()
-    this.door.markDirty(this)
+    this.door.outbound.markDirty(this)
   }
 
   /** Send the first RTT PING now (it does not count as an unanswered liveness PING). */
