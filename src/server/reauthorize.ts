@@ -3,7 +3,7 @@
 // user is gone, whose password or token changed, or whose account changed is
 // disconnected; the others take their new permissions, and lose (with an -ERR) the
 // subscriptions those permissions no longer allow.
-import { type Authenticator, reauthenticate } from "./auth.js"
+import { type Authenticator, reauthenticate } from "./nats/auth.js"
 import { ClientPermissions } from "../engine/permissions.js"
 import { GLOBAL_ACCOUNT } from "../engine/principal.js"
 import type { Client } from "./nats/client.js"

@@ -4,7 +4,7 @@ import bcrypt from "bcryptjs"
 import { createUser } from "@nats-io/nkeys"
 import { describe, expect, it } from "vitest"
 import type { Permissions } from "../../src/config/options.js"
-import { isBcrypt, passwordMatches, verifyNonce } from "../../src/server/auth.js"
+import { isBcrypt, passwordMatches, verifyNonce } from "../../src/server/nats/auth.js"
 import { ClientPermissions, MAX_PUB_CACHE, MAX_REPLIES } from "../../src/engine/permissions.js"
 
 const perms = (over: Partial<Permissions>): Permissions => ({ publish: undefined, subscribe: undefined, allowResponses: undefined, ...over })

@@ -4,7 +4,7 @@
 import { describe, expect, it } from "vitest"
 import bcrypt from "bcryptjs"
 import { defaultOptions, type ServerOptions, type UserEntry } from "../../src/config/options.js"
-import { makeAuthenticator, reauthenticate } from "../../src/server/auth.js"
+import { makeAuthenticator, reauthenticate } from "../../src/server/nats/auth.js"
 import { planReload, sameValue } from "../../src/server/reload.js"
 import { account, authorization, userEntry } from "../helpers/server.js"
 

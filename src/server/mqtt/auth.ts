@@ -5,7 +5,7 @@
 // (in the global account, unrestricted), and its `no_auth_user` replaces the top-level
 // one for clients that send no credentials.
 import type { ServerOptions } from "../../config/options.js"
-import { type AuthResult, type Authenticator, makeAuthenticator } from "../auth.js"
+import { type AuthResult, type Authenticator, makeAuthenticator } from "../nats/auth.js"
 import type { ConnectOptions } from "../nats/connect.js"
 
 export interface MqttCredentials {

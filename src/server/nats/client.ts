@@ -15,7 +15,7 @@ import { type Account, type Delivery, Subscription } from "../../engine/principa
 import type { Router } from "../../engine/router.js"
 import type { LogService } from "../../services/log.js"
 import type { Conn } from "../../services/transport.js"
-import type { Authenticator } from "../auth.js"
+import type { Authenticator } from "./auth.js"
 import { ClosedReason, ErrText } from "../reasons.js"
 import { type ConnectOptions, parseConnect, redactConnect } from "./connect.js"
 

@@ -5,9 +5,9 @@
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto"
 import bcrypt from "bcryptjs"
 import { fromPublic } from "@nats-io/nkeys"
-import type { Permissions, ServerOptions, UserEntry } from "../config/options.js"
-import { GLOBAL_ACCOUNT } from "../engine/principal.js"
-import type { ConnectOptions } from "./nats/connect.js"
+import type { Permissions, ServerOptions, UserEntry } from "../../config/options.js"
+import { GLOBAL_ACCOUNT } from "../../engine/principal.js"
+import type { ConnectOptions } from "./connect.js"
 
 export interface AuthResult {
   readonly account: string
