@@ -1,0 +1,201 @@
+// The engine's Router on its own: who a message reaches (plain subscribers, one member
+// per queue group, echo), the checks every door shares, the 503 for a request nobody
+// took, and the Delivery records it reuses, nested routing included.
+import { describe, expect, it } from "vitest"
+import { ClientPermissions } from "../../src/engine/permissions.js"
+import { type Delivery, Principal, Subscription } from "../../src/engine/principal.js"
+import { Router } from "../../src/engine/router.js"
+
+/** A principal that records what reaches it (what a driver would write for its peer). */
+class Recorder extends Principal {
+  readonly got: Array<string> = []
+  readonly noResponse: Array<string> = []
+  refuse = false
+
+  deliver(s: Subscription, d: Delivery): boolean {
+    if (this.refuse) return false
+    s.delivered++
+    this.got.push(`${s.sid} ${d.subject} ${d.buf.toString("latin1", d.payloadStart, d.end)} q${d.origin.qos}`)
+    return true
+  }
+
+  override sendNoResponders(s: Subscription, reply: string): void {
+    this.noResponse.push(`${s.sid} ${reply}`)
+  }
+}
+
+const seeded = (): (() => number) => {
+  let x = 12345
+  return () => {
+    x = (x * 1103515245 + 12345) & 0x7fffffff
+    return x / 0x80000000
+  }
+}
+
+const setup = () => {
+  const router = new Router({ now: () => 1_000, random: seeded() })
+  const acc = router.account("A")
+  const who = (name: string) => {
+    const p = new Recorder(acc)
+    p.user = name
+    return p
+  }
+  // a subscription under the client's own sid, as a NATS SUB makes it
+  const sub = (p: Principal, subject: string, sid: string, queue?: string) => {
+    const s = new Subscription(p, subject, queue, sid)
+    p.addSub(s)
+    return s
+  }
+  const publish = (from: Principal, subject: string, payload: string, reply = "") => {
+    const buf = Buffer.from(payload)
+    const d = router.message(from)
+    d.subject = subject
+    d.reply = reply
+    d.hdrLen = -1
+    d.buf = buf
+    d.start = 0
+    d.end = buf.length
+    return router.route(d)
+  }
+  return { router, acc, who, sub, publish }
+}
+
+describe("Router.route", () => {
+  it("reaches every plain subscriber and one member of each queue group, counting a group once", () => {
+    const { who, sub, publish } = setup()
+    const [pub, a, b, q1, q2] = ["pub", "a", "b", "q1", "q2"].map(who)
+    sub(a, "x.*", "1")
+    sub(b, "x.y", "2")
+    sub(q1, "x.y", "3", "workers")
+    sub(q2, "x.>", "4", "workers")
+    let groupHits = 0
+    for (let i = 0; i < 50; i++) {
+      expect(publish(pub, "x.y", `m${i}`)).toBe(3)
+      groupHits = q1.got.length + q2.got.length
+      expect(groupHits).toBe(i + 1)
+    }
+    expect(a.got).toHaveLength(50)
+    expect(b.got).toHaveLength(50)
+    // the seeded choice spreads the group's messages over both members
+    expect(q1.got.length).toBeGreaterThan(0)
+    expect(q2.got.length).toBeGreaterThan(0)
+  })
+
+  it("skips the publisher's own subscriptions without echo, and a queue member that cannot take it", () => {
+    const { who, sub, publish } = setup()
+    const [me, other, q1, q2] = ["me", "other", "q1", "q2"].map(who)
+    sub(me, "t", "1")
+    sub(other, "t", "2")
+    me.echo = false
+    expect(publish(me, "t", "hi")).toBe(1)
+    expect(me.got).toEqual([])
+    q1.refuse = true
+    sub(q1, "job", "3", "g")
+    sub(q2, "job", "4", "g")
+    for (let i = 0; i < 10; i++) expect(publish(other, "job", `j${i}`)).toBe(1)
+    expect(q2.got).toHaveLength(10)
+  })
+
+  it("applies the checks every door shares: closed, subscribe deny, and reply grants under allow_responses", () => {
+    const { who, sub, publish } = setup()
+    const pub = who("pub")
+    const denied = who("denied")
+    denied.perms = new ClientPermissions({ publish: undefined, subscribe: { allow: undefined, deny: ["secret.>"] }, allowResponses: undefined })
+    sub(denied, ">", "1")
+    const responder = who("responder")
+    responder.perms = new ClientPermissions({ publish: { allow: [], deny: undefined }, subscribe: undefined, allowResponses: { maxMsgs: 1, expiresMs: 100 } })
+    sub(responder, "svc", "2")
+    const gone = who("gone")
+    const s = sub(gone, "svc", "3")
+    gone.closed = true
+    expect(publish(pub, "secret.x", "no")).toBe(0)
+    expect(denied.got).toEqual([])
+    expect(publish(pub, "svc", "req", "_INBOX.1")).toBe(2)
+    expect(s.delivered).toBe(0)
+    // the reply subject it was handed may be answered once, within the grant's time (the record's clock)
+    expect(responder.perms.canPublish("_INBOX.1", { now: () => 1_050 })).toBe(true)
+    expect(responder.perms.canPublish("_INBOX.1", { now: () => 1_050 })).toBe(false)
+  })
+
+  it("answers a request nobody took with a 503 on the publisher's own reply subscription, when it asked for that", () => {
+    const { who, sub, publish } = setup()
+    const asker = who("asker")
+    sub(asker, "_INBOX.a.*", "9")
+    expect(publish(asker, "nobody.home", "?", "_INBOX.a.1")).toBe(0)
+    expect(asker.noResponse).toEqual([])
+    asker.noResponders = true
+    asker.headers = true
+    expect(publish(asker, "nobody.home", "?", "_INBOX.a.2")).toBe(0)
+    expect(asker.noResponse).toEqual(["9 _INBOX.a.2"])
+    // a request without a reply subject is not one
+    expect(publish(asker, "nobody.home", "?")).toBe(0)
+    expect(asker.noResponse).toHaveLength(1)
+  })
+
+  it("keeps the outer record intact while a handler routes anew from inside a delivery (an import)", () => {
+    const { router, who, sub, publish } = setup()
+    const other = router.account("B")
+    const into = router.internal("B", "import")
+    const listener = router.internal("A", "export")
+    const pub = who("pub")
+    const before = who("before")
+    const after = who("after")
+    const inB = new Recorder(other)
+    sub(before, "ev.*", "1")
+    router.subscribe(listener, "ev.*", undefined, (d) => {
+      expect(router.forward(into, d, `imported.${d.subject}`, d.reply)).toBe(2)
+    })
+    sub(after, "ev.*", "2")
+    sub(inB, "imported.>", "3")
+    const seqs: Array<number> = []
+    router.subscribe(router.internal("B", "watch"), "imported.>", undefined, (d) => {
+      seqs.push(d.seq)
+      expect(d.origin.publisher).toBe(into)
+    })
+    const d = router.message(pub)
+    d.subject = "ev.one"
+    d.reply = ""
+    d.buf = Buffer.from("payload")
+    d.start = 0
+    d.end = d.buf.length
+    d.hdrLen = -1
+    d.origin.qos = 1
+    d.origin.ref = 42
+    const outerSeq = d.seq
+    expect(router.route(d)).toBe(3)
+    expect(before.got).toEqual(["1 ev.one payload q1"])
+    expect(after.got).toEqual(["2 ev.one payload q1"])
+    // forwarded with its QoS; a stored copy's reference stays in the account it was stored in
+    expect(inB.got).toEqual(["3 imported.ev.one payload q1"])
+    expect(seqs).toHaveLength(1)
+    expect(seqs[0]).not.toBe(outerSeq)
+    // the records are reused: the next message of the same depth is the same object
+    expect(router.message(pub)).toBe(d)
+    expect(publish(pub, "ev.two", "again")).toBe(3)
+    expect(after.got.at(-1)).toBe("2 ev.two again q0")
+  })
+
+  it("hands a forwarded message's stored copy on only within its account", () => {
+    const { router, who } = setup()
+    const into = router.internal("B", "import")
+    const refs: Array<number | undefined> = []
+    router.subscribe(router.internal("B", "watch"), "x", undefined, (d) => refs.push(d.origin.ref))
+    const d = router.message(who("pub"))
+    d.subject = "x"
+    d.buf = Buffer.from("p")
+    d.end = 1
+    d.origin.ref = 7
+    router.forward(into, d, "x", "")
+    expect(refs).toEqual([undefined])
+  })
+
+  it("delivers a consumer's message to the subscribers of another subject, showing its own", () => {
+    const { router, who, sub } = setup()
+    const js = router.internal("A", "JetStream")
+    const inbox = who("puller")
+    sub(inbox, "_INBOX.p", "5")
+    const d = router.compose(js, "orders.1", "$JS.ACK.x", Buffer.from("NATS/1.0\r\nA: b\r\n\r\n"), Buffer.from("body"))
+    router.deliverTo("_INBOX.p", d)
+    expect(inbox.got).toEqual(["5 orders.1 body q0"])
+  })
+})
