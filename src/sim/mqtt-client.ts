@@ -81,6 +81,8 @@ export class MqttConn implements ClientEnd {
   private readonly parser = MqttPacket.parser({ protocolVersion: 4 })
   gotConnack = false
   sentDisconnect = false
+  /** DISCONNECT was sent while the server still read this connection (it may have closed it before reading it). */
+  private disconnectBeforeServerClose = false
   /** The server process died while this connection was open. */
   diedWithServer = false
   /** The server was shut down (gracefully) while this connection was open: no will. */
@@ -150,6 +152,17 @@ export class MqttConn implements ClientEnd {
   disconnect(): void {
     this.send({ cmd: "disconnect" })
     this.sentDisconnect = true
+    this.disconnectBeforeServerClose = !this.link.serverClosed
+  }
+
+  /**
+   * The server read this connection's DISCONNECT: it was sent before the server closed the
+   * link, and nothing the client sent was still on its way when it did. A server that cut
+   * the connection first (a failed store write) never heard it, and owes the will.
+   */
+  get serverHeardDisconnect(): boolean {
+    if (!this.sentDisconnect || !this.disconnectBeforeServerClose) return false
+    return !this.link.serverClosed || this.link.upInFlightAtServerClose === 0
   }
 
   // ---- ClientEnd ----

@@ -207,7 +207,7 @@ export class MqttModel {
     for (const c of this.conns) {
       if (!c.will || c.serial < watcherFrom) continue
       const got = this.wills.has(c.serial)
-      if (got && c.sentDisconnect && !c.diedWithServer) this.violations.push(`${c.name}: will published although it sent DISCONNECT`)
+      if (got && c.serverHeardDisconnect && !c.diedWithServer) this.violations.push(`${c.name}: will published although the server read its DISCONNECT`)
       const mustHave = c.gotConnack && !c.sentDisconnect && c.state === "closed" && !c.diedWithServer && !c.shutDown && c.closedAtLife === this.life
       if (!got && mustHave) this.violations.push(`${c.name}: went away without DISCONNECT but its will was never published`)
     }

@@ -139,6 +139,8 @@ export class SimLink implements Conn {
   bytesToClient = 0
   /** Client→server bytes sent and not yet handed to the server. */
   upInFlight = 0
+  /** `upInFlight` when the server closed the link: what the client sent that the server never read. */
+  upInFlightAtServerClose = -1
 
   constructor(
     readonly id: number,
@@ -178,6 +180,7 @@ export class SimLink implements Conn {
     this.ending = true
     this.serverClosed = true
     this.progressAtServerClose = this.lastProgressAt
+    this.upInFlightAtServerClose = this.upInFlight
     if (this.queued === 0) this.net.q.schedule(this.net.q.now, () => this.close("server end"))
     // A peer that never reads gets the connection destroyed, as a socket's end timeout would.
     else this.net.q.schedule(this.net.q.now + 5_000, () => this.close("server end timeout"))
@@ -187,6 +190,7 @@ export class SimLink implements Conn {
     if (this.closed) return
     this.serverClosed = true
     this.progressAtServerClose = this.lastProgressAt
+    this.upInFlightAtServerClose = this.upInFlight
     this.dropQueue()
     this.net.q.schedule(this.net.q.now, () => this.close("server destroy"))
   }
