@@ -3,7 +3,7 @@
 // other, a no_auth_user nobody defines). Errors name the key path and where it was
 // written; they never show a secret's value.
 import { Either, ParseResult, Schema } from "effect"
-import { ConfigFile, configKeys, type KeySpec } from "../schema/config.js"
+import { ConfigFile, configKeys, type KeySpec } from "./schema.js"
 import { isConfMap, type ConfMap, type ConfValue, type ParsedConfig } from "./conf-parser.js"
 import { ConfigError, configError, type SourcePos } from "./errors.js"
 import type { ServerOptions } from "./options.js"

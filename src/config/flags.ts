@@ -13,7 +13,7 @@ import {
   type OptionsPatch
 } from "./patch.js"
 import type { LogOptions } from "./options.js"
-import { parseDurationMicros, parseHostPort } from "../schema/config.js"
+import { parseDurationMicros, parseHostPort } from "./schema.js"
 import { parseSignalRequest, SignalCommands, type SignalRequest } from "./signal.js"
 
 export type FlagsResult =

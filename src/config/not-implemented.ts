@@ -1,6 +1,6 @@
 // nats-server configuration keys Switchyard accepts but does not act on yet, in
 // one place: a file written for nats-server loads without warnings for these,
-// and implementing one means moving it from here into src/schema/config.ts.
+// and implementing one means moving it from here into src/config/schema.ts.
 
 /** One list per block. */
 export const notImplementedKeys = {

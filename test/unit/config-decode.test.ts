@@ -9,7 +9,7 @@ import type { ConfigError } from "../../src/config/errors.js"
 import { defaultOptions, MiB, type ServerOptions } from "../../src/config/options.js"
 import { applyPatch } from "../../src/config/patch.js"
 import { notImplementedKeys, refusedKeys } from "../../src/config/not-implemented.js"
-import { parseDurationText, parseHostPort } from "../../src/schema/config.js"
+import { parseDurationText, parseHostPort } from "../../src/config/schema.js"
 
 type Result = Either.Either<{ options: ServerOptions; warnings: Array<string> }, ConfigError>
 

@@ -3,7 +3,7 @@
 // nats-server's, aliases included; each leaf says what it expected without echoing
 // secrets. `configKeys` lists the keys per block, for unknown-key warnings.
 import { Either, ParseResult, Schema } from "effect"
-import { ConfSize, isConfMap, parseSizeText } from "../config/conf-parser.js"
+import { ConfSize, isConfMap, parseSizeText } from "./conf-parser.js"
 import type {
   AccountExport,
   AccountImport,
@@ -13,7 +13,7 @@ import type {
   SubjectPermission,
   TlsOptions,
   UserEntry
-} from "../config/options.js"
+} from "./options.js"
 import {
   clientPort,
   listenerPort,
@@ -22,8 +22,8 @@ import {
   type MqttPatch,
   type OptionsPatch,
   type WebsocketPatch
-} from "../config/patch.js"
-import { accountJetStreamLimits, notImplementedKeys, refusedKeys } from "../config/not-implemented.js"
+} from "./patch.js"
+import { accountJetStreamLimits, notImplementedKeys, refusedKeys } from "./not-implemented.js"
 import { MAX_TOPIC_LEVELS_LIMIT } from "../core/mqtt/topic.js"
 
 // ---- building blocks --------------------------------------------------------
