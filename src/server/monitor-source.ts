@@ -11,8 +11,7 @@ import type {
 } from "../core/monitor/source.js"
 import { X509Certificate } from "node:crypto"
 import { readFileSync } from "node:fs"
-import type { WebsocketOptions } from "../config/options.js"
-import { limitsFromOptions } from "../core/monitor/options.js"
+import type { ServerOptions, WebsocketOptions } from "../config/options.js"
 import type { Listener } from "../services/transport.js"
 import type { Sublist } from "../core/subject/sublist.js"
 import { VERSION } from "../version.js"
@@ -23,6 +22,20 @@ import type { JetStreamMonitor } from "./jetstream/monitor.js"
 import type { MqttBridge } from "./mqtt/bridge.js"
 import { mqttConnSnapshot } from "./mqtt/connection.js"
 import { WS_HANDSHAKE_TIMEOUT_MS } from "./mqtt/websocket.js"
+
+/** The configured limits as /varz reports them (the authorization block's timeout wins). */
+const limitsFromOptions = (o: ServerOptions): ServerSnapshot["limits"] => ({
+  maxConnections: o.maxConnections,
+  maxSubscriptions: o.maxSubscriptions,
+  maxPayload: o.maxPayload,
+  maxControlLine: o.maxControlLine,
+  maxPending: o.maxPending,
+  pingIntervalMs: o.pingIntervalMs,
+  pingMax: o.pingMax,
+  authTimeoutMs: o.authorization?.timeoutMs ?? o.authTimeoutMs,
+  tlsTimeoutMs: o.tls?.timeoutMs ?? 2000,
+  writeDeadlineMs: o.writeDeadlineMs
+})
 
 export interface MonitorSourceExtras {
   /** Whether the stream subsystem is running. */

@@ -4,4 +4,3 @@ export { MonitorError, MonitorServer, normalizeBasePath, startMonitor } from "./
 export type { MonitorHandle, MonitorOptions } from "./http.js"
 export { nodeProcessProbe } from "./process.js"
 export type * from "../../core/monitor/source.js"
-export { monitorSnapshotFromOptions } from "../../core/monitor/options.js"
