@@ -2,7 +2,7 @@
 // acks, naks, progress, term, ack wait, backoff, max_deliver and max_ack_pending
 // shape redelivery. Time is a number the tests advance.
 import { describe, expect, it } from "vitest"
-import { ack, delivers, machine, MemStream, NS, pull, SEC, seqs, tick } from "../../src/core/consumer/testing.js"
+import { ack, delivers, machine, MemStream, NS, pull, SEC, seqs, tick } from "../helpers/consumer-machine.js"
 
 const stream = (...subjects: string[]) => {
   const s = new MemStream()

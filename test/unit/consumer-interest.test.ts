@@ -3,7 +3,7 @@
 // or delivered and pending. Ack none lets go on delivery, ack all up to the acked
 // sequence, +TERM and max_deliver let go and say so with a `released` action.
 import { describe, expect, it } from "vitest"
-import { ack, machine, MemStream, pull, SEC, tick } from "../../src/core/consumer/testing.js"
+import { ack, machine, MemStream, pull, SEC, tick } from "../helpers/consumer-machine.js"
 
 const stream = (...subjects: string[]) => {
   const s = new MemStream()

@@ -6,7 +6,7 @@ import fc from "fast-check"
 import { describe, expect, it } from "vitest"
 import type { ConsumerMachine } from "../../src/core/consumer/machine.js"
 import type { ConsumerAction } from "../../src/core/consumer/types.js"
-import { machine, MemStream, NS } from "../../src/core/consumer/testing.js"
+import { machine, MemStream, NS } from "../helpers/consumer-machine.js"
 import { subjectMatches } from "../../src/core/stream/stream-index.js"
 
 const SUBJECTS = ["a.1", "a.2", "b.1", "c.9"]

@@ -1,7 +1,7 @@
 // Pull requests: batch, no_wait, expires, max_waiting, max_bytes and the request
 // limits, with the 404/408/409/100 status replies clients switch on.
 import { describe, expect, it } from "vitest"
-import { delivers, machine, MemStream, NS, pull, SEC, seqs, statuses, tick } from "../../src/core/consumer/testing.js"
+import { delivers, machine, MemStream, NS, pull, SEC, seqs, statuses, tick } from "../helpers/consumer-machine.js"
 
 const stream = (n: number, size = 10) => {
   const s = new MemStream()

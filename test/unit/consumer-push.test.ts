@@ -2,7 +2,7 @@
 // carrying the last sequences, flow control, and the ordered consumer shape.
 import { describe, expect, it } from "vitest"
 import { ConsumerMachine } from "../../src/core/consumer/machine.js"
-import { delivers, machine, MemStream, NS, pull, SEC, seqs, statuses, tick } from "../../src/core/consumer/testing.js"
+import { delivers, machine, MemStream, NS, pull, SEC, seqs, statuses, tick } from "../helpers/consumer-machine.js"
 
 const stream = (n: number, size = 10) => {
   const s = new MemStream()

@@ -2,7 +2,7 @@
 // and the inactivity of ephemeral pull consumers.
 import { describe, expect, it } from "vitest"
 import { ConsumerMachine } from "../../src/core/consumer/machine.js"
-import { ack, delivers, machine, MemStream, NS, pull, SEC, seqs, tick } from "../../src/core/consumer/testing.js"
+import { ack, delivers, machine, MemStream, NS, pull, SEC, seqs, tick } from "../helpers/consumer-machine.js"
 
 const stream = (n: number) => {
   const s = new MemStream()

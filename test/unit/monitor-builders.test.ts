@@ -8,7 +8,7 @@ import { buildJsz, jszOptions } from "../../src/core/monitor/jsz.js"
 import { sanitizeReport } from "../../src/core/monitor/runtime.js"
 import { isValidLiteralSubject, matchLiteral, subjectsCollide } from "../../src/core/monitor/subject.js"
 import { sublistStats } from "../../src/core/monitor/subsz.js"
-import { syntheticProbe, syntheticSource, SyntheticNow, type SyntheticOptions } from "../../src/core/monitor/testing.js"
+import { syntheticProbe, syntheticSource, SyntheticNow, type SyntheticOptions } from "../helpers/monitor-source.js"
 
 const routes = endpointIndex(MonitorEndpoints)
 

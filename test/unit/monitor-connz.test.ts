@@ -4,7 +4,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Either } from "effect"
 import { ConnzSortKeys, type ConnzSort } from "../../src/schema/monitor.js"
 import { buildConnz, connzOptions, selectConnections, sortConnections, type AnyConn, type ConnzOptions } from "../../src/core/monitor/connz.js"
-import { syntheticSource, SyntheticNow } from "../../src/core/monitor/testing.js"
+import { syntheticSource, SyntheticNow } from "../helpers/monitor-source.js"
 import type { ClosedConnSnapshot } from "../../src/core/monitor/source.js"
 
 const src = syntheticSource({ connections: 50, closed: 12 })

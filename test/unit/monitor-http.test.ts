@@ -13,7 +13,7 @@ import { Ajv, type ValidateFunction } from "ajv"
 import addFormats from "ajv-formats"
 import { Effect, Exit, Scope } from "effect"
 import { MonitorEndpoints } from "../../src/core/monitor/endpoints.js"
-import { syntheticSource, type SyntheticSource } from "../../src/core/monitor/testing.js"
+import { syntheticSource, type SyntheticSource } from "../helpers/monitor-source.js"
 import { nodeProcessProbe, startMonitor, type MonitorHandle, type MonitorOptions } from "../../src/server/monitor/index.js"
 import { ConnzSortKeys } from "../../src/schema/monitor.js"
 

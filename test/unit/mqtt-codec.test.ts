@@ -2,7 +2,7 @@
 // fixed-header rules, remaining lengths, strings, and what it keeps in memory.
 import { describe, expect, it } from "vitest"
 import { type ClientPacket, MqttSession, type SessionAction } from "../../src/core/mqtt/index.js"
-import { seededRandom } from "../../src/core/mqtt/testing.js"
+import { seededRandom } from "../helpers/mqtt-session.js"
 import { frame, str, u16 } from "../helpers/mqtt-wire.js"
 import { OutBuf } from "../../src/core/nats/outbuf.js"
 import { decodePacket, headerViolation, MalformedPacket, MAX_REMAINING_LENGTH, MqttParser } from "../../src/server/mqtt/codec.js"

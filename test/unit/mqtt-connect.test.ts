@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest"
 import { MqttSession, assignClientId, defaultSessionConfig } from "../../src/core/mqtt/session.js"
-import { bytes, connectPacket, connected, ofType, pkt, seededRandom, sent } from "../../src/core/mqtt/testing.js"
+import { bytes, connectPacket, connected, ofType, pkt, seededRandom, sent } from "../helpers/mqtt-session.js"
 import type { ConnectPacket } from "../../src/core/mqtt/types.js"
 
 const fresh = (deps: Partial<ConstructorParameters<typeof MqttSession>[1]> = {}) =>

@@ -4,7 +4,7 @@
 import * as fc from "fast-check"
 import { describe, expect, it } from "vitest"
 import { MqttSession, defaultSessionConfig } from "../../src/core/mqtt/session.js"
-import { bytes, connected, connectPacket, ofType, pkt, seededRandom, sent } from "../../src/core/mqtt/testing.js"
+import { bytes, connected, connectPacket, ofType, pkt, seededRandom, sent } from "../helpers/mqtt-session.js"
 
 const LEVELS = ["a", "b", "c", "d"] as const
 const topicArb = fc.array(fc.constantFrom(...LEVELS), { minLength: 1, maxLength: 4 }).map((ls) => ls.join("/"))

@@ -3,7 +3,7 @@
 // in-flight ones before the resumed session's resend, which keeps its order; the queued
 // ones as the window makes room. Issue #15, items 8 and 9.
 import { describe, expect, it } from "vitest"
-import { bytes, connected, ofType, pkt, sent } from "../../src/core/mqtt/testing.js"
+import { bytes, connected, ofType, pkt, sent } from "../helpers/mqtt-session.js"
 import type { SessionSnapshot } from "../../src/core/mqtt/types.js"
 
 const persistent = { clientId: "dev", clean: false }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest"
-import { bytes, connected, ofType, pkt, sent } from "../../src/core/mqtt/testing.js"
+import { bytes, connected, ofType, pkt, sent } from "../helpers/mqtt-session.js"
 
 const will = { topic: "dev/status", payload: bytes("offline"), qos: 1, retain: false }
 

@@ -3,7 +3,7 @@
 // stored messages a resumed session would send. The session asks its deps; these tests
 // give it permissions as plain functions.
 import { describe, expect, it } from "vitest"
-import { bytes, connected, ofType, pkt, sent } from "../../src/core/mqtt/testing.js"
+import { bytes, connected, ofType, pkt, sent } from "../helpers/mqtt-session.js"
 import type { SessionSnapshot } from "../../src/core/mqtt/types.js"
 
 const onlyPublic = (_topic: string, subject: string) => subject.startsWith("public.")

@@ -1,7 +1,7 @@
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"
 import { AckOrder, MAX_PACKET_ID, OutWindow, recordTakeover } from "../../src/core/mqtt/qos.js"
-import { bytes, connected, ofType, pkt, sent } from "../../src/core/mqtt/testing.js"
+import { bytes, connected, ofType, pkt, sent } from "../helpers/mqtt-session.js"
 import type { SessionAction } from "../../src/core/mqtt/types.js"
 
 const noDeadline = (a: SessionAction[]) => a.filter((x) => x.type !== "deadline")

@@ -4,7 +4,7 @@
 // next deliveries. Also: packets are traced without payloads or passwords.
 import { describe, expect, it } from "vitest"
 import { describePacket } from "../../src/core/mqtt/describe.js"
-import { bytes, connected, connectPacket, ofType, pkt, sent } from "../../src/core/mqtt/testing.js"
+import { bytes, connected, connectPacket, ofType, pkt, sent } from "../helpers/mqtt-session.js"
 
 const sub = (messageId: number, ...subscriptions: Array<{ topic: string; qos: number }>) =>
   pkt({ cmd: "subscribe", messageId, subscriptions })

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest"
-import { bytes, connected, ofType, pkt, sent } from "../../src/core/mqtt/testing.js"
+import { bytes, connected, ofType, pkt, sent } from "../helpers/mqtt-session.js"
 
 const publish = (topic: string, payload: string, retain: boolean, qos = 0) =>
   pkt({ cmd: "publish", topic, payload: bytes(payload), qos, retain, dup: false, messageId: qos > 0 ? 1 : undefined })

@@ -1,6 +1,6 @@
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"
-import { bytes, connected, pkt } from "../../src/core/mqtt/testing.js"
+import { bytes, connected, pkt } from "../helpers/mqtt-session.js"
 import type { SessionInput } from "../../src/core/mqtt/types.js"
 
 const id = fc.integer({ min: 1, max: 6 })

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest"
-import { bytes, connected, ofType, pkt, sent } from "../../src/core/mqtt/testing.js"
+import { bytes, connected, ofType, pkt, sent } from "../helpers/mqtt-session.js"
 
 const sub = (messageId: number, ...subscriptions: Array<{ topic: string; qos: number }>) =>
   pkt({ cmd: "subscribe", messageId, subscriptions })

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest"
-import { bytes, connected, ofType, pkt } from "../../src/core/mqtt/testing.js"
+import { bytes, connected, ofType, pkt } from "../helpers/mqtt-session.js"
 import type { SessionInput } from "../../src/core/mqtt/types.js"
 
 const will = { topic: "dev/1/status", payload: bytes("offline"), qos: 1, retain: true }

@@ -1,18 +1,13 @@
 // Test helpers for the MQTT session machine: a seeded random source, packet
 // builders and a fixture that drives a session to the connected state.
-import { MqttSession, type SessionConfig, type SessionDeps, defaultSessionConfig } from "./session.js"
-import type { ClientPacket, ConnectPacket, SessionAction, SessionInput, SessionSnapshot } from "./types.js"
+import { MqttSession, type SessionConfig, type SessionDeps, defaultSessionConfig } from "../../src/core/mqtt/session.js"
+import type { ClientPacket, ConnectPacket, SessionAction, SessionInput, SessionSnapshot } from "../../src/core/mqtt/types.js"
+import { Rng } from "../../src/sim/rng.js"
 
-/** Deterministic [0, 1) source (mulberry32). */
+/** Deterministic [0, 1) source: the simulator's seeded generator (mulberry32). */
 export const seededRandom = (seed: number): (() => number) => {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
+  const rng = new Rng(seed)
+  return () => rng.next()
 }
 
 export const bytes = (s: string): Uint8Array => new TextEncoder().encode(s)

@@ -1,7 +1,7 @@
 // A synthetic MonitorSource: deterministic snapshots of a busy server (clients
 // of every protocol, a leafnode, closed connections, accounts, streams incl. the
-// MQTT ones). Used by the monitoring tests and to produce the documented example
-// responses; `extra` is merged into every snapshot object to prove that the
+// MQTT ones). Used by the monitoring tests (builders, /connz, the HTTP listener);
+// `extra` is merged into every snapshot object to prove that the
 // builders copy fields one by one (secrets planted there must never show up).
 import type {
   AccountSnapshot,
@@ -14,7 +14,7 @@ import type {
   ServerSnapshot,
   StreamSnapshot,
   SubSnapshot
-} from "./source.js"
+} from "../../src/core/monitor/source.js"
 
 export interface SyntheticOptions {
   /** Open client connections (a leafnode is added on top). Default 50. */

@@ -1,9 +1,9 @@
 // An in-memory StreamView and small drivers for testing the consumer machine
-// (used by unit tests and, later, simulation tests of the shell).
-import { ConsumerMachine, type ConsumerOptions } from "./machine.js"
-import type { ConsumerConfig } from "./config.js"
-import type { ConsumerAction, DeliverAction, StatusAction, StoredMsgMeta, StreamView } from "./types.js"
-import { subjectMatches } from "../stream/stream-index.js"
+// (used by the consumer unit tests).
+import { ConsumerMachine, type ConsumerOptions } from "../../src/core/consumer/machine.js"
+import type { ConsumerConfig } from "../../src/core/consumer/config.js"
+import type { ConsumerAction, DeliverAction, StatusAction, StoredMsgMeta, StreamView } from "../../src/core/consumer/types.js"
+import { subjectMatches } from "../../src/core/stream/stream-index.js"
 
 export class MemStream implements StreamView {
   readonly msgs = new Map<number, StoredMsgMeta>()
