@@ -11,7 +11,7 @@ import { Sublist, type SublistResult } from "../core/subject/sublist.js"
 import * as V5 from "../core/mqtt/v5/index.js"
 import { encode, MalformedPacket, MAX_REMAINING_LENGTH, MqttParser } from "../server/mqtt/codec.js"
 import type { FuzzTarget } from "./engine.js"
-import { refMatch } from "./reference.js"
+import { refMatch } from "../sim/reference.js"
 
 const bytes = (s: string): Uint8Array => Buffer.from(s, "latin1")
 const words = (...ws: ReadonlyArray<string>): ReadonlyArray<Uint8Array> => ws.map(bytes)

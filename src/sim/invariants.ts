@@ -7,7 +7,7 @@ import type { Server } from "../server/server.js"
 import type { SimClient } from "./clients.js"
 import { keyOf } from "./clients.js"
 import type { SimLink } from "./network.js"
-import { refMatch } from "../fuzz/reference.js"
+import { refMatch } from "./reference.js"
 
 /** One expected delivery. `optional`: routed from a chunk during which the server closed the publisher, so it may or may not have been processed. */
 interface Expect {

@@ -2,7 +2,7 @@ import fc from "fast-check"
 import { describe, expect, it } from "vitest"
 import { type InterestChange, RemoteInterest, type RemoteSub } from "../../src/core/cluster/interest.js"
 import type { SublistResult } from "../../src/core/subject/sublist.js"
-import { refMatch } from "../../src/fuzz/reference.js"
+import { refMatch } from "../../src/sim/reference.js"
 
 // Remote interest against a brute-force model: a list of every entry, scanned on each query.
 

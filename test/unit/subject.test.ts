@@ -12,7 +12,7 @@ import {
   tokenAt,
   tokenize
 } from "../../src/core/subject/subject.js"
-import { refMatch } from "../../src/fuzz/reference.js"
+import { refMatch } from "../../src/sim/reference.js"
 
 // Reference implementations built on split(): slow and obviously right (refMatch is shared with the fuzzer).
 const refValid = (s: string): boolean => {

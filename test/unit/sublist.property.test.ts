@@ -3,7 +3,7 @@ import fc from "fast-check"
 import { SubjectSet } from "../../src/core/subject/subject-set.js"
 import { Sublist, type SublistResult } from "../../src/core/subject/sublist.js"
 import { subjectsCollide } from "../../src/core/subject/subject.js"
-import { refMatch } from "../../src/fuzz/reference.js"
+import { refMatch } from "../../src/sim/reference.js"
 
 // Sublist against a naive model that scans every live subscription, over random
 // insert/remove/match sequences on a small token alphabet so that subjects collide

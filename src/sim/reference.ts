@@ -1,4 +1,4 @@
-// Reference implementations for tests and the fuzzer: slow and obviously right.
+// Reference implementations for the simulator's invariants, the fuzzer and tests: slow and obviously right.
 
 /** nats-server's subject matching, token by token: `*` one token, `>` one or more at the end. */
 export const refMatch = (literal: string, filter: string): boolean => {
