@@ -1,8 +1,10 @@
-// `npm run sim -- [--seed N] [--steps M] [--runs K] [--faults net|disk [--disk-full|--no-disk-full]] [--mqtt [--no-device-faults]] [--plant BUG] [--tail L]`:
+// `npm run sim -- [--seed N] [--steps M] [--runs K] [--faults net|disk [--disk-full|--no-disk-full]] [--mqtt [--no-device-faults]] [--no-nonces] [--plant BUG] [--tail L]`:
 // run the deterministic simulation. With a seed it replays that run exactly; without one
 // it picks seeds and prints them. `--faults disk` adds JetStream on a simulated disk with
-// crashes and power cuts, `--mqtt` MQTT devices and the bridge. A failure prints the
-// seed, the step, a command that reproduces it and the last trace events.
+// crashes and power cuts, `--mqtt` MQTT devices and the bridge; `--no-nonces` leaves out
+// the nkey user that makes INFO carry nonces in a third of the runs (to replay older
+// seeds). A failure prints the seed, the step, a command that reproduces it and the last
+// trace events.
 // `--release [--runs K]`: the release check, K fresh seeds (default 50) in each of the four
 // modes (network faults; plus disk; each with MQTT), a one-line summary per mode.
 import { type FaultSet, type PlantedBug, reproduceCommand, runSim, type SimResult } from "../src/sim/runner.js"
@@ -12,12 +14,12 @@ const arg = (name: string): string | undefined => {
   return i >= 0 ? process.argv[i + 1] : undefined
 }
 
-export const report = (r: SimResult, plant?: PlantedBug, faults: FaultSet = "net", mqtt = false, deviceFaults = true, diskFull?: boolean): string => {
+export const report = (r: SimResult, plant?: PlantedBug, faults: FaultSet = "net", mqtt = false, deviceFaults = true, diskFull?: boolean, nonces = true): string => {
   if (r.ok) return `seed ${r.seed}: ok (${r.steps} steps, trace ${r.traceHash}/${r.traceLines}) ${JSON.stringify(r.stats)}`
   return [
     `seed ${r.seed}: FAILED at step ${r.failedStep}`,
     ...r.violations.slice(0, 10).map((v) => `  violation: ${v}`),
-    `  reproduce: ${reproduceCommand(r.seed, r.steps, plant, faults, mqtt, deviceFaults, diskFull)}`,
+    `  reproduce: ${reproduceCommand(r.seed, r.steps, plant, faults, mqtt, deviceFaults, diskFull, nonces)}`,
     `  last trace events:`,
     ...r.trace.map((l) => `    ${l}`)
   ].join("\n")
@@ -56,14 +58,15 @@ const main = async (): Promise<void> => {
   const mqtt = process.argv.includes("--mqtt") || plant === "mqtt-commit-before-sync" || plant === "mqtt-forget-pubrel"
   const deviceFaults = !process.argv.includes("--no-device-faults")
   const diskFull = process.argv.includes("--disk-full") ? true : process.argv.includes("--no-disk-full") ? false : undefined
+  const nonces = !process.argv.includes("--no-nonces")
   const given = arg("seed")
   const runs = given === undefined ? Number(arg("runs") ?? 1) : 1
   let failed = false
   for (let i = 0; i < runs; i++) {
     const seed = given === undefined ? (Math.random() * 0x7fffffff) | 0 : Number(given)
     if (given === undefined) console.log(`seed ${seed}`)
-    const r = await runSim({ seed, steps, faults, plant, mqtt, mqttDeviceFaults: deviceFaults, diskFull, traceTail: Number(arg("tail") ?? 30) })
-    console.log(report(r, plant, faults, mqtt, deviceFaults, diskFull))
+    const r = await runSim({ seed, steps, faults, plant, mqtt, mqttDeviceFaults: deviceFaults, diskFull, nonces, traceTail: Number(arg("tail") ?? 30) })
+    console.log(report(r, plant, faults, mqtt, deviceFaults, diskFull, nonces))
     if (!r.ok) failed = true
   }
   process.exitCode = failed ? 1 : 0

@@ -3,7 +3,6 @@
 // (under a prefix or a mapped subject); a service import is an internal subscription in
 // the importer that forwards requests to the exporter with a private reply subject,
 // whose single response is forwarded back. Nothing else ever crosses accounts.
-import { randomBytes } from "node:crypto"
 import { importLabel, importProblem, importProblems, importSource as source } from "../config/account-checks.js"
 import type { AccountImport, ServerOptions } from "../config/options.js"
 import type { AccountExportSnapshot, AccountImportSnapshot } from "../core/monitor/source.js"
@@ -96,7 +95,7 @@ const wireService = (server: Server, importer: string, imp: AccountImport, from:
   const router = server.router
   const requester = router.internal(from, `service import from ${importer}`)
   const responder = router.internal(importer, `service export from ${from}`)
-  const prefix = `_R_.${randomBytes(6).toString("base64url")}`
+  const prefix = `_R_.${server.randomId(6)}`
   const pending = new Map<string, PendingResponse>()
   let seq = 0
   const prune = (now: number) => {

@@ -1,8 +1,9 @@
 // The Effect shell around the engine: listens through the Transport, wakes the
 // engine's timers on demand from Effect's Clock (so tests steer them with TestClock), flushes
 // on setImmediate, and shuts down gracefully when its scope closes.
-import { Effect, Random, type Scope } from "effect"
+import { Effect, Option, Random, type Scope } from "effect"
 import type { ServerOptions } from "../config/options.js"
+import { Entropy, nodeEntropy } from "../services/entropy.js"
 import { Log } from "../services/log.js"
 import { Transport, type TransportError } from "../services/transport.js"
 import { type Alarm, startAlarm } from "./alarm.js"
@@ -50,6 +51,8 @@ export const startNatsServer = (
     const log = yield* Log
     const clock = yield* Effect.clock
     const random = xorshift(yield* Random.nextIntBetween(1, 0x7fffffff))
+    // The OS's CSPRNG unless the context provides another Entropy (a seeded one in tests).
+    const entropy = Option.getOrElse(yield* Effect.serviceOption(Entropy), () => nodeEntropy)
     const now = () => clock.unsafeCurrentTimeMillis()
     const poll = options.busyPollUs > 0
       ? new BusyPoll(options.busyPollUs / 1000, { now: () => performance.now(), schedule: (f) => setImmediate(f) })
@@ -65,10 +68,11 @@ export const startNatsServer = (
       now,
       nanos: () => Number(clock.unsafeCurrentTimeNanos()),
       random,
+      randomBytes: entropy.bytes,
       log,
       scheduleFlush: (flush) => setImmediate(flush),
       wakeAt: (at) => alarm?.wakeAt(at),
-      serverId: makeServerId(random)
+      serverId: makeServerId(entropy.bytes)
     })
     const imports = wireImports(server)
     // Pings, stale connections, auth and write deadlines: woken only when a client has

@@ -26,6 +26,11 @@ export interface ServerEnv {
   readonly nanos: () => number
   /** Uniform [0, 1), seeded in tests: queue member choice. */
   readonly random: () => number
+  /**
+   * `n` unguessable bytes (the Entropy service: the OS's CSPRNG in production, the seed in a
+   * simulation): nonces, generated names, advisory ids, reply prefixes.
+   */
+  readonly randomBytes: (n: number) => Buffer
   readonly log: LogService
   /** Run `flush` once, after the current batch of I/O callbacks (setImmediate in production). */
   readonly scheduleFlush: (flush: () => void) => void
@@ -33,6 +38,7 @@ export interface ServerEnv {
   readonly activity?: (bytes: number) => void
   /** Ask the shell to run `tick` no later than `at` (a client's first deadline, a blocked write). */
   readonly wakeAt?: (at: number) => void
+  /** This process's id (`makeServerId`, from `randomBytes`). */
   readonly serverId: string
 }
 
@@ -111,6 +117,11 @@ export class Server implements ClientDoor {
 
   now(): number {
     return this.env.now()
+  }
+
+  /** `n` unguessable bytes as base64url (no padding): a nonce, a generated name, an id. */
+  randomId(n: number): string {
+    return this.env.randomBytes(n).toString("base64url")
   }
 
   /** A connection id, unique across every listener (NATS, MQTT), as /connz shows them. */
@@ -225,7 +236,7 @@ export class Server implements ClientDoor {
     }
     if (o.jetstream !== undefined) info.jetstream = true
     if (this.auth.nonceRequired) {
-      c.nonce ??= makeNonce()
+      c.nonce ??= makeNonce(this)
       info.nonce = c.nonce
     }
     if (extra !== undefined) Object.assign(info, extra)
@@ -288,10 +299,11 @@ export class Server implements ClientDoor {
 
 const noopHandlers: ConnHandlers = { onData: () => {}, onDrain: () => {}, onClose: () => {} }
 
-/** A server id in nats-server's form: 56 characters of base32, starting with N. */
-export const makeServerId = (random: () => number): string => {
+/** A server id in nats-server's form: 56 characters of base32, starting with N, from unguessable bytes. */
+export const makeServerId = (randomBytes: (n: number) => Uint8Array): string => {
   const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
+  const b = randomBytes(55)
   let id = "N"
-  for (let i = 0; i < 55; i++) id += alphabet[(random() * 32) | 0]
+  for (let i = 0; i < 55; i++) id += alphabet[b[i] & 31]
   return id
 }

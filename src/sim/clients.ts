@@ -67,6 +67,8 @@ export class SimClient implements ClientEnd {
         case "INFO":
           if (this.state === "connecting") {
             this.state = "ready"
+            const nonce = (JSON.parse(op.json) as { nonce?: string }).nonce
+            if (nonce !== undefined) this.trace(`c${this.id} nonce ${nonce}`)
             this.send(`CONNECT {"verbose":false,"pedantic":false,"echo":${this.echo},"headers":${this.headers},"no_responders":${this.headers},"protocol":1,"lang":"sim","version":"0"}\r\nPING\r\n`)
             this.subscribe(`${this.inbox}.*`, "", false)
           }

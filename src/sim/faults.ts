@@ -27,6 +27,11 @@ export interface SimConfig {
    * not settled yet: `--disk-full` turns it on). Off replays seeds recorded before it existed.
    */
   readonly diskFull?: boolean
+  /**
+   * An nkey user beside the no_auth_user in a third of the runs, so INFO carries nonces
+   * (default true). Off replays seeds recorded before it existed.
+   */
+  readonly nonces?: boolean
   /** Lines of trace kept for the failure report. */
   readonly traceTail?: number
 }
@@ -61,10 +66,10 @@ export interface FaultMix {
 /** Whether a run fills the disk now and then (see `SimConfig.diskFull`). */
 export const diskFullOn = (faults: FaultSet, mqtt: boolean, diskFull: boolean | undefined): boolean => faults === "disk" && (diskFull ?? !mqtt)
 
-export const reproduceCommand = (seed: number, steps: number, plant?: PlantedBug, faults: FaultSet = "net", mqtt = false, deviceFaults = true, diskFull?: boolean): string => {
+export const reproduceCommand = (seed: number, steps: number, plant?: PlantedBug, faults: FaultSet = "net", mqtt = false, deviceFaults = true, diskFull?: boolean, nonces = true): string => {
   const full = diskFullOn(faults, mqtt, diskFull)
   const fullFlag = faults !== "disk" || full === !mqtt ? "" : full ? " --disk-full" : " --no-disk-full"
-  return `npm run sim -- --seed ${seed} --steps ${steps}${faults === "net" ? "" : ` --faults ${faults}`}${mqtt ? " --mqtt" : ""}${plant === undefined ? "" : ` --plant ${plant}`}${mqtt && !deviceFaults ? " --no-device-faults" : ""}${fullFlag}`
+  return `npm run sim -- --seed ${seed} --steps ${steps}${faults === "net" ? "" : ` --faults ${faults}`}${mqtt ? " --mqtt" : ""}${plant === undefined ? "" : ` --plant ${plant}`}${mqtt && !deviceFaults ? " --no-device-faults" : ""}${fullFlag}${nonces ? "" : " --no-nonces"}`
 }
 
 export const optionsFor = (rng: Rng): ServerOptions => ({
@@ -79,6 +84,31 @@ export const optionsFor = (rng: Rng): ServerOptions => ({
   pingMax: rng.int(1, 3),
   writeDeadlineMs: rng.pick([200, 1_000, 10_000]),
   log: { debug: false, trace: false, logtime: false, logFile: undefined }
+})
+
+/** The public key of an nkey user no simulated client connects as (nobody holds its seed). */
+export const SIM_NKEY_USER = "UC7XM6ZBANBSBTONQFXGKEGDIGJFVC7YXFNE7BJYJ63S5QIXDYTUDBLQ"
+
+/**
+ * The options with an nkey user configured beside the no_auth_user the simulated clients
+ * connect as (anonymously, as before): every INFO then carries a nonce, drawn from the
+ * server's seeded entropy, and the clients trace it, so a replay covers the nonces too.
+ * The auth timeout is longer than any run, so it never closes a client that a fault delayed.
+ */
+export const withNkeyUser = (o: ServerOptions): ServerOptions => ({
+  ...o,
+  authorization: {
+    user: undefined,
+    password: undefined,
+    token: undefined,
+    users: [
+      { user: undefined, password: undefined, nkey: SIM_NKEY_USER, permissions: undefined, account: undefined },
+      { user: "sim", password: "sim", nkey: undefined, permissions: undefined, account: undefined }
+    ],
+    timeoutMs: 24 * 3_600_000,
+    defaultPermissions: undefined
+  },
+  noAuthUser: "sim"
 })
 
 export const faultsFor = (rng: Rng): FaultMix => ({

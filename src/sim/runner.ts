@@ -6,6 +6,7 @@
 import { Effect, Exit } from "effect"
 import type { ServerOptions } from "../config/options.js"
 import { SimDisk } from "../services/disk-sim.js"
+import { seededEntropy } from "../services/entropy.js"
 import { makeLog, type LogService } from "../services/log.js"
 import { type Delivery, GLOBAL_ACCOUNT, type Subscription } from "../engine/principal.js"
 import { wireImports } from "../server/imports.js"
@@ -13,7 +14,7 @@ import { consumerSnapshots } from "../server/jetstream/consumer-api.js"
 import { tickIntervalMs } from "../server/run.js"
 import { makeServerId, Server } from "../server/server.js"
 import { SimClient } from "./clients.js"
-import { diskFaultsFor, diskFullOn, type FaultMix, type FaultSet, faultsFor, optionsFor, type SimConfig } from "./faults.js"
+import { diskFaultsFor, diskFullOn, type FaultMix, type FaultSet, faultsFor, optionsFor, type SimConfig, withNkeyUser } from "./faults.js"
 import { Model } from "./invariants.js"
 import { JsClient, SIM_STREAM, SIM_STREAM_SUBJECTS } from "./js-client.js"
 import { JsConsumer } from "./js-consumer.js"
@@ -76,6 +77,8 @@ class Sim {
   private readonly mqtt: MqttSim | undefined
   private readonly disk: SimDisk | undefined
   private readonly jsRng: Rng
+  /** The server has an nkey user: INFO carries a nonce. */
+  private readonly nonces: boolean
   private jetstream: SimJetStream | undefined
   /** Draws of the disk-full fault, from a generator of its own (runs without it keep their traces). */
   private readonly fullRng: Rng | undefined
@@ -102,7 +105,9 @@ class Sim {
     const root = new Rng(config.seed)
     this.faultSet = config.faults ?? "net"
     const disk = this.faultSet === "disk"
-    this.options = optionsFor(root.fork())
+    // An nkey user (so INFO carries nonces) in a third of the runs, from a generator of its own.
+    this.nonces = config.nonces !== false && new Rng(config.seed ^ 0x4e4e4e4e).chance(1 / 3)
+    this.options = this.nonces ? withNkeyUser(optionsFor(root.fork())) : optionsFor(root.fork())
     const faults = faultsFor(root.fork())
     this.rng = root.fork()
     this.net = new SimNetwork(root.fork(), (l) => this.trace(l))
@@ -132,7 +137,7 @@ class Sim {
     }
     const o = this.options
     if (this.mqtt !== undefined) this.trace(`mqtt devices: ${this.mqtt.describe()}`)
-    this.trace(`options max_pending=${o.maxPending} ping=${o.pingIntervalMs}ms/${o.pingMax} write_deadline=${o.writeDeadlineMs}ms faults=${JSON.stringify(this.faults)}`)
+    this.trace(`options max_pending=${o.maxPending} ping=${o.pingIntervalMs}ms/${o.pingMax} write_deadline=${o.writeDeadlineMs}ms${this.nonces ? " nkey_user+no_auth_user" : ""} faults=${JSON.stringify(this.faults)}`)
   }
 
   private newModel(): Model {
@@ -155,6 +160,8 @@ class Sim {
     const life = this.life
     const q = this.net.q
     const random = () => this.serverRng.next()
+    // The server's unguessable bytes (its id, nonces, generated names) come from its seeded generator too.
+    const entropy = seededEntropy(random)
     const log = makeLog(this.options.log, (l) => {
       this.trace(`server: ${l.replace(/^\[\d+\] /, "").trimEnd()}`)
       this.mqtt?.noteServerLog(l)
@@ -163,10 +170,12 @@ class Sim {
       now: () => q.now,
       nanos: () => q.now * 1_000_000,
       random,
+      randomBytes: entropy.bytes,
       log,
       scheduleFlush: (flush) => q.schedule(q.now, () => life === this.life && this.net.callServer("flush", flush)),
-      serverId: makeServerId(random)
+      serverId: makeServerId(entropy.bytes)
     })
+    this.trace(`server ${this.server.serverId} starts`)
     wireImports(this.server)
     if (this.config.plant === "drop-every-100th-delivery" || this.config.plant === "reorder-deliveries") plantBug(this.server, this.config.plant)
     this.server.setListener("127.0.0.1", 4222)

@@ -6,6 +6,7 @@
 // Planted durability bugs must be caught within the budget with a seed that replays them.
 import { describe, expect, it } from "vitest"
 import { type PlantedBug, reproduceCommand, runSim, type SimResult } from "../../src/sim/runner.js"
+import { serverIds } from "../helpers/sim-trace.js"
 
 const STEPS = 1_000
 const SEEDS = Array.from({ length: 10 }, (_, i) => 2_000 + i * 7919)
@@ -39,14 +40,18 @@ describe("simulation: JetStream across crashes and power cuts", () => {
     expect(total.streamsNotRecovered).toBe(0)
   })
 
-  it("replays a seed exactly: same seed, same trace, same disk", async () => {
-    const a = await runSim({ seed: 777, steps: 400, faults: "disk", traceTail: 300 })
-    const b = await runSim({ seed: 777, steps: 400, faults: "disk", traceTail: 300 })
+  it("replays a seed exactly: same seed, same trace, same disk, same server ids", async () => {
+    const a = await runSim({ seed: 777, steps: 400, faults: "disk", traceTail: 100_000 })
+    const b = await runSim({ seed: 777, steps: 400, faults: "disk", traceTail: 100_000 })
     expect(a.ok).toBe(true)
     expect(a.stats.restarts).toBeGreaterThan(0)
     expect(b.traceHash).toBe(a.traceHash)
     expect(b.trace).toEqual(a.trace)
     expect(b.stats).toEqual(a.stats)
+    // Each start of the server process has an id of its own, drawn from the seed.
+    expect(serverIds(a)).toHaveLength(a.stats.restarts + 1)
+    expect(new Set(serverIds(a)).size).toBe(a.stats.restarts + 1)
+    expect(serverIds(b)).toEqual(serverIds(a))
   })
 
   // A bug the simulator found: a durable consumer saves its state with its own fsync and

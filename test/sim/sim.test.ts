@@ -2,14 +2,17 @@
 // fault mix, proof that a planted bug is caught with a replayable seed, and proof that a
 // seed replays the identical run.
 import { describe, expect, it } from "vitest"
-import { Effect, Layer, TestClock, TestContext } from "effect"
+import { Effect, Layer, Random, TestClock, TestContext } from "effect"
+import { Entropy, seededEntropy } from "../../src/services/entropy.js"
 import { layerMemoryLog } from "../../src/services/log.js"
 import { startNatsServer } from "../../src/server/run.js"
 import { SimClient } from "../../src/sim/clients.js"
 import { layerSim, SimNetwork } from "../../src/sim/network.js"
 import { Rng } from "../../src/sim/rng.js"
+import { withNkeyUser } from "../../src/sim/faults.js"
 import { type FaultSet, reproduceCommand, runSim, type SimConfig, type SimResult } from "../../src/sim/runner.js"
 import { testOptions } from "../helpers/server.js"
+import { nonces, serverIds } from "../helpers/sim-trace.js"
 
 const STEPS = 1_500
 const SEEDS = Array.from({ length: 20 }, (_, i) => 1_000 + i * 7919)
@@ -49,14 +52,25 @@ describe("simulation: NATS core under seeded faults", () => {
     expect(total.liveAtEnd).toBeGreaterThan(0)
   })
 
-  it("replays a seed exactly: same seed, same trace", async () => {
-    const a = await runSim({ seed: 4242, steps: 600, traceTail: 200 })
-    const b = await runSim({ seed: 4242, steps: 600, traceTail: 200 })
+  it("replays a seed exactly: same seed, same trace, server id and nonces included", async () => {
+    // Both seeds configure an nkey user, so every INFO carries a nonce the clients trace.
+    const a = await runSim({ seed: 4242, steps: 600, traceTail: 100_000 })
+    const b = await runSim({ seed: 4242, steps: 600, traceTail: 100_000 })
     expect(a.traceLines).toBeGreaterThan(600)
     expect(b.traceHash).toBe(a.traceHash)
     expect(b.trace).toEqual(a.trace)
     expect(b.stats).toEqual(a.stats)
-    expect((await runSim({ seed: 4243, steps: 600 })).traceHash).not.toBe(a.traceHash)
+    expect(serverIds(a)).toHaveLength(1)
+    expect(nonces(a).length).toBeGreaterThan(3)
+    expect(new Set(nonces(a)).size).toBe(nonces(a).length)
+    const other = await runSim({ seed: 4243, steps: 600, traceTail: 100_000 })
+    expect(other.traceHash).not.toBe(a.traceHash)
+    expect(serverIds(other)).not.toEqual(serverIds(a))
+    expect(nonces(other).length).toBeGreaterThan(0)
+    expect(nonces(other).filter((n) => nonces(a).includes(n))).toEqual([])
+    // Without the nkey user (a seed recorded before it existed): no nonce, and a command that says so.
+    expect(nonces(await runSim({ seed: 4242, steps: 600, traceTail: 100_000, nonces: false }))).toEqual([])
+    expect(reproduceCommand(4242, 600, undefined, "net", false, true, undefined, false)).toBe("npm run sim -- --seed 4242 --steps 600 --no-nonces")
   })
 
   for (const plant of ["drop-every-100th-delivery", "reorder-deliveries"] as const) {
@@ -110,5 +124,51 @@ describe("simulation: layerSim as the Transport of startNatsServer", () => {
       )
     )
     expect(net.serverThrew).toEqual([])
+  })
+
+  it("startNatsServer draws its id and the nonces from the Entropy it is given, the OS's CSPRNG without one", async () => {
+    // One server on the simulated network with an nkey user (INFO carries a nonce); what it told the client.
+    const serve = (entropy: Layer.Layer<never> | Layer.Layer<Entropy>, seed: number) => {
+      const net = new SimNetwork(new Rng(7), () => {})
+      const seen: Array<string> = []
+      const client = new SimClient(1, true, true, (l) => seen.push(l))
+      const program = Effect.gen(function*() {
+        const running = yield* startNatsServer(withNkeyUser(testOptions()))
+        client.link = net.connect(client, { latency: [1, 2], drainBytes: 4096, drainEveryMs: 1, splitChance: 0 })
+        for (let i = 0; i < 5 && client.state !== "ready"; i++) {
+          net.q.runUntil(net.q.now + 20)
+          yield* Effect.promise(() => new Promise<void>((r) => setImmediate(r)))
+        }
+        expect(client.state).toBe("ready")
+        return { id: running.server.serverId, nonce: /nonce (\S+)$/.exec(seen.join("\n"))?.[1] }
+      })
+      return Effect.runPromise(
+        program.pipe(
+          Effect.scoped,
+          Effect.provide(Layer.mergeAll(layerSim(net), layerMemoryLog([]), entropy)),
+          Effect.withRandom(Random.make(seed))
+        )
+      )
+    }
+    const seeded = (seed: number) => {
+      const rng = new Rng(seed)
+      return Layer.succeed(Entropy, seededEntropy(() => rng.next()))
+    }
+    const a = await serve(seeded(11), 11)
+    const b = await serve(seeded(11), 11)
+    const c = await serve(seeded(12), 12)
+    expect(a.id).toMatch(/^N[A-Z2-7]{55}$/)
+    expect(a.nonce).toMatch(/^[\w-]{22}$/)
+    expect(b).toEqual(a)
+    expect(c.id).not.toBe(a.id)
+    expect(c.nonce).not.toBe(a.nonce)
+    // Without an Entropy in the context: the CSPRNG, whatever Effect's Random is seeded with.
+    const d = await serve(Layer.empty, 11)
+    const e = await serve(Layer.empty, 11)
+    expect(d.id).toMatch(/^N[A-Z2-7]{55}$/)
+    expect(d.nonce).toMatch(/^[\w-]{22}$/)
+    expect(e.id).not.toBe(d.id)
+    expect(e.nonce).not.toBe(d.nonce)
+    expect(d.id).not.toBe(a.id)
   })
 })

@@ -1,7 +1,6 @@
 // The `$JS.API.CONSUMER.*` requests (create, durable create, info, delete, list, names),
 // the per-stream consumer registry, and the hooks the stream side calls: after stores
 // and removals, on stream deletion, and at recovery.
-import { randomBytes } from "node:crypto"
 import { Effect } from "effect"
 import {
   applyConsumerDefaults,
@@ -283,7 +282,7 @@ const list = (js: JetStream, acc: JsAccount, stream: string, req: Response, name
 }
 
 /** nats-server's generated names: 8 characters of a random id. */
-const generateName = (): string => randomBytes(6).toString("base64url").replace(/[-_]/g, "x").slice(0, 8).toUpperCase()
+const generateName = (js: JetStream): string => js.server.randomId(6).replace(/[-_]/g, "x").slice(0, 8).toUpperCase()
 
 const sameConfig = (a: ConsumerConfig, b: ConsumerConfig): boolean => JSON.stringify(sortKeys(a)) === JSON.stringify(sortKeys(b))
 const sortKeys = (c: ConsumerConfig): Response => {
@@ -341,7 +340,7 @@ const create = (
         streamReplicas: s.config.num_replicas
       })
       if (invalid !== undefined) return errorResponse(kind, invalid)
-      const name = cfg.durable_name || cfg.name || generateName()
+      const name = cfg.durable_name || cfg.name || generateName(js)
       cfg = applyConsumerDefaults({ ...cfg, name })
       const action = typeof req.action === "string" ? req.action : ""
       const existing = consumersOf(s).get(name)

@@ -2,7 +2,6 @@
 // to clients. It subscribes its ack, pull-request and flow-control subjects, runs the
 // machine's actions (deliveries, status messages, retention removals), wakes it at
 // `nextDeadline()`, and saves its snapshot in the stream's meta (coalesced).
-import { randomBytes } from "node:crypto"
 import { Effect } from "effect"
 import {
   ackReplySubject,
@@ -291,7 +290,7 @@ export class JsConsumer {
   private advise(a: Extract<ConsumerAction, { type: "advisory" }>): void {
     const now = this.server.now()
     const base = {
-      id: randomBytes(11).toString("base64url"),
+      id: this.server.randomId(11),
       timestamp: new Date(now).toISOString(),
       stream: this.stream.name,
       consumer: this.name,

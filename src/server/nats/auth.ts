@@ -2,7 +2,7 @@
 // user, user lists and account users (plain or bcrypt passwords), nkey users signing
 // the server's nonce, and no_auth_user. Secrets are compared in constant time (bcrypt
 // by its own construction) and never logged.
-import { createHash, randomBytes, timingSafeEqual } from "node:crypto"
+import { createHash, timingSafeEqual } from "node:crypto"
 import bcrypt from "bcryptjs"
 import { fromPublic } from "@nats-io/nkeys"
 import type { Permissions, ServerOptions, UserEntry } from "../../config/options.js"
@@ -75,8 +75,8 @@ export const passwordMatches = (given: string | undefined, expected: string): bo
   }
 }
 
-/** A fresh nonce for one connection: 16 random bytes, base64url without padding (22 characters). */
-export const makeNonce = (): string => randomBytes(16).toString("base64url")
+/** A fresh nonce for one connection: 16 unguessable bytes, base64url without padding (22 characters). */
+export const makeNonce = (server: { randomId(n: number): string }): string => server.randomId(16)
 
 /** Node's base64 decoder skips junk; a signature must be nothing but base64 (either alphabet). */
 const Base64Re = /^[A-Za-z0-9+/_-]+={0,2}$/
