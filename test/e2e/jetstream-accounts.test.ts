@@ -1,26 +1,21 @@
 // Streams per account: each account is its own stream namespace and subject space,
 // accounts without JetStream get nats-server's "not enabled" error, memory streams
 // count against max_memory, and the account storage limit stops publishes.
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import { account, userEntry } from "../helpers/monitor.js"
-import { apiError, type JsTestServer, startJsServer } from "../helpers/jetstream.js"
+import { apiError, useJsServer } from "../helpers/jetstream.js"
 
 describe("streams in accounts", () => {
-  let t: JsTestServer
-  beforeAll(async () => {
-    t = await startJsServer(
-      {
-        accounts: [
-          { ...account("A", [userEntry("a", "pa")]), jetstream: true },
-          { ...account("B", [userEntry("b", "pb")]), jetstream: true },
-          account("C", [userEntry("c", "pc")])
-        ]
-      },
-      { maxMemory: 10_000, maxStorage: 2_000 }
-    )
-  })
-  afterAll(async () => {
-    await t.close()
+  const t = useJsServer({
+    options: {
+      accounts: [
+        { ...account("A", [userEntry("a", "pa")]), jetstream: true },
+        { ...account("B", [userEntry("b", "pb")]), jetstream: true },
+        account("C", [userEntry("c", "pc")])
+      ]
+    },
+    jetstream: { maxMemory: 10_000, maxStorage: 2_000 },
+    client: false
   })
 
   it("keeps streams of different accounts apart, same names and subjects included", async () => {

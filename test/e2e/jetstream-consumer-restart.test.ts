@@ -1,19 +1,13 @@
 // Consumer state survives a restart: a durable's delivered and ack floor, its
 // unacknowledged messages (redelivered afterwards) and its config, on the file store.
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import { AckPolicy } from "@nats-io/jetstream"
-import { type JsTestServer, startJsServer } from "../helpers/jetstream.js"
+import { type JsTestServer, useJsServer } from "../helpers/jetstream.js"
 
 const NS = 1_000_000
 
 describe("consumer state across restarts", () => {
-  let t: JsTestServer
-  beforeAll(async () => {
-    t = await startJsServer()
-  })
-  afterAll(async () => {
-    await t.close()
-  })
+  const t = useJsServer({ client: false })
 
   it("a durable resumes where it was: acked messages stay acked, unacked ones come again", async () => {
     {

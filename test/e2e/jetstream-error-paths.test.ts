@@ -1,18 +1,11 @@
 // Error replies to clients never name server files: a storage failure tells the client
 // what failed (ENOENT, ENOSPC, …) while the file it happened to stays in the server log.
 import { rmSync } from "node:fs"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import { withoutPaths } from "../../src/services/disk-node.js"
-import { apiError, type JsTestServer, startJsServer } from "../helpers/jetstream.js"
+import { apiError, useJsServer } from "../helpers/jetstream.js"
 
-let t: JsTestServer
-
-beforeAll(async () => {
-  t = await startJsServer()
-})
-afterAll(async () => {
-  await t.close()
-})
+const t = useJsServer({ client: false })
 
 describe("storage errors in replies", () => {
   it("a stream delete that fails on disk says why, without the store's path", async () => {

@@ -1,18 +1,12 @@
 // The key/value client (@nats-io/kv) on Switchyard streams: the parts that need no
 // consumers (bucket create, put/get/create/update/delete/purge, status), plus the
 // expiry of max_age and de-duplication across a restart.
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import { Kvm } from "@nats-io/kv"
-import { eventuallyAsync, type JsTestServer, startJsServer } from "../helpers/jetstream.js"
+import { eventuallyAsync, useJsServer } from "../helpers/jetstream.js"
 
 describe("key/value buckets and stream housekeeping", () => {
-  let t: JsTestServer
-  beforeAll(async () => {
-    t = await startJsServer()
-  })
-  afterAll(async () => {
-    await t.close()
-  })
+  const t = useJsServer({ client: false })
 
   it("puts, gets, creates, updates by revision, deletes and purges keys", async () => {
     const { nc } = await t.client()

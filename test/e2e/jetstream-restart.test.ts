@@ -2,23 +2,17 @@
 // monitoring reports the subsystem: /jsz with account and stream detail, /healthz.
 import { readdirSync, statSync, truncateSync } from "node:fs"
 import { join } from "node:path"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import { Effect, Layer } from "effect"
 import { makeStoreConfig } from "../../src/core/stream/config.js"
 import { layerNode as diskNode } from "../../src/services/disk-node.js"
 import { Store } from "../../src/services/store.js"
 import { layerFile } from "../../src/services/store-file.js"
 import { getJson } from "../helpers/monitor.js"
-import { type JsTestServer, startJsServer } from "../helpers/jetstream.js"
+import { startJsServer, useJsServer } from "../helpers/jetstream.js"
 
 describe("streams across a restart, and in monitoring", () => {
-  let t: JsTestServer
-  beforeAll(async () => {
-    t = await startJsServer()
-  })
-  afterAll(async () => {
-    await t.close()
-  })
+  const t = useJsServer({ client: false })
 
   it("brings back stream configs, created times and messages after a restart", async () => {
     const { jsm, js } = await t.client()

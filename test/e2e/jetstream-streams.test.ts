@@ -1,33 +1,21 @@
 // The stream management API ($JS.API.INFO, STREAM.CREATE/UPDATE/DELETE/INFO/LIST/NAMES/PURGE)
 // through the real @nats-io/jetstream client, with nats-server's error codes.
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream"
-import type { NatsConnection } from "@nats-io/transport-node"
-import { apiError, type JsTestServer, startJsServer } from "../helpers/jetstream.js"
+import { describe, expect, it } from "vitest"
+import { apiError, startJsServer, useJsServer } from "../helpers/jetstream.js"
 
 describe("stream management API", () => {
-  let t: JsTestServer
-  let nc: NatsConnection
-  let jsm: JetStreamManager
-  let js: JetStreamClient
-  beforeAll(async () => {
-    t = await startJsServer()
-    ;({ nc, jsm, js } = await t.client())
-  })
-  afterAll(async () => {
-    await t.close()
-  })
+  const t = useJsServer()
 
   it("advertises streams in INFO and answers account info", async () => {
-    expect(nc.info?.jetstream).toBe(true)
-    const info = await jsm.getAccountInfo()
+    expect(t.nc.info?.jetstream).toBe(true)
+    const info = await t.jsm.getAccountInfo()
     expect(info.limits.max_memory).toBe(-1)
     expect(info.api.total).toBeGreaterThanOrEqual(0)
     expect(typeof info.streams).toBe("number")
   })
 
   it("creates a stream with nats-server's defaults and reports it", async () => {
-    const si = await jsm.streams.add({ name: "ORDERS", subjects: ["orders.>"] })
+    const si = await t.jsm.streams.add({ name: "ORDERS", subjects: ["orders.>"] })
     expect(si.config).toMatchObject({
       name: "ORDERS",
       subjects: ["orders.>"],
@@ -42,65 +30,65 @@ describe("stream management API", () => {
     expect(si.state.messages).toBe(0)
     expect(Date.parse(si.created)).toBeGreaterThan(0)
     // Same config again: idempotent. A different one: name in use (10058).
-    expect((await jsm.streams.add({ name: "ORDERS", subjects: ["orders.>"] })).config.name).toBe("ORDERS")
-    expect((await apiError(jsm.streams.add({ name: "ORDERS", subjects: ["orders.>"], max_msgs: 5 }))).err_code).toBe(10058)
-    const account = await jsm.getAccountInfo()
+    expect((await t.jsm.streams.add({ name: "ORDERS", subjects: ["orders.>"] })).config.name).toBe("ORDERS")
+    expect((await apiError(t.jsm.streams.add({ name: "ORDERS", subjects: ["orders.>"], max_msgs: 5 }))).err_code).toBe(10058)
+    const account = await t.jsm.getAccountInfo()
     expect(account.streams).toBeGreaterThanOrEqual(1)
   })
 
   it("rejects overlapping subjects, replicas, bad names and unknown streams with nats-server's codes", async () => {
-    await jsm.streams.add({ name: "OVL1", subjects: ["ovl.a.*"] })
-    expect(await apiError(jsm.streams.add({ name: "OVL2", subjects: ["ovl.>"] }))).toMatchObject({ code: 400, err_code: 10065 })
-    expect(await apiError(jsm.streams.add({ name: "R3", subjects: ["r3"], num_replicas: 3 }))).toMatchObject({ err_code: 10074 })
-    expect((await apiError(jsm.streams.add({ name: "BAD", subjects: ["a..b"] }))).err_code).toBe(10052)
-    expect(await apiError(jsm.streams.info("NOPE"))).toMatchObject({ code: 404, err_code: 10059 })
-    expect((await apiError(jsm.streams.delete("NOPE"))).err_code).toBe(10059)
-    const r = await nc.request("$JS.API.STREAM.CREATE.X", "{not json", { timeout: 10_000 })
+    await t.jsm.streams.add({ name: "OVL1", subjects: ["ovl.a.*"] })
+    expect(await apiError(t.jsm.streams.add({ name: "OVL2", subjects: ["ovl.>"] }))).toMatchObject({ code: 400, err_code: 10065 })
+    expect(await apiError(t.jsm.streams.add({ name: "R3", subjects: ["r3"], num_replicas: 3 }))).toMatchObject({ err_code: 10074 })
+    expect((await apiError(t.jsm.streams.add({ name: "BAD", subjects: ["a..b"] }))).err_code).toBe(10052)
+    expect(await apiError(t.jsm.streams.info("NOPE"))).toMatchObject({ code: 404, err_code: 10059 })
+    expect((await apiError(t.jsm.streams.delete("NOPE"))).err_code).toBe(10059)
+    const r = await t.nc.request("$JS.API.STREAM.CREATE.X", "{not json", { timeout: 10_000 })
     expect(r.json<{ type: string; error: { err_code: number } }>()).toMatchObject({
       type: "io.nats.jetstream.api.v1.stream_create_response",
       error: { code: 400, err_code: 10025 }
     })
-    const m = await nc.request("$JS.API.STREAM.CREATE.X", JSON.stringify({ name: "Y", subjects: ["y"] }), { timeout: 10_000 })
+    const m = await t.nc.request("$JS.API.STREAM.CREATE.X", JSON.stringify({ name: "Y", subjects: ["y"] }), { timeout: 10_000 })
     expect(m.json<{ error: { err_code: number } }>().error.err_code).toBe(10056)
   })
 
   it("updates, lists, names and deletes streams", async () => {
-    await jsm.streams.add({ name: "UPD", subjects: ["upd.a"] })
-    const up = await jsm.streams.update("UPD", { subjects: ["upd.a", "upd.b"], max_msgs: 10 })
+    await t.jsm.streams.add({ name: "UPD", subjects: ["upd.a"] })
+    const up = await t.jsm.streams.update("UPD", { subjects: ["upd.a", "upd.b"], max_msgs: 10 })
     expect(up.config.subjects).toEqual(["upd.a", "upd.b"])
     expect(up.config.max_msgs).toBe(10)
-    await js.publish("upd.b", "x")
-    expect((await jsm.streams.info("UPD")).state.messages).toBe(1)
-    expect((await apiError(jsm.streams.update("UPD", { storage: "memory" } as never))).err_code).toBe(10069)
+    await t.js.publish("upd.b", "x")
+    expect((await t.jsm.streams.info("UPD")).state.messages).toBe(1)
+    expect((await apiError(t.jsm.streams.update("UPD", { storage: "memory" } as never))).err_code).toBe(10069)
 
     const names: string[] = []
-    for await (const n of jsm.streams.names()) names.push(n)
+    for await (const n of t.jsm.streams.names()) names.push(n)
     expect(names).toEqual(expect.arrayContaining(["ORDERS", "UPD"]))
     const filtered: string[] = []
-    for await (const n of jsm.streams.names("upd.b")) filtered.push(n)
+    for await (const n of t.jsm.streams.names("upd.b")) filtered.push(n)
     expect(filtered).toEqual(["UPD"])
     const infos: string[] = []
-    for await (const si of jsm.streams.list()) infos.push(si.config.name)
+    for await (const si of t.jsm.streams.list()) infos.push(si.config.name)
     expect(infos.sort()).toEqual([...names].sort())
 
-    expect(await jsm.streams.delete("UPD")).toBe(true)
-    expect((await apiError(jsm.streams.info("UPD"))).err_code).toBe(10059)
+    expect(await t.jsm.streams.delete("UPD")).toBe(true)
+    expect((await apiError(t.jsm.streams.info("UPD"))).err_code).toBe(10059)
     // Its subjects are free again, and no longer captured.
-    await jsm.streams.add({ name: "UPD2", subjects: ["upd.>"] })
-    await jsm.streams.delete("UPD2")
+    await t.jsm.streams.add({ name: "UPD2", subjects: ["upd.>"] })
+    await t.jsm.streams.delete("UPD2")
   })
 
   it("purges all, by subject, keeping some, and up to a sequence", async () => {
-    await jsm.streams.add({ name: "PRG", subjects: ["prg.*"] })
-    for (let i = 0; i < 10; i++) await js.publish(`prg.${i % 2 === 0 ? "even" : "odd"}`, `${i}`)
-    expect(await jsm.streams.purge("PRG", { filter: "prg.even", keep: 2 })).toMatchObject({ success: true, purged: 3 })
-    expect(await jsm.streams.purge("PRG", { seq: 4 })).toMatchObject({ success: true, purged: 1 })
-    let si = await jsm.streams.info("PRG")
+    await t.jsm.streams.add({ name: "PRG", subjects: ["prg.*"] })
+    for (let i = 0; i < 10; i++) await t.js.publish(`prg.${i % 2 === 0 ? "even" : "odd"}`, `${i}`)
+    expect(await t.jsm.streams.purge("PRG", { filter: "prg.even", keep: 2 })).toMatchObject({ success: true, purged: 3 })
+    expect(await t.jsm.streams.purge("PRG", { seq: 4 })).toMatchObject({ success: true, purged: 1 })
+    let si = await t.jsm.streams.info("PRG")
     expect(si.state.messages).toBe(6)
     expect(si.state.first_seq).toBe(4)
-    expect(await jsm.streams.purge("PRG", { filter: "prg.odd" })).toMatchObject({ purged: 4 })
-    expect(await jsm.streams.purge("PRG")).toMatchObject({ purged: 2 })
-    si = await jsm.streams.info("PRG")
+    expect(await t.jsm.streams.purge("PRG", { filter: "prg.odd" })).toMatchObject({ purged: 4 })
+    expect(await t.jsm.streams.purge("PRG")).toMatchObject({ purged: 2 })
+    si = await t.jsm.streams.info("PRG")
     expect(si.state).toMatchObject({ messages: 0, first_seq: 11, last_seq: 10 })
   })
 
@@ -121,17 +109,17 @@ describe("stream management API", () => {
 
   it("creates a stream of 20,000 subjects and checks other streams against all of them (regression: quadratic check)", async () => {
     const subjects = Array.from({ length: 20_000 }, (_, i) => `big.region${i % 50}.item${i}`)
-    const si = await jsm.streams.add({ name: "BIG", subjects })
+    const si = await t.jsm.streams.add({ name: "BIG", subjects })
     expect(si.config.subjects).toHaveLength(20_000)
-    const ack = await js.publish("big.region49.item19999", "last")
+    const ack = await t.js.publish("big.region49.item19999", "last")
     expect(ack).toMatchObject({ stream: "BIG", seq: 1 })
     // Overlapping the last of them, by wildcard: nats-server's 10065.
-    expect((await apiError(jsm.streams.add({ name: "OTHER", subjects: ["other.x", "big.*.item19999"] }))).err_code).toBe(10065)
+    expect((await apiError(t.jsm.streams.add({ name: "OTHER", subjects: ["other.x", "big.*.item19999"] }))).err_code).toBe(10065)
     // Colliding with each other at the very end: refused as a whole.
-    const dup = await apiError(jsm.streams.add({ name: "DUP", subjects: [...subjects.map((s) => `dup.${s}`), "dup.big.region3.*"] }))
+    const dup = await apiError(t.jsm.streams.add({ name: "DUP", subjects: [...subjects.map((s) => `dup.${s}`), "dup.big.region3.*"] }))
     expect(dup).toMatchObject({ err_code: 10052, description: "duplicate subjects detected" })
-    await jsm.streams.delete("BIG")
-    expect((await jsm.streams.add({ name: "OTHER", subjects: ["big.*.item19999"] })).config.name).toBe("OTHER")
-    await jsm.streams.delete("OTHER")
+    await t.jsm.streams.delete("BIG")
+    expect((await t.jsm.streams.add({ name: "OTHER", subjects: ["big.*.item19999"] })).config.name).toBe("OTHER")
+    await t.jsm.streams.delete("OTHER")
   })
 })

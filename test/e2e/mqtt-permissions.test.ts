@@ -3,9 +3,9 @@
 // user, retained messages on SUBSCRIBE, and messages queued while a session was away.
 // Real mqtt.js and NATS clients against a server with users and streams.
 import mqtt from "mqtt"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import type { Permissions, UserEntry } from "../../src/config/options.js"
-import { type JsTestServer, startJsServer } from "../helpers/jetstream.js"
+import { useJsServer } from "../helpers/jetstream.js"
 import { collect, connectMqtt, mqttOptions, type TestMqttClient } from "../helpers/mqtt.js"
 import { authorization } from "../helpers/server.js"
 
@@ -25,14 +25,7 @@ const users = [
   user("alice", perms({ sub: { allow: [">"], deny: ["secret.>"] } }))
 ]
 
-let js: JsTestServer
-
-beforeAll(async () => {
-  js = await startJsServer({ mqtt: mqttOptions(), authorization: authorization({ users }) })
-})
-afterAll(async () => {
-  await js.close()
-})
+const js = useJsServer({ options: { mqtt: mqttOptions(), authorization: authorization({ users }) }, client: false })
 
 const url = () => `mqtt://127.0.0.1:${js.srv.serving.mqtt!.port}`
 const as = (name: string) => ({ username: name, password: `${name}-pw` })

@@ -1,14 +1,16 @@
 // End-to-end stream tests: the whole server (`serve()`) with streams on a file store
 // in a fresh temporary directory, the monitor on an ephemeral port, and real
 // @nats-io clients. `restart()` stops the server and starts a new one on the same
-// store directory.
+// store directory. `useJsServer()` is the usual set-up: one such server per describe
+// block (or file), with a connected client.
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { connect, type NatsConnection } from "@nats-io/transport-node"
 import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream"
+import { afterAll, beforeAll } from "vitest"
 import { Effect, Layer } from "effect"
-import type { ServerOptions } from "../../src/config/options.js"
+import type { JetStreamOptions, ServerOptions } from "../../src/config/options.js"
 import { layerMemoryLog } from "../../src/services/log.js"
 import { layerNode } from "../../src/services/transport-node.js"
 import { serve } from "../../src/server/serve.js"
@@ -25,7 +27,7 @@ export interface JsTestServer {
   close(): Promise<void>
 }
 
-export const startJsServer = async (over: Partial<ServerOptions> = {}, js: Partial<NonNullable<ServerOptions["jetstream"]>> = {}): Promise<JsTestServer> => {
+export const startJsServer = async (over: Partial<ServerOptions> = {}, js: Partial<JetStreamOptions> = {}): Promise<JsTestServer> => {
   const storeDir = mkdtempSync(join(tmpdir(), "switchyard-js-"))
   const start = () => startMonitoredServer({ jetstream: { storeDir, maxMemory: -1, maxStorage: -1, ...js }, ...over })
   const conns: NatsConnection[] = []
@@ -53,6 +55,71 @@ export const startJsServer = async (over: Partial<ServerOptions> = {}, js: Parti
     }
   }
   return t
+}
+
+export interface JsServerFixture extends JsTestServer {
+  /** The fixture's client: connected when the server starts, and again after each `restart()`. */
+  readonly nc: NatsConnection
+  readonly jsm: JetStreamManager
+  readonly js: JetStreamClient
+}
+
+/**
+ * The stream server of the enclosing describe block (or test file): started by a
+ * `beforeAll` with these server and stream options and closed by an `afterAll`, with one
+ * connected client (`nc`, `jsm`, `js`). `client: false` leaves that client out: for a
+ * server whose users need credentials, or tests that open their own with `client(auth)`.
+ * Its fields are read in tests and hooks, once the server is up, never while the block
+ * is being defined.
+ */
+export const useJsServer = (
+  { options = {}, jetstream: jsOptions = {}, client = true }: {
+    readonly options?: Partial<ServerOptions>
+    readonly jetstream?: Partial<JetStreamOptions>
+    readonly client?: boolean
+  } = {}
+): JsServerFixture => {
+  let server: JsTestServer | undefined
+  let own: Awaited<ReturnType<JsTestServer["client"]>> | undefined
+  const up = (): JsTestServer => {
+    if (server === undefined) throw new Error("useJsServer: the server starts in beforeAll; read it inside a test or hook")
+    return server
+  }
+  const connected = () => {
+    if (own === undefined) throw new Error(client ? "useJsServer: the client connects in beforeAll" : "useJsServer: started with client: false")
+    return own
+  }
+  beforeAll(async () => {
+    server = await startJsServer(options, jsOptions)
+    if (client) own = await server.client()
+  })
+  afterAll(async () => {
+    await server?.close()
+  })
+  return {
+    get srv() {
+      return up().srv
+    },
+    get storeDir() {
+      return up().storeDir
+    },
+    get nc() {
+      return connected().nc
+    },
+    get jsm() {
+      return connected().jsm
+    },
+    get js() {
+      return connected().js
+    },
+    client: (auth) => up().client(auth),
+    restart: async (whileDown) => {
+      own = undefined
+      await up().restart(whileDown)
+      if (client) own = await up().client()
+    },
+    close: () => up().close()
+  }
 }
 
 /** The JetStream API error a client call failed with: `{ code, err_code, description }` as the server sent it. */
