@@ -5,15 +5,18 @@ import { Either } from "effect"
 import { ConfigError, configError } from "./errors.js"
 import {
   clientPort,
+  clusterPort,
   listenerPort,
   monitorPort,
   type AuthorizationPatch,
+  type ClusterPatch,
   type JetStreamPatch,
   type MqttPatch,
   type OptionsPatch
 } from "./patch.js"
 import type { LogOptions } from "./options.js"
 import { parseDurationMicros, parseHostPort } from "./schema.js"
+import { parseRouteUrl } from "./route-url.js"
 import { parseSignalRequest, SignalCommands, type SignalRequest } from "./signal.js"
 
 export type FlagsResult =
@@ -40,11 +43,12 @@ interface State {
   authorization: Mutable<AuthorizationPatch>
   jetstream: Mutable<JetStreamPatch>
   mqtt: Mutable<MqttPatch>
+  cluster: Mutable<ClusterPatch>
   log: Mutable<Partial<LogOptions>>
   tls: { enabled?: boolean; verify?: boolean; certFile?: string; keyFile?: string; caFile?: string }
 }
 
-type Group = "Server" | "Logging" | "JetStream" | "Authorization" | "TLS" | "MQTT" | "Common"
+type Group = "Server" | "Logging" | "JetStream" | "Authorization" | "TLS" | "Cluster" | "MQTT" | "Common"
 
 interface FlagDef {
   /** Without dashes; the short ones are listed with one dash, the long ones with two. */
@@ -393,6 +397,70 @@ const flags: ReadonlyArray<FlagDef> = [
       return undefined
     }
   },
+  // Cluster
+  {
+    names: ["routes"],
+    arg: "<rurl-1, rurl-2>",
+    group: "Cluster",
+    help: "Routes to solicit and connect (nats-route://host:port, comma separated)",
+    secret: true,
+    apply: (s, v) => {
+      const urls = String(v).split(",").map((u) => u.trim()).filter((u) => u !== "")
+      if (urls.length === 0 || urls.some((u) => parseRouteUrl(u) === undefined)) return "route URLs like nats-route://host:6222, comma separated"
+      s.cluster.routes = urls
+      return undefined
+    }
+  },
+  {
+    names: ["cluster", "cluster_listen"],
+    arg: "<cluster-url>",
+    group: "Cluster",
+    help: "Cluster URL for solicited routes (nats://host:port; -1 as the port for a random one)",
+    apply: (s, v) => {
+      const text = String(v).trim()
+      const m = /^(?:(?:nats|nats-route|route):\/\/)?(.*)$/.exec(text)
+      const hp = m === null ? undefined : parseHostPort(m[1])
+      if (hp === undefined || hp.port === undefined) return "a URL like nats://0.0.0.0:6222 or host:port"
+      s.cluster.enabled = true
+      if (hp.host !== undefined) s.cluster.host = hp.host
+      s.cluster.port = clusterPort(hp.port)
+      return undefined
+    }
+  },
+  {
+    names: ["cluster_name"],
+    arg: "<string>",
+    group: "Cluster",
+    help: "Cluster name; a route from a server with another name is refused",
+    apply: (s, v) => {
+      const name = String(v)
+      if (name === "" || /\s/.test(name)) return "a name without spaces"
+      s.cluster.name = name
+      return undefined
+    }
+  },
+  {
+    names: ["cluster_advertise"],
+    arg: "<host:port>",
+    group: "Cluster",
+    help: "Cluster URL to advertise to other servers",
+    apply: (s, v) => {
+      const hp = parseHostPort(String(v).trim())
+      if (hp === undefined || hp.host === undefined || hp.port === undefined || hp.port <= 0) return "host:port"
+      s.cluster.advertise = String(v).trim()
+      return undefined
+    }
+  },
+  {
+    names: ["no_advertise"],
+    arg: undefined,
+    group: "Cluster",
+    help: "Do not advertise known cluster information to clients",
+    apply: (s, v) => {
+      s.cluster.noAdvertise = v === true
+      return undefined
+    }
+  },
   // MQTT (Switchyard's own; nats-server has no MQTT flag)
   {
     names: ["mqtt_port"],
@@ -471,6 +539,7 @@ export const parseArgs = (argv: ReadonlyArray<string>): Either.Either<FlagsResul
     authorization: {},
     jetstream: {},
     mqtt: {},
+    cluster: {},
     log: {},
     tls: {}
   }
@@ -520,19 +589,21 @@ export const parseArgs = (argv: ReadonlyArray<string>): Either.Either<FlagsResul
       ...(nonEmpty(s.authorization) && { authorization: s.authorization }),
       ...(nonEmpty(s.jetstream) && { jetstream: s.jetstream }),
       ...(nonEmpty(s.mqtt) && { mqtt: s.mqtt }),
+      ...(nonEmpty(s.cluster) && { cluster: s.cluster }),
       ...(nonEmpty(s.log) && { log: s.log }),
       ...(tls.right !== undefined && { tls: tls.right })
     }
   })
 }
 
-const GROUP_ORDER: ReadonlyArray<Group> = ["Server", "Logging", "JetStream", "Authorization", "TLS", "MQTT", "Common"]
+const GROUP_ORDER: ReadonlyArray<Group> = ["Server", "Logging", "JetStream", "Authorization", "TLS", "Cluster", "MQTT", "Common"]
 const GROUP_TITLE: Record<Group, string> = {
   Server: "Server Options",
   Logging: "Logging Options",
   JetStream: "JetStream Options",
   Authorization: "Authorization Options",
   TLS: "TLS Options",
+  Cluster: "Cluster Options",
   MQTT: "MQTT Options (Switchyard)",
   Common: "Common Options"
 }

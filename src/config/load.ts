@@ -94,6 +94,9 @@ export const loadOptions = (input: LoadInput): Effect.Effect<Loaded, ConfigError
       if (patch.tls !== undefined && (patch.tls.certFile === undefined || patch.tls.keyFile === undefined)) {
         return Effect.fail(configError("Flag", "TLS needs a server certificate and key (--tlscert and --tlskey, or cert_file and key_file in the tls block)"))
       }
+      if (patch.cluster !== undefined && patch.cluster.enabled !== true && (input.base ?? bareOptions).cluster === undefined) {
+        return Effect.fail(configError("Flag", "--routes, --cluster_name, --cluster_advertise and --no_advertise need a cluster: --cluster <url> or a cluster block"))
+      }
       const named = input.configFile !== undefined || Object.keys(input.overrides ?? {}).length > 0
       const base = input.base ?? (named ? bareOptions : defaultOptions)
       const checked = checkOptions(applyPatch(base, patch), parsed)

@@ -5,7 +5,6 @@
 /** One list per block. */
 export const notImplementedKeys = {
   top: [
-    "cluster",
     "gateway",
     "leafnodes",
     "leaf",

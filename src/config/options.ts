@@ -120,6 +120,41 @@ export interface WebsocketOptions {
   readonly handshakeTimeoutMs?: number | undefined
 }
 
+/** A route's credentials and what the servers of the cluster may send and ask for (`cluster.authorization`). */
+export interface ClusterAuthorization {
+  readonly user: string | undefined
+  /** Plain text or a bcrypt hash. Never logged, never served. */
+  readonly password: string | undefined
+  /** How long an accepted route has to send CONNECT, milliseconds. */
+  readonly timeoutMs: number | undefined
+  /**
+   * `permissions { import, export }`: the subjects other servers may send us messages on
+   * (import) and ask us for (export); undefined = everything.
+   */
+  readonly import: SubjectPermission | undefined
+  readonly export: SubjectPermission | undefined
+}
+
+/** The `cluster` block: routes to the other servers of a NATS cluster. */
+export interface ClusterOptions {
+  /** The cluster's name; a route from a server with another name is refused. */
+  readonly name: string
+  /** The route listener; port 0 = ephemeral (config value -1). */
+  readonly host: string
+  readonly port: number
+  /** `advertise` / `cluster_advertise`: the host:port other servers are told to reach this one at. */
+  readonly advertise: string | undefined
+  /** Do not tell other servers our client URLs, nor our clients theirs. */
+  readonly noAdvertise: boolean
+  /** Route URLs to connect to (`nats-route://[user:pass@]host:port`), retried for ever. */
+  readonly routes: ReadonlyArray<string>
+  readonly authorization: ClusterAuthorization | undefined
+  /** Attempts at a route learned from another server (implicit) before giving up; 0 = one attempt. */
+  readonly connectRetries: number
+}
+
+export const DEFAULT_CLUSTER_PORT = 6222
+
 export interface LogOptions {
   readonly debug: boolean
   readonly trace: boolean
@@ -183,6 +218,8 @@ export interface ServerOptions {
   readonly mqtt: MqttOptions | undefined
   /** WebSocket listener (MQTT over WebSocket); undefined = disabled. */
   readonly websocket: WebsocketOptions | undefined
+  /** Routes to the other servers of a cluster; undefined = a server on its own. */
+  readonly cluster?: ClusterOptions | undefined
 
   readonly log: LogOptions
 

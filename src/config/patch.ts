@@ -3,9 +3,12 @@
 // Sources are merged in order (later wins) and laid over `defaultOptions`.
 import { DEFAULT_MAX_TOPIC_LEVELS } from "../core/mqtt/topic.js"
 import { DEFAULT_MAX_QUEUED_BYTES, DEFAULT_MAX_QUEUED_MESSAGES } from "./options.js"
+import { DEFAULT_CLUSTER_PORT } from "./options.js"
 import type {
   AccountOptions,
   AuthorizationOptions,
+  ClusterAuthorization,
+  ClusterOptions,
   JetStreamOptions,
   LogOptions,
   MqttOptions,
@@ -60,6 +63,18 @@ export interface WebsocketPatch {
   readonly handshakeTimeoutMs?: number
 }
 
+export interface ClusterPatch {
+  readonly enabled?: boolean
+  readonly name?: string
+  readonly host?: string
+  readonly port?: number
+  readonly advertise?: string
+  readonly noAdvertise?: boolean
+  readonly routes?: ReadonlyArray<string>
+  readonly authorization?: ClusterAuthorization
+  readonly connectRetries?: number
+}
+
 export interface OptionsPatch {
   readonly configFile?: string
   readonly serverName?: string
@@ -93,6 +108,7 @@ export interface OptionsPatch {
   readonly jetstream?: JetStreamPatch
   readonly mqtt?: MqttPatch
   readonly websocket?: WebsocketPatch
+  readonly cluster?: ClusterPatch
   readonly log?: Partial<LogOptions>
   readonly pidFile?: string
   readonly portsFileDir?: string
@@ -135,6 +151,7 @@ export const mergePatches = (patches: ReadonlyArray<OptionsPatch>): OptionsPatch
       jetstream: over(acc.jetstream, p.jetstream),
       mqtt: over(acc.mqtt, p.mqtt),
       websocket: over(acc.websocket, p.websocket),
+      cluster: over(acc.cluster, p.cluster),
       log: over(acc.log, p.log)
     }),
     {}
@@ -162,6 +179,21 @@ const websocketDefaults: WebsocketOptions = {
   tls: undefined,
   compression: false
 }
+
+const clusterDefaults: ClusterOptions = {
+  name: "",
+  host: "0.0.0.0",
+  port: DEFAULT_CLUSTER_PORT,
+  advertise: undefined,
+  noAdvertise: false,
+  routes: [],
+  authorization: undefined,
+  connectRetries: 0
+}
+
+/** Cluster port as written: -1 = ephemeral (0), 0 = the default 6222. */
+export const clusterPort = (written: number): number =>
+  written === -1 ? 0 : written === 0 ? DEFAULT_CLUSTER_PORT : written
 
 const jetstreamDefaults: JetStreamOptions = { storeDir: "./data", maxMemory: -1, maxStorage: -1 }
 
@@ -270,6 +302,12 @@ export const applyPatch = (base: ServerOptions, patch: OptionsPatch): ServerOpti
     websocket: followHost(
       applyBlock<WebsocketOptions>(base.websocket, patch.websocket, { ...websocketDefaults, host: base.host }),
       patch.websocket,
+      base,
+      host
+    ),
+    cluster: followHost(
+      applyBlock<ClusterOptions>(base.cluster, patch.cluster, { ...clusterDefaults, host: base.host }),
+      patch.cluster,
       base,
       host
     ),

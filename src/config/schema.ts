@@ -5,6 +5,7 @@
 import { Either, ParseResult, Schema } from "effect"
 import { ConfSize, isConfMap, parseSizeText } from "./conf-parser.js"
 import type {
+  ClusterAuthorization,
   AccountExport,
   AccountImport,
   AccountOptions,
@@ -18,12 +19,15 @@ import {
   clientPort,
   listenerPort,
   monitorPort,
+  clusterPort,
+  type ClusterPatch,
   type JetStreamPatch,
   type MqttPatch,
   type OptionsPatch,
   type WebsocketPatch
 } from "./patch.js"
 import { accountJetStreamLimits, notImplementedKeys, refusedKeys } from "./not-implemented.js"
+import { parseRouteUrl } from "./route-url.js"
 import { MAX_TOPIC_LEVELS_LIMIT } from "../core/mqtt/topic.js"
 
 // ---- building blocks --------------------------------------------------------
@@ -583,6 +587,90 @@ const Websocket: Schema.Schema<WebsocketPatch, unknown> = oneOf<WebsocketPatch>(
   })
 })
 
+// ---- cluster (routes) --------------------------------------------------------------
+
+const RouteUrl = leaf("a route URL like nats-route://host:6222 (tls:// routes are not supported yet)", (u) =>
+  typeof u === "string" && parseRouteUrl(u) !== undefined ? u.trim() : NO
+, true)
+
+const RouteUrls = oneOf("a route URL or a list of them", {
+  scalar: (u) => (typeof u === "string" && parseRouteUrl(u) !== undefined ? [u.trim()] : NO),
+  list: Schema.Array(RouteUrl)
+})
+
+const clusterPermissionFields = { import: opt(SubjectPerm), export: opt(SubjectPerm) }
+
+const ClusterPermissions = block(clusterPermissionFields, (s) => ok({ import: s.import, export: s.export }))
+
+const clusterAuthorizationFields = {
+  user: opt(Str),
+  username: opt(Str),
+  password: opt(Secret),
+  pass: opt(Secret),
+  timeout: opt(Seconds),
+  permissions: opt(ClusterPermissions)
+}
+
+const ClusterAuthorizationSchema: Schema.Schema<ClusterAuthorization, unknown> = block(clusterAuthorizationFields, (s) =>
+  ok({
+    user: first(s.user, s.username),
+    password: first(s.password, s.pass),
+    timeoutMs: s.timeout,
+    import: s.permissions?.import,
+    export: s.permissions?.export
+  })
+)
+
+/** What a cluster block may name that this version does not do yet: refused, never silently ignored. */
+const notYet = (what: string) => opt(refusedUnless(() => false, `${what} is not supported by this version yet`))
+
+const clusterFields = {
+  name: opt(ServerName),
+  host: opt(Str),
+  port: opt(Port),
+  listen: opt(Listen),
+  advertise: opt(Str),
+  cluster_advertise: opt(Str),
+  no_advertise: opt(Bool),
+  routes: opt(RouteUrls),
+  authorization: opt(ClusterAuthorizationSchema),
+  permissions: opt(ClusterPermissions),
+  connect_retries: opt(NonNegInt),
+  tls: notYet("TLS on routes"),
+  pool_size: opt(refusedUnless((u) => u === -1, "route pooling is not supported by this version yet (a single route per server, as before nats-server 2.10); only -1 is accepted")),
+  accounts: notYet("a dedicated route per account"),
+  compression: opt(refusedUnless((u) => u === false || u === "off" || u === "disabled", "route compression is not supported by this version yet")),
+  ping_interval: notYet("a ping interval for routes apart from the clients' one"),
+  ping_max: notYet("a ping_max for routes apart from the clients' one")
+}
+
+const Cluster: Schema.Schema<ClusterPatch, unknown> = block(clusterFields, (s): Either.Either<ClusterPatch, string> => {
+  const written = first(s.port, s.listen?.port)
+  if (s.authorization?.import !== undefined && s.permissions !== undefined) {
+    return Either.left("permissions are given twice (cluster.permissions and cluster.authorization.permissions)")
+  }
+  const auth = s.authorization === undefined && s.permissions === undefined
+    ? undefined
+    : {
+        user: s.authorization?.user,
+        password: s.authorization?.password,
+        timeoutMs: s.authorization?.timeoutMs,
+        import: s.authorization?.import ?? s.permissions?.import,
+        export: s.authorization?.export ?? s.permissions?.export
+      }
+  return ok({
+    enabled: true,
+    name: s.name,
+    host: first(s.host, s.listen?.host),
+    port: written === undefined ? undefined : clusterPort(written),
+    advertise: first(s.advertise, s.cluster_advertise),
+    noAdvertise: s.no_advertise,
+    routes: s.routes,
+    authorization: auth,
+    connectRetries: s.connect_retries
+  })
+})
+
 // ---- http (monitoring) -------------------------------------------------------------
 
 /** `http` is "host:port", a port, or (the spec's form) a block that also carries the HTTPS `tls`. */
@@ -646,6 +734,7 @@ const topFields = {
   mqtt: opt(Mqtt),
   websocket: opt(Websocket),
   ws: opt(Websocket),
+  cluster: opt(Cluster),
   debug: opt(Bool),
   trace: opt(Bool),
   logtime: opt(Bool),
@@ -703,6 +792,7 @@ export const ConfigFile: Schema.Schema<OptionsPatch, unknown> = block(topFields,
       jetstream === undefined ? undefined : { ...jetstream, storeDir: first(jetstream.storeDir, s.store_dir) },
     mqtt: s.mqtt,
     websocket: first(s.websocket, s.ws),
+    cluster: s.cluster,
     log: definedOnly({
       debug: s.debug,
       trace: s.trace,
@@ -789,6 +879,11 @@ const accountSpec = spec(
 )
 const mqttSpec = spec(mqttFields, { tls: tlsSpec, authorization: authorizationSpec }, "mqtt")
 const websocketSpec = spec(websocketFields, { tls: tlsSpec }, "websocket")
+const clusterPermissionsSpec = spec(clusterPermissionFields, { import: subjectPermissionSpec, export: subjectPermissionSpec })
+const clusterSpec = spec(clusterFields, {
+  authorization: spec(clusterAuthorizationFields, { permissions: clusterPermissionsSpec }),
+  permissions: clusterPermissionsSpec
+})
 
 /** Every block's keys, from the top of the file down. */
 export const configKeys: KeySpec = spec(
@@ -801,7 +896,8 @@ export const configKeys: KeySpec = spec(
     jetstream: spec(jetstreamFields, {}, "jetstream"),
     mqtt: mqttSpec,
     websocket: websocketSpec,
-    ws: websocketSpec
+    ws: websocketSpec,
+    cluster: clusterSpec
   },
   "top"
 )

@@ -73,6 +73,12 @@ export abstract class Peer extends Principal {
 
   /** Its output reached the socket, which now holds `queued` bytes. */
   written(_queued: number): void {}
+
+  /** The socket took everything it held. */
+  drained(): void {
+    this.transportPending = 0
+    this.blockedSince = -1
+  }
 }
 
 /** What the Outbound reads from outside: the clock, the log, the flush scheduler and the timer. */

@@ -23,18 +23,28 @@ export class Account {
   slowConsumers = 0
   /** Told after any subscription of this account comes or goes (push consumers watch their deliver subject). */
   onInterestChange: (() => void) | undefined = undefined
+  /** Told of each subscription that comes or goes (the cluster announces this server's interest to its routes). */
+  watcher: InterestWatcher | undefined = undefined
 
   constructor(readonly name: string) {}
 
   subscribe(s: Subscription): void {
     this.sublist.insert(s)
+    this.watcher?.subscribed(this, s)
     this.onInterestChange?.()
   }
 
   unsubscribe(s: Subscription): void {
     this.sublist.remove(s)
+    this.watcher?.unsubscribed(this, s)
     this.onInterestChange?.()
   }
+}
+
+/** Who hears of every subscription of every account as it comes and goes (see Router.watch). */
+export interface InterestWatcher {
+  subscribed(account: Account, s: Subscription): void
+  unsubscribed(account: Account, s: Subscription): void
 }
 
 /**
@@ -77,6 +87,14 @@ export class Origin {
   qos = 0
   /** Its stored copy (a `$MQTT_msgs` sequence of the publisher's account) when a persistent session needs one. */
   ref: number | undefined = undefined
+  /**
+   * A message from another server of the cluster: the queue groups that server picked this
+   * one to deliver to (one member each); its plain subscribers take it too. Undefined for a
+   * message published here: every queue group takes it. Valid during routing only.
+   */
+  queues: ReadonlyArray<string> | undefined = undefined
+  /** Delivered on this server only, never sent to another (a stream import's copy: every server imports for itself). */
+  local = false
 }
 
 const EMPTY = Buffer.alloc(0)
@@ -118,6 +136,8 @@ export class Delivery {
     d.origin.publisher = this.origin.publisher
     d.origin.qos = this.origin.qos
     d.origin.ref = this.origin.ref
+    d.origin.queues = this.origin.queues === undefined ? undefined : [...this.origin.queues]
+    d.origin.local = this.origin.local
     return d
   }
 }
@@ -142,6 +162,17 @@ export abstract class Principal {
   noResponders = false
   /** Gone: nothing is delivered to it any more. */
   closed = false
+  /**
+   * Another server (a route): what it publishes came from that server's side of the
+   * cluster, so it is delivered here and never sent on to another server (one hop).
+   */
+  readonly remote: boolean = false
+  /**
+   * Its subscriptions are announced to the other servers of the cluster (they send it what
+   * their clients publish). Off for what every server does for itself: a stream import's
+   * listener, a service import's requests, the JetStream API of the node.
+   */
+  announce = true
 
   constructor(public account: Account) {}
 

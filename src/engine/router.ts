@@ -3,7 +3,15 @@
 // 503 for a request nobody heard. It is synchronous and allocates nothing per message:
 // a message travels in a Delivery record the router reuses (one per level of nesting,
 // since a subscriber may publish anew from inside a delivery: an account import).
-import { Account, Delivery, InternalPrincipal, type MessageHandler, type Principal, Subscription } from "./principal.js"
+import {
+  Account,
+  Delivery,
+  type InterestWatcher,
+  InternalPrincipal,
+  type MessageHandler,
+  type Principal,
+  Subscription
+} from "./principal.js"
 
 /** What the router reads from outside: the clock, and the seeded choice of queue members. */
 export interface RouterEnv {
@@ -12,10 +20,30 @@ export interface RouterEnv {
   readonly random: () => number
 }
 
+/**
+ * The other servers of the cluster as the router sees them: after a message published
+ * here reached its local subscribers, `forward` sends it once to each server with interest
+ * (the route driver and its interest table, src/server/cluster).
+ */
+export interface RemoteRouting {
+  /**
+   * `d` (published on this server) to the servers interested in it; `served` lists the
+   * queue groups a local member already took (a remote member gets only the others).
+   * Returns how many servers it was sent to. Synchronous; allocates nothing when no
+   * server is interested.
+   */
+  forward(d: Delivery, served: ReadonlyArray<string>): number
+}
+
 export class Router {
   readonly accounts = new Map<string, Account>()
+  /** The other servers of the cluster; undefined on a server without routes. */
+  remote: RemoteRouting | undefined = undefined
+  private watcher: InterestWatcher | undefined = undefined
   /** Records by nesting depth; `depth` of them are being routed right now. */
   private readonly records: Array<Delivery> = []
+  /** Queue groups served locally, by nesting depth (reused: told to `remote`). */
+  private readonly served: Array<Array<string>> = []
   private depth = 0
   private seq = 0
   private nextInternalSid = 1
@@ -27,9 +55,16 @@ export class Router {
     let a = this.accounts.get(name)
     if (a === undefined) {
       a = new Account(name)
+      a.watcher = this.watcher
       this.accounts.set(name, a)
     }
     return a
+  }
+
+  /** `w` hears of every subscription of every account, from now on (those there already are its to read). */
+  watch(w: InterestWatcher | undefined): void {
+    this.watcher = w
+    for (const a of this.accounts.values()) a.watcher = w
   }
 
   /** A subsystem of the server as a principal of `account` (see InternalPrincipal). */
@@ -63,6 +98,8 @@ export class Router {
     o.publisher = from
     o.qos = 0
     o.ref = undefined
+    o.queues = undefined
+    o.local = false
     return d
   }
 
@@ -74,7 +111,9 @@ export class Router {
    */
   route(d: Delivery): number {
     const from = d.origin.publisher!
-    this.depth++
+    // A message from another server goes no further than this one's subscribers.
+    const remote = from.remote || d.origin.local ? undefined : this.remote
+    const depth = this.depth++
     try {
       const r = from.account.sublist.match(d.subject)
       let delivered = 0
@@ -85,9 +124,22 @@ export class Router {
         if (this.deliver(s, d)) delivered++
       }
       const qsubs = r.qsubs
-      for (let g = 0; g < qsubs.length; g++) {
-        if (this.deliverToQueue(from, qsubs[g], d)) delivered++
+      const queues = d.origin.queues
+      let served: Array<string> | undefined
+      if (remote !== undefined) {
+        served = this.served[depth] ??= []
+        served.length = 0
       }
+      for (let g = 0; g < qsubs.length; g++) {
+        const group = qsubs[g]
+        // From another server: only the groups it picked this server for.
+        if (queues !== undefined && !queues.includes(group[0].queue!)) continue
+        if (this.deliverToQueue(from, group, d)) {
+          delivered++
+          if (served !== undefined) served.push(group[0].queue!)
+        }
+      }
+      if (remote !== undefined) delivered += remote.forward(d, served!)
       if (delivered === 0 && d.reply !== "" && from.noResponders) this.sendNoResponders(from, d.reply)
       return delivered
     } finally {
@@ -116,10 +168,11 @@ export class Router {
   /**
    * `d` published anew by `from` (an account import) on `subject` with `reply`: the same
    * bytes, the same clock reading and QoS; a stored copy belongs to the account it was
-   * stored in, so it does not travel along.
+   * stored in, so it does not travel along. A `local` copy is not sent to other servers.
    */
-  forward(from: Principal, d: Delivery, subject: string, reply: string): number {
+  forward(from: Principal, d: Delivery, subject: string, reply: string, local = false): number {
     const n = this.message(from, d.now)
+    n.origin.local = local
     n.subject = subject
     n.reply = reply
     n.hdrLen = d.hdrLen

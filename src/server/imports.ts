@@ -85,8 +85,10 @@ const wireStream = (server: Server, importer: string, imp: AccountImport, from: 
   const into = router.internal(importer, `stream import ${from} ${filter}`)
   const listener = router.internal(from, `stream export to ${importer}`)
   const target = streamTarget(imp, filter)
+  // In a cluster every server imports for its own subscribers: the exporter's messages
+  // come to the listener of each (it is announced), and the imported copy stays here.
   return [router.subscribe(listener, filter, undefined, (d: Delivery) => {
-    router.forward(into, d, target(d.subject), d.reply)
+    router.forward(into, d, target(d.subject), d.reply, true)
   })]
 }
 
@@ -95,6 +97,9 @@ const wireService = (server: Server, importer: string, imp: AccountImport, from:
   const router = server.router
   const requester = router.internal(from, `service import from ${importer}`)
   const responder = router.internal(importer, `service export from ${from}`)
+  // A request is forwarded by the server its requester is on (and reaches responders on
+  // any server); announcing these subscriptions would have other servers forward it too.
+  responder.announce = false
   const prefix = `_R_.${server.randomId(6)}`
   const pending = new Map<string, PendingResponse>()
   let seq = 0

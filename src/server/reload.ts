@@ -79,7 +79,8 @@ const FIXED: ReadonlyArray<Part> = [
   part("mqtt.host", (o) => o.mqtt?.host),
   part("mqtt.port", (o) => o.mqtt?.port),
   part("mqtt.tls", (o) => o.mqtt?.tls),
-  part("websocket", (o) => o.websocket)
+  part("websocket", (o) => o.websocket),
+  part("cluster", (o) => o.cluster)
 ]
 
 /** Plain data (what the configuration decodes to) compared by value. */

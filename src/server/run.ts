@@ -10,6 +10,7 @@ import { type Alarm, startAlarm } from "./alarm.js"
 import { BusyPoll } from "./busy-poll.js"
 import { GcPacer, nodeMinorGc } from "./gc-pacer.js"
 import { type WiredImports, wireImports } from "./imports.js"
+import { Cluster } from "./cluster/cluster.js"
 import { makeServerId, Server } from "./server.js"
 
 export interface RunningServer {
@@ -22,6 +23,8 @@ export interface RunningServer {
   imports: WiredImports
   /** The timer of the clients' deadlines (pings, auth and write deadlines). */
   readonly alarm: Alarm
+  /** The routes to the other servers of a cluster, when the configuration has a `cluster` block. */
+  readonly cluster: Cluster | undefined
 }
 
 /** A small, fast seeded generator (xorshift32) for per-message choices; the seed comes from Effect's Random. */
@@ -74,6 +77,17 @@ export const startNatsServer = (
       wakeAt: (at) => alarm?.wakeAt(at),
       serverId: makeServerId(entropy.bytes)
     })
+    // The cluster hears of every subscription from the start (JetStream, MQTT and the
+    // imports subscribe below), so what it announces to routes is complete.
+    let clusterAlarm: Alarm | undefined
+    const cluster = options.cluster === undefined
+      ? undefined
+      : new Cluster(server, options.cluster, { dial: transport.dial, wakeAt: (at) => clusterAlarm?.wakeAt(at) })
+    if (cluster !== undefined) {
+      server.cluster = cluster
+      server.router.watch(cluster)
+      server.router.remote = cluster
+    }
     const imports = wireImports(server)
     // Pings, stale connections, auth and write deadlines: woken only when a client has
     // one due, never more often than the tick interval (so nearby deadlines share a run;
@@ -92,5 +106,17 @@ export const startNatsServer = (
       })
     )
     log.info(`Listening for client connections on ${hostPort(listener.host, listener.port)}`)
-    return { server, host: listener.host, port: listener.port, busyPoll: poll, imports, alarm: timer }
+    if (cluster !== undefined) {
+      const c = options.cluster!
+      // Route handshakes, pings and reconnects run on their own alarm.
+      clusterAlarm = yield* startAlarm((t) => cluster.tick(t), 10)
+      const routes = yield* transport.listen(c.host, c.port, (conn) => cluster.accept(conn))
+      cluster.listening(routes.host, routes.port)
+      // Runs before the route listener closes (which waits for its connections to end).
+      yield* Effect.addFinalizer(() => Effect.sync(() => cluster.shutdown()))
+      log.info(`Cluster name is ${cluster.name}${cluster.dynamicName ? " (made up: no name configured)" : ""}`)
+      log.info(`Listening for route connections on ${hostPort(routes.host, routes.port)}`)
+      if (transport.dial === undefined && c.routes.length > 0) log.warn("This transport cannot connect out: configured routes are not solicited")
+    }
+    return { server, host: listener.host, port: listener.port, busyPoll: poll, imports, alarm: timer, cluster }
   })

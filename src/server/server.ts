@@ -16,6 +16,8 @@ import { type Account, GLOBAL_ACCOUNT } from "../engine/principal.js"
 import { Router } from "../engine/router.js"
 import { type Authenticator, makeAuthenticator, makeNonce } from "./nats/auth.js"
 import { ClosedRing } from "./closed.js"
+import type { Cluster, ClusterHost } from "./cluster/cluster.js"
+import { machineAddresses } from "./process-files.js"
 import { Client, type ClientDoor } from "./nats/client.js"
 import { ClosedReason, ErrText } from "./reasons.js"
 
@@ -42,7 +44,7 @@ export interface ServerEnv {
   readonly serverId: string
 }
 
-export class Server implements ClientDoor {
+export class Server implements ClientDoor, ClusterHost {
   /** Every account's Sublist and the one way messages go from publishers to subscribers. */
   readonly router: Router
   /** The one flusher of every connection's output (NATS and MQTT): max_pending and write_deadline. */
@@ -78,6 +80,9 @@ export class Server implements ClientDoor {
   lameDuck = false
   /** The listeners clients connect through (NATS, MQTT, WebSocket), for lame duck mode to close. */
   readonly listeners: Array<Listener> = []
+
+  /** The routes to the other servers of a cluster; undefined on a server on its own. */
+  cluster: Cluster | undefined = undefined
 
   private nextCid = 1
 
@@ -235,6 +240,8 @@ export class Server implements ClientDoor {
       if (o.tls.verify) info.tls_verify = true
     }
     if (o.jetstream !== undefined) info.jetstream = true
+    const urls = this.cluster?.connectUrls()
+    if (urls !== undefined && urls.length > 0) info.connect_urls = urls
     if (this.auth.nonceRequired) {
       c.nonce ??= makeNonce(this)
       info.nonce = c.nonce
@@ -242,6 +249,23 @@ export class Server implements ClientDoor {
     if (extra !== undefined) Object.assign(info, extra)
     if (c.tracing) this.log.trace(`${c.logPrefix()} - ->> [INFO ${JSON.stringify(info)}]`)
     return encodeInfo(info)
+  }
+
+  machineAddresses(): ReadonlyArray<{ readonly address: string; readonly family: string }> {
+    return machineAddresses()
+  }
+
+  /**
+   * The cluster's client URLs changed (a route came or went): clients that speak protocol
+   * 1 or later get an INFO with the new connect_urls, as nats-server sends them.
+   */
+  connectUrlsChanged(): void {
+    for (const c of this.clients.values()) {
+      if (c.closed || !c.connectReceived || !(typeof c.connectOpts?.protocol === "number" && c.connectOpts.protocol >= 1)) continue
+      const info = this.infoFor(c, { connect_urls: this.cluster?.connectUrls() ?? [] })
+      c.out.writeBytes(info, 0, info.length)
+      this.outbound.markDirty(c)
+    }
   }
 
   /** The peer went away (or we closed it and the transport confirms). */
@@ -289,6 +313,7 @@ export class Server implements ClientDoor {
   shutdown(): void {
     if (this.shuttingDown) return
     this.shuttingDown = true
+    this.cluster?.shutdown()
     for (const c of [...this.clients.values()]) c.close(ClosedReason.ServerShutdown)
   }
 

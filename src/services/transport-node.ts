@@ -259,7 +259,41 @@ export const listenNode = (
     ({ server }) => closeServer(server)
   ).pipe(Effect.map(({ listener }) => listener))
 
+/** An outgoing connection (a route): handed over once connected; a failure or timeout before that is reported instead. */
+export const dialNode = (
+  host: string,
+  port: number,
+  timeoutMs: number,
+  connected: (conn: Conn) => ConnHandlers,
+  failed: (error: Error) => void
+): void => {
+  const socket = net.connect({ host, port, noDelay: true })
+  let done = false
+  const fail = (e: Error) => {
+    if (done) return
+    done = true
+    clearTimeout(timer)
+    socket.destroy()
+    failed(e)
+  }
+  const timer = setTimeout(() => fail(new Error(`no connection within ${timeoutMs}ms`)), timeoutMs)
+  timer.unref()
+  socket.once("error", fail)
+  socket.once("connect", () => {
+    if (done) return
+    done = true
+    clearTimeout(timer)
+    socket.removeListener("error", fail)
+    try {
+      attach(socket, connected(wrap(socket)))
+    } catch {
+      socket.destroy()
+    }
+  })
+}
+
 export const layerNode: Layer.Layer<Transport> = Layer.succeed(Transport, {
   listen: listenNode,
+  dial: dialNode,
   listenWebSocket: listenWebSocketNode
 })

@@ -119,6 +119,19 @@ export interface TransportService {
     tls?: TlsListen,
     events?: ListenEvents
   ) => Effect.Effect<Listener, TransportError, Scope.Scope>
+  /**
+   * Open a connection to host:port (a route to another server). `connected` is called
+   * synchronously once it is up and returns its handlers; `failed` if it cannot be made
+   * (refused, unreachable, not up within `timeoutMs`). Absent where the transport cannot
+   * dial (the simulation).
+   */
+  readonly dial?: (
+    host: string,
+    port: number,
+    timeoutMs: number,
+    connected: (conn: Conn) => ConnHandlers,
+    failed: (error: Error) => void
+  ) => void
   /** Listen for WebSocket connections; absent where the transport has none (the simulation). */
   readonly listenWebSocket?: (
     host: string,

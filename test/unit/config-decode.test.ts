@@ -676,6 +676,63 @@ describe("websocket", () => {
   })
 })
 
+describe("cluster (routes)", () => {
+  it("is off without a block; a block takes name, listen, routes, advertise and credentials", () => {
+    expect(options("").cluster).toBeUndefined()
+    const o = options(`cluster {
+      name: C1
+      listen: 127.0.0.1:6333
+      routes: [ nats-route://ruser:s3cret@10.0.0.2:6222, "nats://10.0.0.3:6222" ]
+      cluster_advertise: "203.0.113.9:6333"
+      no_advertise: true
+      connect_retries: 5
+      authorization { user: ruser, password: s3cret, timeout: 3, permissions { import: "a.>", export: { deny: "secret.>" } } }
+    }`)
+    expect(o.cluster).toEqual({
+      name: "C1",
+      host: "127.0.0.1",
+      port: 6333,
+      advertise: "203.0.113.9:6333",
+      noAdvertise: true,
+      routes: ["nats-route://ruser:s3cret@10.0.0.2:6222", "nats://10.0.0.3:6222"],
+      authorization: {
+        user: "ruser",
+        password: "s3cret",
+        timeoutMs: 3000,
+        import: { allow: ["a.>"], deny: undefined },
+        export: { allow: undefined, deny: ["secret.>"] }
+      },
+      connectRetries: 5
+    })
+  })
+
+  it("follows the port conventions (absent/0 = 6222, -1 = ephemeral) and the client host", () => {
+    expect(options("host: 127.0.0.2\ncluster { name: c }").cluster).toMatchObject({ host: "127.0.0.2", port: 6222, name: "c", routes: [] })
+    expect(options("cluster { port: -1 }").cluster).toMatchObject({ port: 0, name: "" })
+    expect(options("cluster { host: 127.0.0.1, port: 7000 }").cluster).toMatchObject({ host: "127.0.0.1", port: 7000 })
+  })
+
+  it("refuses, at its place, what routes do not do yet instead of ignoring it", () => {
+    const cases: ReadonlyArray<[string, RegExp]> = [
+      ["cluster {\n  tls { cert_file: a, key_file: b }\n}", /t\.conf:2:3: .*TLS on routes is not supported by this version yet/],
+      ["cluster {\n  pool_size: 3\n}", /t\.conf:2:3: .*route pooling is not supported/],
+      ["cluster {\n  accounts: [A]\n}", /t\.conf:2:3: .*per account is not supported/],
+      ["cluster {\n  compression: s2_auto\n}", /t\.conf:2:3: .*compression is not supported/]
+    ]
+    for (const [text, re] of cases) expect(`${failure(text).file}:${failure(text).line}:${failure(text).column}: ${failure(text).message}`).toMatch(re)
+    // What turns those off is accepted, as nats-server files write it.
+    expect(options("cluster { pool_size: -1, compression: off }").cluster).toBeDefined()
+  })
+
+  it("refuses a route URL it cannot use, without echoing it (it may carry a password)", () => {
+    for (const bad of ["tls://u:pw@h:6222", "nats-route://h", "h:6222"]) {
+      const e = failure(`cluster { routes: [ "${bad}" ] }`)
+      expect(e.message).toMatch(/route URL/)
+      expect(e.message).not.toContain("pw")
+    }
+  })
+})
+
 describe("unknown keys", () => {
   it("warns with the block path and position", () => {
     expect(
@@ -706,9 +763,11 @@ jetstream { store_dir: x, turbo: true }
     expect(warnings(keys.map((k) => `${k}: 1`).join("\n"))).toEqual(
       keys.map((k, i) => `t.conf:${i + 1}:1: ${k} is not implemented by this version and has no effect`)
     )
-    expect(warnings("cluster { name: c, listen: 0.0.0.0:6222, routes: [ nats://a:6222 ] }")).toEqual([
-      "t.conf:1:1: cluster is not implemented by this version and has no effect"
+    expect(warnings("gateway { name: c, listen: 0.0.0.0:7222, gateways: [ { name: d, url: nats://a:7222 } ] }")).toEqual([
+      "t.conf:1:1: gateway is not implemented by this version and has no effect"
     ])
+    // Routes are implemented: a cluster block decodes without a warning.
+    expect(warnings("cluster { name: c, listen: 0.0.0.0:6222, routes: [ nats://a:6222 ] }")).toEqual([])
     // Implemented now, so they left the list; syslog is refused rather than ignored.
     for (const k of ["pid_file", "ports_file_dir", "lame_duck_duration", "log_size_limit", "logfile_max_num", "syslog", "remote_syslog"]) {
       expect(notImplementedKeys.top).not.toContain(k)

@@ -166,6 +166,27 @@ describe("jetstream, authorization and mqtt flags", () => {
     expect(overrides("--mqtt_port", "-1")).toEqual({ mqtt: { enabled: true, port: 0 } })
   })
 
+  it("cluster flags: --cluster listens, --routes solicits, with name, advertise and no_advertise", () => {
+    expect(overrides("--cluster", "nats://127.0.0.1:6333", "--routes", "nats-route://a:6222, nats://b:6222", "--cluster_name", "C1",
+      "--cluster_advertise", "203.0.113.9:6333", "--no_advertise")).toEqual({
+      cluster: {
+        enabled: true,
+        host: "127.0.0.1",
+        port: 6333,
+        routes: ["nats-route://a:6222", "nats://b:6222"],
+        name: "C1",
+        advertise: "203.0.113.9:6333",
+        noAdvertise: true
+      }
+    })
+    expect(overrides("--cluster", "nats://0.0.0.0:-1")).toEqual({ cluster: { enabled: true, host: "0.0.0.0", port: 0 } })
+    expect(overrides("--cluster_listen=localhost:7000")).toEqual({ cluster: { enabled: true, host: "localhost", port: 7000 } })
+    expect(flagError("--routes", "tls://u:hidden@a:6222").message).not.toContain("hidden")
+    expect(flagError("--routes", "a:6222").message).toMatch(/route URLs/)
+    expect(flagError("--cluster", "nowhere").message).toMatch(/--cluster/)
+    expect(flagError("--cluster_name", "a b").message).toMatch(/without spaces/)
+  })
+
   it("combines many flags", () => {
     expect(run("-c", "a.conf", "-p", "1", "-a", "h", "-n", "s", "-m", "2", "-DV", "-js", "-sd", "d", "--user", "u")).toEqual({
       kind: "run",

@@ -147,6 +147,15 @@ describe("a file or flags run only what they name (as nats-server)", () => {
     }).pipe(Effect.provide(files))
   )
 
+  it.effect("cluster flags need a cluster: --cluster or a cluster block", () =>
+    Effect.gen(function* () {
+      const e = yield* Effect.flip(load(["--routes", "nats-route://127.0.0.1:6222"], {}))
+      expect(e.message).toMatch(/need a cluster: --cluster <url> or a cluster block/)
+      const flags = runOptions(yield* load(["--cluster", "nats://127.0.0.1:-1", "--routes", "nats-route://127.0.0.1:6222", "--cluster_name", "C"], {}))
+      expect(flags.cluster).toMatchObject({ host: "127.0.0.1", port: 0, name: "C", routes: ["nats-route://127.0.0.1:6222"] })
+    }).pipe(Effect.provide(files))
+  )
+
   it.effect("MQTT binds the client host unless its block names one", () =>
     Effect.gen(function* () {
       const flags = runOptions(yield* load(["-a", "127.0.0.1", "--mqtt_port", "1884", "-m", "8222"], {}))
@@ -207,7 +216,7 @@ describe("unknown keys and strict mode", () => {
       const outcome = yield* load(["-c", file], {})
       if (outcome.kind !== "run") throw new Error("expected run")
       const expected = [
-        `${file}:4:1: cluster is not implemented by this version and has no effect`,
+        `${file}:4:1: gateway is not implemented by this version and has no effect`,
         `${file}:13:3: jetstream.domain is not implemented by this version and has no effect`,
         `${file}:15:1: mappings is not implemented by this version and has no effect`
       ]

@@ -6,6 +6,7 @@ import { formatRtt, formatTimestamp, formatUptime } from "./format.js"
 import type { ConnSnapshot, GatewaySnapshot, RouteSnapshot, ServerSnapshot, SubSnapshot } from "./source.js"
 
 const detail = (s: SubSnapshot, cid: number): SubDetail => ({
+  ...(s.account !== undefined ? { account: s.account } : {}),
   subject: s.subject,
   ...(s.queue ? { qgroup: s.queue } : {}),
   sid: s.sid,

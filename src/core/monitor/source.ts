@@ -48,6 +48,8 @@ export interface SubSnapshot {
   readonly msgs: number
   /** Auto-unsubscribe limit; 0 = none. */
   readonly max: number
+  /** The account it is in, where a list mixes accounts (a route's interest). */
+  readonly account?: string
 }
 
 /** One open connection. */

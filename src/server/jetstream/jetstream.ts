@@ -219,6 +219,8 @@ export class JetStream {
     if (a === undefined) {
       const router = this.server.router
       const principal = router.internal(name, "JetStream")
+      // JetStream is this node's own: its API, streams and consumers are not announced to routes.
+      principal.announce = false
       a = new JsAccount(this, name, principal, this.enabledFor(name))
       this.accounts.set(name, a)
       // Push consumers learn of subscribers on their deliver subject from this, not by polling.

@@ -154,12 +154,6 @@ export class Client extends Peer implements NatsOpHandler {
     this.parser.feed(chunk)
   }
 
-  /** The socket took everything it held. */
-  drained(): void {
-    this.transportPending = 0
-    this.blockedSince = -1
-  }
-
   /** The peer went away (or the transport confirms our close): nothing more is written. */
   lost(reason: ClosedReason): void {
     if (this.closed) return

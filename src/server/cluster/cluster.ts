@@ -1,0 +1,658 @@
+// The cluster: this server's routes to the other servers of a NATS cluster (a full mesh).
+// It accepts and solicits route connections (configured routes retried for ever with a
+// bounded backoff, routes learned from another server's INFO a few times), keeps one
+// route per remote server (duplicates resolved the same way on both ends), announces
+// this server's interest per account (RS+/RS-, a queue group with its member count) and
+// keeps what the others announced (RemoteInterest). The router hands it every message
+// published here after its local subscribers (`forward`): it goes once to each server
+// with interest, a queue group to one member cluster-wide (a local one first). Clients
+// learn the other servers' client URLs (INFO connect_urls) from here.
+import type { ClusterOptions, ServerOptions } from "../../config/options.js"
+import { encodeInfo } from "../../core/cluster/encode.js"
+import type { RouteConnectOp, RouteInfoOp } from "../../core/cluster/handshake.js"
+import { RemoteInterest } from "../../core/cluster/interest.js"
+import type { PeerInterest } from "../../core/cluster/parser.js"
+import type { ClusterSnapshot, RouteSnapshot } from "../../core/monitor/source.js"
+import { ClientPermissions } from "../../engine/permissions.js"
+import type { Account, Delivery, InterestWatcher, Subscription } from "../../engine/principal.js"
+import type { RemoteRouting } from "../../engine/router.js"
+import { parseRouteUrl } from "../../config/route-url.js"
+import type { Conn, ConnHandlers } from "../../services/transport.js"
+import { NATS_COMPAT_VERSION, VERSION } from "../../version.js"
+import { passwordMatches } from "../nats/auth.js"
+import { ErrText } from "../reasons.js"
+import type { SlabPool } from "../../core/nats/outbuf.js"
+import type { Outbound } from "../../engine/outbound.js"
+import type { Router } from "../../engine/router.js"
+import type { LogService } from "../../services/log.js"
+import { Route, RouteClosed } from "./route.js"
+
+/** The first wait before connecting again to a route that went away or could not be reached. */
+export const ROUTE_RECONNECT_MS = 1_000
+/** The longest wait between two attempts at a configured route. */
+export const ROUTE_RECONNECT_MAX_MS = 8_000
+/** How long a connection attempt may take. */
+export const ROUTE_DIAL_TIMEOUT_MS = 2_000
+
+/**
+ * The wait before attempt `attempts + 1` at a route (`attempts` failed in a row): one
+ * second doubling up to ROUTE_RECONNECT_MAX_MS, less up to a quarter at random so that
+ * servers that lost each other do not all call at the same instant.
+ */
+export const reconnectDelay = (attempts: number, random: () => number): number => {
+  const full = Math.min(ROUTE_RECONNECT_MAX_MS, ROUTE_RECONNECT_MS * 2 ** Math.min(attempts, 10))
+  return Math.round(full * (1 - 0.25 * random()))
+}
+
+/** A route this server connects to: configured (retried for ever) or learned from another server (implicit). */
+export interface Solicit {
+  /** For logs: the URL without credentials. */
+  readonly url: string
+  readonly host: string
+  readonly port: number
+  readonly user: string | undefined
+  readonly password: string | undefined
+  readonly configured: boolean
+  /** Failed attempts in a row. */
+  attempts: number
+  /** When to try next (while there is no connection). */
+  nextAt: number
+  dialing: boolean
+  route: Route | undefined
+  /** The server it reached last time: while a route to that server exists (accepted), no need to call. */
+  remoteId: string | undefined
+  /** It is this server itself: never called again. */
+  self: boolean
+}
+
+/** What the cluster needs from its shell: connecting out, and waking its timer. */
+export interface ClusterEnv {
+  readonly dial:
+    | ((host: string, port: number, timeoutMs: number, connected: (conn: Conn) => ConnHandlers, failed: (e: Error) => void) => void)
+    | undefined
+  readonly wakeAt: (at: number) => void
+}
+
+/** What the cluster and its routes need from the server they belong to (server.ts implements it). */
+export interface ClusterHost {
+  readonly router: Router
+  readonly outbound: Outbound
+  readonly log: LogService
+  readonly slabs: SlabPool
+  readonly env: { readonly now: () => number; readonly nanos: () => number; readonly random: () => number }
+  readonly options: ServerOptions
+  readonly serverId: string
+  readonly serverName: string
+  /** The client listener. */
+  readonly host: string
+  readonly port: number
+  readonly shuttingDown: boolean
+  readonly accounts: ReadonlyMap<string, Account>
+  // Totals for /varz.
+  inMsgs: number
+  inBytes: number
+  outMsgs: number
+  outBytes: number
+  allocateCid(): number
+  /** The machine's addresses (a client listener on 0.0.0.0 is reached at each). */
+  machineAddresses(): ReadonlyArray<{ readonly address: string; readonly family: string }>
+  /** The cluster's client URLs changed: clients hear of it (INFO connect_urls). */
+  connectUrlsChanged(): void
+}
+
+/** One subject (and queue group) some local subscriptions are on, and how many. */
+interface LocalEntry {
+  readonly subject: string
+  readonly queue: string
+  n: number
+}
+
+const hostPort = (host: string, port: number): string => (host.includes(":") ? `[${host}]:${port}` : `${host}:${port}`)
+
+const isAnyAddress = (h: string | undefined): boolean => h === undefined || h === "" || h === "0.0.0.0" || h === "::"
+
+export class Cluster implements RemoteRouting, InterestWatcher {
+  /** Every open route connection, by rid (registered or still in its handshake). */
+  readonly routes = new Map<number, Route>()
+  /** The route kept to each remote server, by its server id. */
+  readonly byId = new Map<string, Route>()
+  /** What the other servers asked for. */
+  readonly interest = new RemoteInterest<Route>()
+  readonly solicits: Array<Solicit> = []
+  /** This server's interest as announced: per account, per `subject queue`. */
+  private readonly local = new Map<string, Map<string, LocalEntry>>()
+  /** The cluster's name; taken from a peer while it was made up here (no name configured). */
+  name: string
+  dynamicName: boolean
+  /** The route listener, once bound. */
+  host = ""
+  port = 0
+  readonly handshakeTimeoutMs: number
+  private readonly importPerms: ClientPermissions | undefined
+  private shuttingDown = false
+  /** Forwarding scratch: the routes one message goes to. */
+  private readonly touched: Array<Route | undefined> = []
+  /** The client URLs clients are told about, as last sent. */
+  private clientUrls: ReadonlyArray<string> = []
+
+  constructor(
+    readonly server: ClusterHost,
+    readonly options: ClusterOptions,
+    private readonly env: ClusterEnv
+  ) {
+    this.dynamicName = options.name === ""
+    this.name = this.dynamicName ? randomName(server.env.random) : options.name
+    this.handshakeTimeoutMs = Math.max(options.authorization?.timeoutMs ?? server.options.authTimeoutMs, 2_000)
+    const auth = options.authorization
+    this.importPerms = auth?.import !== undefined || auth?.export !== undefined
+      ? new ClientPermissions({ publish: auth.import, subscribe: auth.export, allowResponses: undefined })
+      : undefined
+    const now = server.env.now()
+    for (const url of options.routes) {
+      const u = parseRouteUrl(url)
+      if (u === undefined) continue
+      this.solicits.push(newSolicit(u, true, now))
+    }
+  }
+
+  /** The listener is up: where other servers reach this one. */
+  listening(host: string, port: number): void {
+    this.host = host
+    this.port = port
+    if (this.solicits.length > 0) this.env.wakeAt(this.server.env.now())
+  }
+
+  /** The host:port other servers are told (advertise, else the listener). */
+  advertisedRoute(): { host: string; port: number } {
+    const adv = this.options.advertise
+    if (adv !== undefined) {
+      const i = adv.lastIndexOf(":")
+      return { host: adv.slice(0, i).replace(/^\[|\]$/g, ""), port: Number(adv.slice(i + 1)) }
+    }
+    return { host: this.host, port: this.port }
+  }
+
+  // ---- connections ----
+
+  /** A route connection accepted on the route listener. */
+  accept(conn: Conn): ConnHandlers {
+    if (this.shuttingDown || this.server.shuttingDown) {
+      conn.destroy()
+      return { onData: () => {}, onDrain: () => {}, onClose: () => {} }
+    }
+    const r = this.open(conn, undefined)
+    r.writeInfo(this.infoFor(r))
+    return this.handlers(r)
+  }
+
+  private open(conn: Conn, solicit: Solicit | undefined): Route {
+    const now = this.server.env.now()
+    const r = new Route(this, this.server.allocateCid(), conn, solicit, now)
+    r.permissions = this.importPerms
+    this.routes.set(r.rid, r)
+    if (solicit !== undefined) solicit.route = r
+    this.env.wakeAt(r.handshakeDeadline)
+    this.server.log.debug(`${r.logPrefix()} - Route connection ${solicit === undefined ? "accepted" : `to ${solicit.url} made`}`)
+    return r
+  }
+
+  private handlers(r: Route): ConnHandlers {
+    return {
+      onData: (chunk) => {
+        if (r.closed) return
+        r.receive(chunk, this.server.env.now())
+      },
+      onDrain: () => r.drained(),
+      onClose: (error) => {
+        if (r.closed) return
+        r.lost(error === undefined || (error as NodeJS.ErrnoException).code === "ECONNRESET" ? RouteClosed.ClientClosed : RouteClosed.ReadError)
+      }
+    }
+  }
+
+  /** Our INFO on a route. */
+  infoFor(_r: Route): Buffer {
+    const server = this.server
+    const o = server.options
+    const at = this.advertisedRoute()
+    const auth = this.options.authorization
+    const info: Record<string, unknown> = {
+      server_id: server.serverId,
+      server_name: server.serverName,
+      version: NATS_COMPAT_VERSION,
+      switchyard: VERSION,
+      proto: 1,
+      go: `node ${process.version}`,
+      host: at.host,
+      port: at.port,
+      headers: !o.noHeaderSupport,
+      max_payload: o.maxPayload,
+      cluster: this.name
+    }
+    if (this.dynamicName) info.cluster_dynamic = true
+    if (auth?.user !== undefined) info.auth_required = true
+    if (auth?.import !== undefined) info.import = { allow: auth.import.allow, deny: auth.import.deny }
+    if (auth?.export !== undefined) info.export = { allow: auth.export.allow, deny: auth.export.deny }
+    if (!this.options.noAdvertise) info.connect_urls = this.ownClientUrls()
+    return encodeInfo(info)
+  }
+
+  /** Our CONNECT on a route we solicited: credentials from its URL, else the cluster's own. */
+  connectFor(r: Route): Record<string, unknown> {
+    const s = r.solicit!
+    const user = s.user ?? this.options.authorization?.user
+    const pass = s.user !== undefined ? s.password : this.options.authorization?.password
+    return {
+      echo: true,
+      verbose: false,
+      pedantic: false,
+      tls_required: false,
+      headers: !this.server.options.noHeaderSupport,
+      name: this.server.serverId,
+      cluster: this.name,
+      ...(this.dynamicName ? { dynamic: true } : {}),
+      ...(user !== undefined ? { user } : {}),
+      ...(pass !== undefined ? { pass } : {})
+    }
+  }
+
+  /** An accepted route's CONNECT: the cluster name, then the credentials. */
+  admit(r: Route, c: RouteConnectOp): { reason: RouteClosed; errText: string } | undefined {
+    const log = this.server.log
+    if (c.cluster !== undefined && c.cluster !== this.name && !this.takeName(c.cluster, c.dynamic === true)) {
+      log.error(`${r.logPrefix()} - Rejecting connection, cluster name "${c.cluster}" does not match "${this.name}"`)
+      return {
+        reason: RouteClosed.ClusterNameConflict,
+        errText: `Rejecting connection, cluster name "${c.cluster}" does not match "${this.name}"`
+      }
+    }
+    const auth = this.options.authorization
+    if (auth?.user !== undefined) {
+      const ok = c.user === auth.user && (auth.password === undefined || passwordMatches(c.pass, auth.password))
+      if (!ok) {
+        log.error(`${r.logPrefix()} - Router authentication failed${c.user === undefined ? "" : ` for user "${c.user}"`}`)
+        return { reason: RouteClosed.AuthenticationViolation, errText: ErrText.AuthorizationViolation }
+      }
+    }
+    return undefined
+  }
+
+  /** The first INFO of a route: same cluster, one route (no pool), then who it is. */
+  checkInfo(r: Route, info: RouteInfoOp): RouteClosed | undefined {
+    const log = this.server.log
+    if ((info.route_pool_idx ?? 0) > 0 || info.route_account !== undefined) {
+      log.error(`${r.logPrefix()} - Refusing an extra pooled or per-account route from ${info.server_id}: this server keeps one route per server`)
+      return RouteClosed.PoolMismatch
+    }
+    if (info.cluster !== undefined && info.cluster !== this.name && !this.takeName(info.cluster, info.cluster_dynamic === true)) {
+      log.error(`${r.logPrefix()} - Rejecting connection, cluster name "${info.cluster}" does not match "${this.name}"`)
+      return RouteClosed.ClusterNameConflict
+    }
+    return undefined
+  }
+
+  /**
+   * A peer names another cluster: fine when one of the two names was made up (no name
+   * configured): a made-up name gives way to a configured one, and of two made-up names
+   * the smaller wins, so every server ends up with the same.
+   */
+  private takeName(theirs: string, theirsDynamic: boolean): boolean {
+    if (!this.dynamicName) return theirsDynamic
+    if (theirsDynamic && theirs > this.name) return true
+    this.server.log.info(`Cluster name is now "${theirs}" (taken from a route)`)
+    this.name = theirs
+    if (!theirsDynamic) this.dynamicName = false
+    return true
+  }
+
+  /** A route past its handshake: kept unless a route to that server is kept instead. */
+  register(r: Route): void {
+    const server = this.server
+    const id = r.remoteId
+    if (id === server.serverId) {
+      server.log.debug(`${r.logPrefix()} - Detected route to self, ignoring`)
+      if (r.solicit !== undefined) r.solicit.self = true
+      r.close(RouteClosed.RouteToSelf)
+      return
+    }
+    const existing = this.byId.get(id)
+    if (existing !== undefined && existing !== r) {
+      const keep = this.preferred(existing, r)
+      const drop = keep === existing ? r : existing
+      server.log.debug(`${drop.logPrefix()} - Duplicate route to ${id}: keeping rid:${keep.rid}`)
+      if (drop.solicit !== undefined) drop.solicit.remoteId = id
+      if (drop === existing) this.unregister(existing)
+      drop.close(RouteClosed.DuplicateRoute)
+      if (drop === r) return
+    }
+    this.byId.set(id, r)
+    r.registered = true
+    if (r.solicit !== undefined) {
+      r.solicit.remoteId = id
+      r.solicit.attempts = 0
+    }
+    server.log.info(`${r.logPrefix()} - Route connection created${r.remoteName !== id ? ` (${r.remoteName})` : ""}`)
+    // Everything this server wants, then the first PING (round-trip time).
+    for (const [account, entries] of this.local) {
+      for (const e of entries.values()) r.sendSub(account, e.subject, e.queue, e.n)
+    }
+    r.sendPing()
+    r.nextPingAt = server.env.now() + server.options.pingIntervalMs
+    this.env.wakeAt(r.nextPingAt)
+    // The others learn of the new server (implicit routes), unless it is behind an address we cannot name.
+    const gossip = this.gossipFor(r)
+    if (gossip !== undefined) for (const o of this.byId.values()) if (o !== r) o.writeInfo(gossip)
+    this.clientUrlsChanged()
+  }
+
+  /**
+   * Of two routes to one server, the one both ends keep: the one solicited by the server
+   * with the smaller id (both ends know who solicited each), else the older.
+   */
+  private preferred(a: Route, b: Route): Route {
+    const me = this.server.serverId
+    const solicitor = (r: Route) => (r.didSolicit ? me : r.remoteId)
+    const sa = solicitor(a)
+    const sb = solicitor(b)
+    if (sa === sb) return a
+    return sa < sb ? a : b
+  }
+
+  /** INFO naming a server `r` connects us to, for the other routes: `ip` is where to reach it. */
+  private gossipFor(r: Route): Buffer | undefined {
+    const info = r.remoteInfo
+    if (info === undefined || info.port === undefined || info.port <= 0) return undefined
+    const host = isAnyAddress(info.host) ? r.conn.remoteAddress : info.host!
+    return encodeInfo({ ...info, ip: `nats-route://${hostPort(host, info.port)}/` })
+  }
+
+  /** A later INFO on a registered route: another server to connect to (gossip), or the peer's new client URLs. */
+  infoUpdate(r: Route, info: RouteInfoOp): void {
+    if (info.server_id !== r.remoteId) {
+      this.learnRoute(info)
+      return
+    }
+    r.remoteInfo = { ...r.remoteInfo, ...info }
+    this.clientUrlsChanged()
+  }
+
+  private learnRoute(info: RouteInfoOp): void {
+    const id = info.server_id
+    if (id === this.server.serverId || this.byId.has(id) || info.ip === undefined) return
+    const u = parseRouteUrl(info.ip)
+    if (u === undefined) return
+    if (this.solicits.some((s) => s.remoteId === id || (s.host === u.host && s.port === u.port))) return
+    const auth = this.options.authorization
+    const now = this.server.env.now()
+    this.solicits.push(newSolicit({ host: u.host, port: u.port, user: auth?.user, password: auth?.password }, false, now))
+    this.server.log.debug(`Learned a route to ${id} at ${hostPort(u.host, u.port)}`)
+    this.env.wakeAt(now)
+  }
+
+  /** Out of the table of kept routes (its interest forgotten). */
+  private unregister(r: Route): void {
+    if (!r.registered) return
+    r.registered = false
+    if (this.byId.get(r.remoteId) === r) this.byId.delete(r.remoteId)
+    this.interest.dropRemote(r)
+  }
+
+  /** A route is gone (either side closed it). */
+  routeClosed(r: Route, reason: RouteClosed): void {
+    const server = this.server
+    const wasKept = r.registered
+    this.unregister(r)
+    this.routes.delete(r.rid)
+    const log = reason === RouteClosed.DuplicateRoute || reason === RouteClosed.RouteToSelf || this.shuttingDown ? server.log.debug : server.log.info
+    log.call(server.log, `${r.logPrefix()} - Router connection closed: ${reason}`)
+    const now = server.env.now()
+    const s = r.solicit
+    if (s !== undefined) {
+      s.route = undefined
+      if (reason !== RouteClosed.DuplicateRoute && !s.self) this.scheduleRetry(s, now, wasKept)
+    }
+    if (wasKept) {
+      // Configured routes that gave way to this one call again now that it is gone.
+      for (const o of this.solicits) {
+        if (o !== s && o.route === undefined && !o.dialing && o.remoteId === r.remoteId) {
+          o.nextAt = now + reconnectDelay(0, server.env.random)
+          this.env.wakeAt(o.nextAt)
+        }
+      }
+      this.clientUrlsChanged()
+    }
+  }
+
+  private scheduleRetry(s: Solicit, now: number, wasUp: boolean): void {
+    if (this.shuttingDown) return
+    if (wasUp) s.attempts = 0
+    else s.attempts++
+    if (!s.configured && s.attempts > this.options.connectRetries) {
+      this.solicits.splice(this.solicits.indexOf(s), 1)
+      this.server.log.debug(`Giving up on the route to ${s.url} (learned, connect_retries ${this.options.connectRetries})`)
+      return
+    }
+    s.nextAt = now + reconnectDelay(s.attempts, this.server.env.random)
+    this.env.wakeAt(s.nextAt)
+  }
+
+  // ---- timers ----
+
+  /** Connects what is due, runs each route's timers; returns when next due (undefined: nothing). */
+  tick(now: number): number | undefined {
+    let next = Infinity
+    for (const s of [...this.solicits]) {
+      if (s.route !== undefined || s.dialing || s.self || this.shuttingDown) continue
+      // A route to that server is up (it called us): nothing to do until it goes.
+      if (s.remoteId !== undefined && this.byId.has(s.remoteId)) continue
+      if (now >= s.nextAt) this.dial(s)
+      else next = Math.min(next, s.nextAt)
+    }
+    for (const r of [...this.routes.values()]) if (!r.closed) next = Math.min(next, r.timers(now))
+    return next === Infinity ? undefined : next
+  }
+
+  private dial(s: Solicit): void {
+    const dial = this.env.dial
+    if (dial === undefined) return
+    s.dialing = true
+    this.server.log.debug(`Trying to connect to route on ${hostPort(s.host, s.port)}`)
+    dial(s.host, s.port, ROUTE_DIAL_TIMEOUT_MS, (conn) => {
+      s.dialing = false
+      if (this.shuttingDown) {
+        conn.destroy()
+        return { onData: () => {}, onDrain: () => {}, onClose: () => {} }
+      }
+      return this.handlers(this.open(conn, s))
+    }, (e) => {
+      s.dialing = false
+      this.server.log.debug(`Error trying to connect to route ${s.url}: ${e.message}`)
+      this.scheduleRetry(s, this.server.env.now(), false)
+    })
+  }
+
+  // ---- interest ----
+
+  /** A local subscription came: announced to every route when it is the first on its subject (or a queue group's count changed). */
+  subscribed(account: Account, s: Subscription): void {
+    if (!s.principal.announce || s.principal.remote) return
+    const queue = s.queue ?? ""
+    let entries = this.local.get(account.name)
+    if (entries === undefined) this.local.set(account.name, (entries = new Map()))
+    const key = queue === "" ? s.subject : `${s.subject} ${queue}`
+    let e = entries.get(key)
+    if (e === undefined) entries.set(key, (e = { subject: s.subject, queue, n: 0 }))
+    e.n++
+    if (queue === "" && e.n > 1) return
+    for (const r of this.byId.values()) r.sendSub(account.name, e.subject, queue, e.n)
+  }
+
+  unsubscribed(account: Account, s: Subscription): void {
+    if (!s.principal.announce || s.principal.remote) return
+    const queue = s.queue ?? ""
+    const entries = this.local.get(account.name)
+    const key = queue === "" ? s.subject : `${s.subject} ${queue}`
+    const e = entries?.get(key)
+    if (e === undefined) return
+    e.n--
+    if (e.n <= 0) {
+      entries!.delete(key)
+      if (entries!.size === 0) this.local.delete(account.name)
+      for (const r of this.byId.values()) r.sendUnsub(account.name, e.subject, queue)
+    } else if (queue !== "") {
+      for (const r of this.byId.values()) r.sendSub(account.name, e.subject, queue, e.n)
+    }
+  }
+
+  /** RS+ from a route. */
+  remoteSub(r: Route, i: PeerInterest): void {
+    if (r.permissions !== undefined && !r.permissions.canSubscribe(i.subject, i.queue)) {
+      this.server.log.debug(`${r.logPrefix()} - Route interest in "${i.subject}" outside cluster export permissions ignored`)
+      return
+    }
+    const change = this.interest.add(r, i)
+    if (change === "invalid") {
+      this.server.log.error(`${r.logPrefix()} - Route sent an invalid subscription: "${i.subject}"${i.queue === "" ? "" : ` "${i.queue}"`}`)
+      r.sendErr("Invalid Subscription")
+    }
+  }
+
+  /** RS- from a route. */
+  remoteUnsub(r: Route, i: PeerInterest): void {
+    this.interest.remove(r, i)
+  }
+
+  // ---- forwarding: the router's RemoteRouting ----
+
+  /**
+   * A message published here, after its local subscribers: once to each server with
+   * interest, naming the queue groups it is to serve (those no local member took, each
+   * to one server picked by its members' weight). Allocates nothing when no server is
+   * interested.
+   */
+  forward(d: Delivery, served: ReadonlyArray<string>): number {
+    const account = d.origin.publisher!.account.name
+    const r = this.interest.match(account, d.subject)
+    const psubs = r.psubs
+    const qsubs = r.qsubs
+    if (psubs.length === 0 && qsubs.length === 0) return 0
+    const seq = d.seq
+    const touched = this.touched
+    let n = 0
+    for (let i = 0; i < psubs.length; i++) {
+      const route = psubs[i].remote
+      if (route.mark === seq || !route.registered) continue
+      route.mark = seq
+      route.nq = 0
+      touched[n++] = route
+    }
+    for (let g = 0; g < qsubs.length; g++) {
+      const group = qsubs[g]
+      const name = group[0].queue!
+      if (served.includes(name)) continue
+      // One member cluster-wide: a server picked by how many members it has.
+      let total = 0
+      for (let k = 0; k < group.length; k++) if (group[k].remote.registered) total += group[k].weight
+      if (total === 0) continue
+      let at = this.server.env.random() * total
+      let pick = group[group.length - 1].remote
+      for (let k = 0; k < group.length; k++) {
+        const e = group[k]
+        if (!e.remote.registered) continue
+        at -= e.weight
+        if (at < 0) {
+          pick = e.remote
+          break
+        }
+      }
+      if (pick.mark !== seq) {
+        pick.mark = seq
+        pick.nq = 0
+        touched[n++] = pick
+      }
+      pick.queueSlots[pick.nq++] = name
+    }
+    let sent = 0
+    for (let i = 0; i < n; i++) {
+      const route = touched[i]!
+      touched[i] = undefined
+      if (route.sendMsg(d, account)) sent++
+    }
+    return sent
+  }
+
+  // ---- client URLs ----
+
+  /** This server's client URLs as other servers and clients are told (`host:port`). */
+  ownClientUrls(): Array<string> {
+    const s = this.server
+    if (!isAnyAddress(s.host)) return [hostPort(s.host, s.port)]
+    return s.machineAddresses().filter((a) => a.family === "IPv4" && !a.address.startsWith("127.")).map((a) => hostPort(a.address, s.port))
+  }
+
+  /** What clients' INFO lists in connect_urls: this server's and every routed server's, unless no_advertise. */
+  connectUrls(): ReadonlyArray<string> {
+    return this.clientUrls
+  }
+
+  private clientUrlsChanged(): void {
+    if (this.options.noAdvertise) return
+    const urls = new Set(this.byId.size === 0 ? [] : this.ownClientUrls())
+    for (const r of this.byId.values()) for (const u of r.remoteInfo?.connect_urls ?? []) urls.add(u)
+    const next = [...urls].sort()
+    if (next.length === this.clientUrls.length && next.every((u, i) => u === this.clientUrls[i])) return
+    this.clientUrls = next
+    this.server.connectUrlsChanged()
+  }
+
+  // ---- monitoring and shutdown ----
+
+  snapshots(): Array<RouteSnapshot> {
+    return [...this.byId.values()].map((r) => r.snapshot())
+  }
+
+  snapshot(): ClusterSnapshot {
+    const at = this.advertisedRoute()
+    return {
+      name: this.name,
+      host: at.host,
+      port: at.port,
+      urls: this.solicits.filter((s) => s.configured).map((s) => hostPort(s.host, s.port)),
+      tlsRequired: false,
+      poolSize: 0
+    }
+  }
+
+  shutdown(): void {
+    if (this.shuttingDown) return
+    this.shuttingDown = true
+    for (const r of [...this.routes.values()]) r.close(RouteClosed.ServerShutdown)
+  }
+}
+
+const newSolicit = (
+  u: { host: string; port: number; user: string | undefined; password: string | undefined },
+  configured: boolean,
+  now: number
+): Solicit => ({
+  url: `nats-route://${hostPort(u.host, u.port)}`,
+  host: u.host,
+  port: u.port,
+  user: u.user,
+  password: u.password,
+  configured,
+  attempts: 0,
+  nextAt: now,
+  dialing: false,
+  route: undefined,
+  remoteId: undefined,
+  self: false
+})
+
+/** A cluster name made up when none is configured (nats-server's are 22 random characters too). */
+const randomName = (random: () => number): string => {
+  const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+  let s = ""
+  for (let i = 0; i < 22; i++) s += alphabet[(random() * alphabet.length) | 0]
+  return s
+}
