@@ -130,7 +130,7 @@ export const makeMonitorSource = (server: Server, extras: MonitorSourceExtras): 
       gitCommit: "",
       host: server.host,
       port: server.port,
-      connectUrls: [],
+      connectUrls: server.cluster?.connectUrls() ?? [],
       start: server.startTime,
       configLoadTime: server.configLoadTime,
       authRequired: server.authRequired,
@@ -143,22 +143,27 @@ export const makeMonitorSource = (server: Server, extras: MonitorSourceExtras): 
         // Every client connection counts, whichever protocol it speaks.
         connections: server.clients.size + (extras.mqtt?.connections.size ?? 0),
         totalConnections: server.totalConnections + (extras.mqtt?.totalConnections ?? 0),
-        routes: 0,
-        remotes: 0,
+        routes: server.cluster?.byId.size ?? 0,
+        remotes: server.cluster?.solicits.filter((s) => s.configured).length ?? 0,
         leafnodes: 0,
         inMsgs: server.inMsgs,
         outMsgs: server.outMsgs,
         inBytes: server.inBytes,
         outBytes: server.outBytes,
         slowConsumers: server.slowConsumers,
-        slowConsumersByKind: { clients: server.slowConsumers, routes: 0, gateways: 0, leafs: 0 },
+        slowConsumersByKind: {
+          clients: server.slowConsumers - (server.cluster?.slowConsumers ?? 0),
+          routes: server.cluster?.slowConsumers ?? 0,
+          gateways: 0,
+          leafs: 0
+        },
         staleConnections: server.staleConnections,
         stalledClients: 0,
         subscriptions: server.numSubscriptions
       },
       mqtt: mqttSnapshot(),
       websocket: websocketSnapshot(),
-      cluster: undefined
+      cluster: server.cluster?.snapshot()
     }
   }
 
@@ -202,6 +207,7 @@ export const makeMonitorSource = (server: Server, extras: MonitorSourceExtras): 
     accounts: () => [...server.accounts.values()].map((a) => accountSnapshot(server, a, extras)),
     jetstream: () => extras.jetstream?.snapshot(),
     health,
-    queues
+    queues,
+    routes: () => server.cluster?.snapshots() ?? []
   }
 }

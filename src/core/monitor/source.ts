@@ -212,6 +212,8 @@ export interface ClusterSnapshot {
   readonly urls: ReadonlyArray<string>
   readonly tlsRequired: boolean
   readonly poolSize: number
+  /** How long an accepted route has to authenticate, milliseconds. */
+  readonly authTimeoutMs?: number
 }
 
 /** Sublist counters of one account (nats-server's SublistStats inputs). */

@@ -55,6 +55,7 @@ const clusterBlock = (s: ServerSnapshot): Varz["cluster"] => {
     ...(c.name ? { name: c.name } : {}),
     ...(c.host ? { addr: c.host } : {}),
     ...(c.port ? { cluster_port: c.port } : {}),
+    ...(c.authTimeoutMs !== undefined ? { auth_timeout: c.authTimeoutMs / 1000 } : {}),
     ...(c.urls.length > 0 ? { urls: [...c.urls] } : {}),
     ...(c.tlsRequired ? { tls_required: true, tls_verify: true } : {}),
     ...(c.poolSize ? { pool_size: c.poolSize } : {})

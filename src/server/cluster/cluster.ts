@@ -128,6 +128,8 @@ export class Cluster implements RemoteRouting, InterestWatcher {
   host = ""
   port = 0
   readonly handshakeTimeoutMs: number
+  /** Routes cut off as slow consumers (/varz slow_consumer_stats.routes). */
+  slowConsumers = 0
   private readonly importPerms: ClientPermissions | undefined
   private shuttingDown = false
   /** Forwarding scratch: the routes one message goes to. */
@@ -619,7 +621,8 @@ export class Cluster implements RemoteRouting, InterestWatcher {
       port: at.port,
       urls: this.solicits.filter((s) => s.configured).map((s) => hostPort(s.host, s.port)),
       tlsRequired: false,
-      poolSize: 0
+      poolSize: 0,
+      authTimeoutMs: this.handshakeTimeoutMs
     }
   }
 

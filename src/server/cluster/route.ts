@@ -153,6 +153,7 @@ export class Route extends Peer implements PeerOpHandler {
   }
 
   cutOff(reason: SlowConsumer): void {
+    this.cluster.slowConsumers++
     this.out.clear()
     this.close(reason, ErrText.SlowConsumer)
   }
