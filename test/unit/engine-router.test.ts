@@ -199,3 +199,106 @@ describe("Router.route", () => {
     expect(inbox.got).toEqual(["5 orders.1 body q0"])
   })
 })
+
+describe("the other servers of a cluster (RemoteRouting, InterestWatcher)", () => {
+  /** A stand-in for the cluster: records what it is handed and says how many servers took it. */
+  const remoteOf = (takes: number) => {
+    const calls: Array<string> = []
+    return {
+      calls,
+      forward: (d: Delivery, served: ReadonlyArray<string>) => {
+        calls.push(`${d.subject} served=[${served.join(",")}]`)
+        return takes
+      }
+    }
+  }
+
+  class Peer extends Recorder {
+    override readonly remote = true
+  }
+
+  it("hands a message published here on after local delivery, with the queue groups a local member took", () => {
+    const { router, who, sub, publish } = setup()
+    const remote = remoteOf(1)
+    router.remote = remote
+    const [pub, a, q] = ["pub", "a", "q"].map(who)
+    sub(a, "x", "1")
+    sub(q, "x", "2", "W")
+    expect(publish(pub, "x", "m")).toBe(3)
+    expect(remote.calls).toEqual(["x served=[W]"])
+    expect(publish(pub, "nothing.here", "m")).toBe(1)
+    expect(remote.calls[1]).toBe("nothing.here served=[]")
+  })
+
+  it("never hands on what came from another server, nor a copy marked local", () => {
+    const { router, acc, sub } = setup()
+    const remote = remoteOf(1)
+    router.remote = remote
+    const peer = new Peer(acc)
+    const local = new Recorder(acc)
+    sub(local, "x", "1")
+    const d = router.message(peer)
+    d.subject = "x"
+    d.buf = Buffer.from("m")
+    d.end = 1
+    d.origin.queues = []
+    expect(router.route(d)).toBe(1)
+    const e = router.message(local)
+    e.subject = "x"
+    e.buf = Buffer.from("m")
+    e.end = 1
+    e.origin.local = true
+    router.route(e)
+    expect(remote.calls).toEqual([])
+  })
+
+  it("delivers a message from another server to plain subscribers and only the queue groups it names", () => {
+    const { router, acc, who, sub } = setup()
+    const peer = new Peer(acc)
+    const [plain, w, v] = ["plain", "w", "v"].map(who)
+    sub(plain, "job", "1")
+    sub(w, "job", "2", "W")
+    sub(v, "job", "3", "V")
+    const send = (queues: ReadonlyArray<string>) => {
+      const d = router.message(peer)
+      d.subject = "job"
+      d.buf = Buffer.from("m")
+      d.end = 1
+      d.origin.queues = queues
+      return router.route(d)
+    }
+    expect(send([])).toBe(1)
+    expect(send(["W"])).toBe(2)
+    expect(send(["W", "V"])).toBe(3)
+    expect([plain.got.length, w.got.length, v.got.length]).toEqual([3, 2, 1])
+  })
+
+  it("counts a server that took a request: no 503 then, one when nobody anywhere took it", () => {
+    const { router, who, sub, publish } = setup()
+    const pub = who("pub")
+    pub.headers = true
+    pub.noResponders = true
+    sub(pub, "_INBOX.1", "9")
+    router.remote = remoteOf(1)
+    publish(pub, "svc", "req", "_INBOX.1")
+    expect(pub.noResponse).toEqual([])
+    router.remote = remoteOf(0)
+    publish(pub, "svc", "req", "_INBOX.1")
+    expect(pub.noResponse).toEqual(["9 _INBOX.1"])
+  })
+
+  it("tells its watcher of every subscription of every account, those created later too", () => {
+    const { router, acc, sub } = setup()
+    const seen: Array<string> = []
+    router.watch({
+      subscribed: (a, s) => seen.push(`+${a.name} ${s.subject}`),
+      unsubscribed: (a, s) => seen.push(`-${a.name} ${s.subject}`)
+    })
+    const p = new Recorder(acc)
+    const s = sub(p, "x", "1")
+    const q = new Recorder(router.account("LATER"))
+    sub(q, "y", "2")
+    p.removeSub(s)
+    expect(seen).toEqual(["+A x", "+LATER y", "-A x"])
+  })
+})

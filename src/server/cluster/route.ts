@@ -213,17 +213,18 @@ export class Route extends Peer implements PeerOpHandler {
     this.peerHeaders = info.headers === true && !this.cluster.server.options.noHeaderSupport
     if (info.max_payload !== undefined && info.max_payload > 0) this.peerMaxPayload = info.max_payload
     const refused = this.cluster.checkInfo(this, info)
+    // Observed order on a solicited route: CONNECT, then our INFO. A CONNECT goes out even
+    // to a server we refuse, so that it logs why too.
+    if (this.didSolicit) {
+      const connect = encodeConnect(this.cluster.connectFor(this))
+      this.out.writeBytes(connect, 0, connect.length)
+      if (this.tracing) this.traceOut("CONNECT {...}")
+    }
     if (refused !== undefined) {
       this.close(refused)
       return
     }
-    if (this.didSolicit) {
-      // Observed order on a solicited route: CONNECT, then our INFO.
-      const connect = encodeConnect(this.cluster.connectFor(this))
-      this.out.writeBytes(connect, 0, connect.length)
-      if (this.tracing) this.traceOut("CONNECT {...}")
-      this.writeInfo(this.cluster.infoFor(this))
-    }
+    if (this.didSolicit) this.writeInfo(this.cluster.infoFor(this))
     this.cluster.register(this)
   }
 
