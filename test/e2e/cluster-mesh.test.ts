@@ -180,6 +180,26 @@ describe("a three-node Switchyard mesh", () => {
     )
   })
 
+  it("sends connected clients an INFO with the new connect_urls when a node joins and when it leaves", async () => {
+    const raw = net.connect(a.clientPort, "127.0.0.1")
+    let text = ""
+    raw.on("data", (d) => (text += d.toString()))
+    raw.write('CONNECT {"protocol":1,"verbose":false}\r\nPING\r\n')
+    await eventually(() => text.includes("PONG"), "the handshake")
+    const infos = () => text.split("\r\n").filter((l) => l.startsWith("INFO ")).map((l) => JSON.parse(l.slice(5)).connect_urls as Array<string>)
+    const d = await startNode({ name: "D", routes: [routeUrl(a.routePort)] })
+    try {
+      await eventually(() => infos().length >= 2 && infos().at(-1)!.includes(`127.0.0.1:${d.clientPort}`), "an INFO naming D")
+      await d.kill()
+      await eventually(() => !infos().at(-1)!.includes(`127.0.0.1:${d.clientPort}`), "an INFO without D", 20_000)
+      expect(infos().at(-1)!.sort()).toEqual([a.clientPort, b.clientPort, c.clientPort].map((p) => `127.0.0.1:${p}`).sort())
+    } finally {
+      raw.destroy()
+      await d.stop()
+      await meshed([a, b, c])
+    }
+  }, 60_000)
+
   it("lists each route's interest in /routez?subs=1 and subs=detail", async () => {
     const sb = await b.client()
     sb.subscribe("listed.subject", { queue: "LQ" })

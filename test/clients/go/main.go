@@ -169,15 +169,18 @@ func caseQueue() map[string]interface{} {
 	return map[string]interface{}{"members": counts, "plain": plainCount}
 }
 
+// echoUpper answers a request with its payload in upper case and its X-Trace header.
+func echoUpper(m *nats.Msg) {
+	reply := nats.NewMsg(m.Reply)
+	reply.Header.Set("X-Trace", m.Header.Get("X-Trace"))
+	reply.Data = []byte(strings.ToUpper(string(m.Data)))
+	check(m.RespondMsg(reply), "respond")
+}
+
 func caseRequest() map[string]interface{} {
 	nc := connect()
 	defer nc.Close()
-	_, err := nc.Subscribe("svc.echo", func(m *nats.Msg) {
-		reply := nats.NewMsg(m.Reply)
-		reply.Header.Set("X-Trace", m.Header.Get("X-Trace"))
-		reply.Data = []byte(strings.ToUpper(string(m.Data)))
-		check(m.RespondMsg(reply), "respond")
-	})
+	_, err := nc.Subscribe("svc.echo", echoUpper)
 	check(err, "subscribe")
 	check(nc.Flush(), "flush")
 	req := nats.NewMsg("svc.echo")
@@ -432,6 +435,81 @@ func caseObjectStore() map[string]interface{} {
 	}
 }
 
+// caseCluster runs across two servers of a cluster: subscribers and a responder on the
+// server named by other=, the publisher on the case's URL. The responder's interest
+// reaching the publisher's server (a request answered through the route) is the signal
+// that the interest made before it has arrived too.
+func caseCluster() map[string]interface{} {
+	pub := connect()
+	defer pub.Close()
+	sub, err := nats.Connect(args["other"], options()...)
+	check(err, "connect other")
+	defer sub.Close()
+	plain := make(chan *nats.Msg, 64)
+	_, err = sub.ChanSubscribe("cl.>", plain)
+	check(err, "subscribe cl.>")
+	var members [2]*nats.Subscription
+	for i := range members {
+		members[i], err = sub.QueueSubscribeSync("cl.work", "workers")
+		check(err, "queue subscribe")
+	}
+	_, err = sub.Subscribe("cl.svc", echoUpper)
+	check(err, "subscribe cl.svc")
+	check(sub.Flush(), "flush")
+	req := nats.NewMsg("cl.svc")
+	req.Header.Set("X-Trace", "across")
+	req.Data = []byte("hello cluster")
+	var resp *nats.Msg
+	deadline := time.Now().Add(wait)
+	for {
+		resp, err = pub.RequestMsg(req, time.Second)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, nats.ErrNoResponders) && !errors.Is(err, nats.ErrTimeout) {
+			fatal("request: %v", err)
+		}
+		if time.Now().After(deadline) {
+			fatal("the responder's interest never reached the publisher's server: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for i := 0; i < 20; i++ {
+		check(pub.Publish(fmt.Sprintf("cl.msg.%d", i), []byte(fmt.Sprint(i))), "publish")
+	}
+	for i := 0; i < 30; i++ {
+		check(pub.Publish("cl.work", []byte(fmt.Sprint(i))), "publish work")
+	}
+	check(pub.Flush(), "flush")
+	// cl.> matches cl.msg.* (20), cl.work (30) and cl.svc (the probes and the request).
+	got := collect(plain, 50)
+	msgs := 0
+	for _, m := range got {
+		if strings.HasPrefix(m.Subject, "cl.msg.") {
+			msgs++
+		}
+	}
+	counts := make([]int, 2)
+	for total := 0; total < 30 && time.Now().Before(deadline.Add(wait)); {
+		check(sub.Flush(), "flush")
+		total = 0
+		for i, m := range members {
+			n, _, err := m.Pending()
+			check(err, "pending")
+			counts[i] = n
+			total += n
+		}
+		if total < 30 {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	_, nrErr := pub.Request("nobody.cl", []byte("anyone?"), wait)
+	return map[string]interface{}{
+		"reply": string(resp.Data), "trace": resp.Header.Get("X-Trace"), "msgs": msgs,
+		"members": counts, "no_responders": errorType(nrErr),
+	}
+}
+
 func main() {
 	if len(os.Args) < 3 {
 		fatal("usage: nats-go <case> <url> [key=value ...]")
@@ -445,7 +523,7 @@ func main() {
 		"connect": caseConnect, "pubsub": casePubsub, "queue": caseQueue, "request": caseRequest,
 		"no_responders": caseNoResponders, "autounsub": caseAutoUnsub, "payload": casePayload,
 		"drain": caseDrain, "reconnect": caseReconnect, "jetstream": caseJetStream, "kv": caseKV,
-		"objstore": caseObjectStore,
+		"objstore": caseObjectStore, "cluster": caseCluster,
 	}
 	run, ok := cases[os.Args[1]]
 	if !ok {

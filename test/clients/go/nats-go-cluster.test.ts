@@ -1,0 +1,43 @@
+// nats.go across a mixed cluster: a real nats-server 2.9.10 and a Switchyard node joined by
+// a route. The Go program (test/clients/go/main.go, case "cluster") subscribes, serves a
+// request and joins a queue group on one server and publishes on the other; the test
+// checks what nats.go itself reported, in both directions.
+import { join } from "node:path"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { type ClusterNode, routeUrl, startNode } from "../../helpers/cluster-nodes.js"
+import { eventuallyAsync } from "../../helpers/jetstream.js"
+import { type NatsServerProcess, spawnNatsServer } from "../../helpers/nats-server.js"
+import { buildDir, runCase } from "../run.js"
+import { buildNatsGo } from "./build.js"
+
+const out = buildDir()
+const bin = join(out.dir, "nats-go")
+let ns: NatsServerProcess
+let sy: ClusterNode
+
+beforeAll(async () => {
+  buildNatsGo(bin)
+  ns = await spawnNatsServer("listen: 127.0.0.1:-1\nhttp: 127.0.0.1:-1\nserver_name: NS\ncluster { name: C1, listen: 127.0.0.1:-1 }\n")
+  sy = await startNode({ name: "SY", routes: [routeUrl(ns.routePort!)] })
+  await eventuallyAsync(async () => (await sy.monitor("/routez")).num_routes === 1, "the route", 30_000)
+}, 120_000)
+
+afterAll(async () => {
+  await sy?.stop()
+  await ns?.stop()
+  out.remove()
+})
+
+describe("nats.go 1.22.1 across a mixed cluster", () => {
+  for (const [from, to] of [["Switchyard", "nats-server"], ["nats-server", "Switchyard"]] as const) {
+    it(`publishes on ${from}, subscribes and answers on ${to}`, async () => {
+      const url = (s: string) => `nats://127.0.0.1:${s === "Switchyard" ? sy.clientPort : ns.clientPort}`
+      const r = await runCase([bin], "cluster", url(from), { other: url(to) })
+      expect(r.reply).toBe("HELLO CLUSTER")
+      expect(r.trace).toBe("across")
+      expect(r.msgs).toBe(20)
+      expect(r.members.reduce((a: number, b: number) => a + b, 0)).toBe(30)
+      expect(r.no_responders).toBe("ErrNoResponders")
+    })
+  }
+})
