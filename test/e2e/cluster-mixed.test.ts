@@ -9,6 +9,7 @@ import { type ClusterNode, routeUrl, startNode } from "../helpers/cluster-nodes.
 import { eventuallyAsync } from "../helpers/jetstream.js"
 import { type NatsServerProcess, spawnNatsServer } from "../helpers/nats-server.js"
 import { eventually } from "../helpers/server.js"
+import { freePort } from "../clients/run.js"
 
 let ns: NatsServerProcess
 let s1: ClusterNode
@@ -172,4 +173,47 @@ describe("a mixed cluster: nats-server 2.9.10 and two Switchyard nodes", () => {
     await eventually(() => onS2.length === 1, "nats-server's message on the restarted node")
     expect(onS2[0].string()).toBe("welcome")
   }, 60_000)
+})
+
+describe("nats-server and Switchyard configured to call each other", () => {
+  it("end with one route, the same connection at both ends, and carry messages over it", async () => {
+    const [nsRoute, syRoute] = [await freePort(), await freePort()]
+    // Switchyard first: nats-server is not up yet, so it keeps calling (the backoff).
+    const sy = await startNode({ name: "SYM", routePort: syRoute, routes: [routeUrl(nsRoute)] })
+    const nsm = await spawnNatsServer(
+      `listen: 127.0.0.1:-1\nhttp: 127.0.0.1:-1\nserver_name: NSM\ncluster { name: C1, listen: 127.0.0.1:${nsRoute}, routes: [ ${routeUrl(syRoute)} ] }\n`
+    )
+    try {
+      const routes = async () => ({
+        ns: (await nsm.monitor<{ routes: Array<Record<string, any>> }>("/routez")).routes,
+        sy: (await sy.monitor("/routez")).routes as Array<Record<string, any>>
+      })
+      await eventuallyAsync(async () => {
+        const r = await routes()
+        return r.ns.length === 1 && r.sy.length === 1
+      }, "one route at each end", 30_000)
+      // The route each end kept is one connection: one end sees the other's route
+      // listener, the other an ephemeral port (two kept connections would each show the
+      // other's listener).
+      const r = await routes()
+      const nsEnd = r.ns[0]
+      const syEnd = r.sy[0]
+      expect([nsEnd.port === syRoute, syEnd.port === nsRoute].filter(Boolean).length).toBe(1)
+      const c = await sy.client()
+      const got = collect(c, "both.ways")
+      c.subscribe("probe.both", { callback: (_e, m) => void m.respond("ok") })
+      const n = await connect({ servers: `127.0.0.1:${nsm.clientPort}` })
+      conns.push(n)
+      await interestReached(n, "probe.both")
+      n.publish("both.ways", "over the one route")
+      await n.flush()
+      await eventually(() => got.length === 1, "the message")
+      // Still the same route after the traffic: nothing was closed as a duplicate since.
+      const after = await routes()
+      expect([after.ns.length, after.sy.length, after.sy[0].rid, after.ns[0].rid]).toEqual([1, 1, syEnd.rid, nsEnd.rid])
+    } finally {
+      await sy.stop()
+      await nsm.stop()
+    }
+  }, 90_000)
 })

@@ -65,7 +65,9 @@ export const RouteInfoOp = Schema.Struct({
   route_pool_idx: Schema.optional(Count),
   route_account: Schema.optional(Schema.String),
   compression: Schema.optional(Schema.String),
-  lnocu: Schema.optional(Schema.Boolean)
+  lnocu: Schema.optional(Schema.Boolean),
+  /** the sender is a Switchyard server (its version): it resolves duplicate routes by server id */
+  switchyard: Schema.optional(Schema.String)
 })
 export type RouteInfoOp = typeof RouteInfoOp.Type
 

@@ -333,6 +333,13 @@ export class Cluster implements RemoteRouting, InterestWatcher {
       r.solicit.remoteId = id
       r.solicit.attempts = 0
     }
+    // A configured route to the server that just called us: no need to call it too.
+    const info = r.remoteInfo
+    if (info?.port !== undefined) {
+      for (const s of this.solicits) {
+        if (s.remoteId === undefined && s.port === info.port && (s.host === info.host || s.host === r.conn.remoteAddress)) s.remoteId = id
+      }
+    }
     server.log.info(`${r.logPrefix()} - Route connection created${r.remoteName !== id ? ` (${r.remoteName})` : ""}`)
     // Everything this server wants, then the first PING (round-trip time).
     for (const [account, entries] of this.local) {
@@ -348,10 +355,13 @@ export class Cluster implements RemoteRouting, InterestWatcher {
   }
 
   /**
-   * Of two routes to one server, the one both ends keep: the one solicited by the server
-   * with the smaller id (both ends know who solicited each), else the older.
+   * Of two routes to one server, the one both ends keep: between Switchyard servers, the
+   * one solicited by the server with the smaller id (both ends know who solicited each);
+   * with a nats-server, the older one, which is what nats-server keeps (observed: it
+   * closes the newer as `Duplicate Route`).
    */
   private preferred(a: Route, b: Route): Route {
+    if (b.remoteInfo?.switchyard === undefined) return a
     const me = this.server.serverId
     const solicitor = (r: Route) => (r.didSolicit ? me : r.remoteId)
     const sa = solicitor(a)
