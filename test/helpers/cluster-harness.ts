@@ -7,6 +7,7 @@ import { bareOptions, type ClusterOptions, type ServerOptions } from "../../src/
 import { type InternalPrincipal } from "../../src/engine/principal.js"
 import type { Delivery } from "../../src/engine/principal.js"
 import { Cluster } from "../../src/server/cluster/cluster.js"
+import { wireImports } from "../../src/server/imports.js"
 import { Server } from "../../src/server/server.js"
 import { seededEntropy } from "../../src/services/entropy.js"
 import { makeLog } from "../../src/services/log.js"
@@ -105,6 +106,7 @@ export class MemNet {
     server.router.remote = c
     c.listening("127.0.0.1", port)
     this.listeners.set(port, c)
+    wireImports(server)
     const client = server.router.internal("$G", `client of ${name}`)
     const node: Node = {
       name,

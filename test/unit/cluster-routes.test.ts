@@ -235,6 +235,94 @@ describe("interest and messages", () => {
   })
 })
 
+describe("accounts' imports across servers", () => {
+  const accounts = [
+    {
+      name: "EXP",
+      users: [],
+      exports: [{ stream: "feed.>", service: undefined, accounts: undefined }, { stream: undefined, service: "svc.time", accounts: undefined }],
+      imports: [],
+      jetstream: false
+    },
+    {
+      name: "IMP",
+      users: [],
+      exports: [],
+      imports: [
+        { stream: { account: "EXP", subject: "feed.>" }, service: undefined, prefix: undefined, to: undefined },
+        { stream: undefined, service: { account: "EXP", subject: "svc.time" }, prefix: undefined, to: undefined }
+      ],
+      jetstream: false
+    }
+  ]
+
+  it("delivers a stream import once, on the subscriber's server, whichever server the exporter published on", () => {
+    const net = new MemNet()
+    const a = net.node("A", {}, { accounts })
+    const b = net.node("B", { routes: [route(a.routePort)] }, { accounts })
+    net.advance(0)
+    const got: Array<string> = []
+    const sub = b.server.router.internal("IMP", "subscriber")
+    b.server.router.subscribe(sub, "feed.>", undefined, (d) => got.push(`${d.subject} ${d.buf.toString("utf8", d.payloadStart, d.end)}`))
+    net.pump()
+    const pubA = a.server.router.internal("EXP", "publisher")
+    a.server.router.publish(pubA, "feed.x", "", undefined, Buffer.from("from A"))
+    const pubB = b.server.router.internal("EXP", "publisher")
+    b.server.router.publish(pubB, "feed.y", "", undefined, Buffer.from("from B"))
+    net.pump()
+    expect(got.sort()).toEqual(["feed.x from A", "feed.y from B"])
+  })
+
+  it("answers a service import from a responder on another server, once", () => {
+    const net = new MemNet()
+    const a = net.node("A", {}, { accounts })
+    const b = net.node("B", { routes: [route(a.routePort)] }, { accounts })
+    net.advance(0)
+    const responder = a.server.router.internal("EXP", "responder")
+    let asked = 0
+    a.server.router.subscribe(responder, "svc.time", undefined, (d) => {
+      asked++
+      a.server.router.publish(responder, d.reply, "", undefined, Buffer.from("noon"))
+    })
+    const requester = b.server.router.internal("IMP", "requester")
+    const answers: Array<string> = []
+    b.server.router.subscribe(requester, "_INBOX.me", undefined, (d) => answers.push(d.buf.toString("utf8", d.payloadStart, d.end)))
+    net.pump()
+    expect(b.server.router.publish(requester, "svc.time", "_INBOX.me", undefined, Buffer.from("?"))).toBe(1)
+    net.pump()
+    expect([asked, answers]).toEqual([1, ["noon"]])
+  })
+})
+
+describe("what is advertised", () => {
+  it("tells clients every server's client URL, and nothing with no_advertise", () => {
+    const net = new MemNet()
+    const a = net.node("A", {}, { host: "127.0.0.1", port: 4001 })
+    const b = net.node("B", { routes: [route(a.routePort)] }, { host: "127.0.0.1", port: 4002 })
+    const c = net.node("C", { routes: [route(a.routePort)], noAdvertise: true }, { host: "127.0.0.1", port: 4003 })
+    net.advance(0)
+    net.advance(0)
+    expect(a.cluster.connectUrls()).toEqual(["127.0.0.1:4001", "127.0.0.1:4002"])
+    expect(b.cluster.connectUrls()).toEqual(["127.0.0.1:4001", "127.0.0.1:4002"])
+    expect(c.cluster.connectUrls()).toEqual([])
+  })
+
+  it("sends a server that does not take headers the payload alone", () => {
+    const net = new MemNet()
+    const a = net.node("A")
+    const b = net.node("B", { routes: [route(a.routePort)] }, { noHeaderSupport: true })
+    net.advance(0)
+    const s = b.sub("h")
+    net.pump()
+    const d = a.server.router.compose(a.server.router.internal("$G", "p"), "h", "", Buffer.from("NATS/1.0\r\nA: b\r\n\r\n"), Buffer.from("body"))
+    expect(a.server.router.route(d)).toBe(1)
+    net.pump()
+    expect(s.got).toEqual(["h body"])
+    const toB = [...a.cluster.byId.values()][0]
+    expect(toB.outBytes).toBe(4)
+  })
+})
+
 describe("who may join, and what they may ask for", () => {
   it("refuses a server of another cluster, by name", () => {
     const net = new MemNet()
