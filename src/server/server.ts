@@ -169,6 +169,7 @@ export class Server implements ClientDoor, ClusterHost {
     const now = this.env.now()
     const parsersChanged = next.maxControlLine !== prev.maxControlLine || next.maxPayload !== prev.maxPayload
     for (const c of this.clients.values()) c.reconfigure(now, parsersChanged)
+    if (parsersChanged) this.cluster?.parserLimitsChanged()
     // Deadlines may have come closer: the timer looks again now.
     if (this.clients.size > 0) this.env.wakeAt?.(now)
     this.closeOverMaxConnections(next.maxConnections)

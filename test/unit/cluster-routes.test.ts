@@ -412,6 +412,24 @@ describe("a misbehaving peer", () => {
     }
   })
 
+  it("is told of a max_payload lowered by a reload, and held to it", () => {
+    const { net, a, b, onA } = joined()
+    const s = a.sub("big")
+    net.pump()
+    a.server.reconfigure({ ...a.server.options, maxPayload: 8 })
+    net.pump()
+    // B heard the new limit: it no longer sends what A would refuse.
+    expect(b.pub("big", "x".repeat(100))).toBe(0)
+    expect(b.pub("big", "x".repeat(8))).toBe(1)
+    net.pump()
+    expect(s.got).toEqual([`big ${"x".repeat(8)}`])
+    // A peer that sends more anyway is closed.
+    onA.receive(Buffer.from(`RMSG $G big 9\r\n${"y".repeat(9)}\r\n`), net.now)
+    net.pump()
+    expect(a.cluster.byId.size).toBe(0)
+    expect(a.log.join("\n")).toMatch(/Router parser ERROR MaxPayload/)
+  })
+
   it("is closed when it sends messages before its handshake", () => {
     const net = new MemNet()
     const a = net.node("A")

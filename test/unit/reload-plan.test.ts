@@ -54,6 +54,16 @@ describe("planReload", () => {
     expect(plan.changed).toEqual(["max_payload"])
   })
 
+  it("refuses a change to the cluster block (routes come and go only with a restart)", () => {
+    const cluster = { name: "C1", host: "0.0.0.0", port: 6222, advertise: undefined, noAdvertise: false, routes: [], authorization: undefined, connectRetries: 0 }
+    const withCluster: ServerOptions = { ...base, cluster }
+    expect(planReload(withCluster, { ...withCluster, cluster: { ...cluster, routes: ["nats-route://10.0.0.9:6222"] } }).refused).toEqual([
+      "cluster: cannot be changed while the server runs (restart it to apply this)"
+    ])
+    expect(planReload(base, withCluster).refused).toHaveLength(1)
+    expect(planReload(withCluster, { ...withCluster }).refused).toEqual([])
+  })
+
   it("refuses turning JetStream on or off for an account that exists, and an import nothing exports", () => {
     const prev: ServerOptions = { ...base, accounts: [{ ...account("A", []), jetstream: true }] }
     expect(planReload(prev, { ...base, accounts: [account("A", [])] }).refused).toEqual([

@@ -385,6 +385,8 @@ export class Cluster implements RemoteRouting, InterestWatcher {
       return
     }
     r.remoteInfo = { ...r.remoteInfo, ...info }
+    if (info.max_payload !== undefined && info.max_payload > 0) r.peerMaxPayload = info.max_payload
+    if (info.headers !== undefined) r.peerHeaders = info.headers && !this.server.options.noHeaderSupport
     this.clientUrlsChanged()
   }
 
@@ -633,6 +635,18 @@ export class Cluster implements RemoteRouting, InterestWatcher {
       tlsRequired: false,
       poolSize: 0,
       authTimeoutMs: this.handshakeTimeoutMs
+    }
+  }
+
+  /**
+   * max_payload or max_control_line changed (a reload): routes read the next op with the
+   * new limits, and the other servers get an INFO with the new max_payload.
+   */
+  parserLimitsChanged(): void {
+    const o = this.server.options
+    for (const r of this.routes.values()) {
+      r.parser.setLimits({ maxControlLine: o.maxControlLine, maxPayload: o.maxPayload })
+      if (r.registered) r.writeInfo(this.infoFor(r))
     }
   }
 
