@@ -79,19 +79,21 @@ export const startNatsServer = (
     })
     // The cluster hears of every subscription from the start (JetStream, MQTT and the
     // imports subscribe below), so what it announces to routes is complete.
-    let clusterAlarm: Alarm | undefined
+    // Its timers (handshakes, pings, write deadlines, reconnects) run with the clients'
+    // (Server.tick), on the same alarm.
     const cluster = options.cluster === undefined
       ? undefined
-      : new Cluster(server, options.cluster, { dial: transport.dial, wakeAt: (at) => clusterAlarm?.wakeAt(at) })
+      : new Cluster(server, options.cluster, { dial: transport.dial, wakeAt: (at) => alarm?.wakeAt(at) })
     if (cluster !== undefined) {
       server.cluster = cluster
       server.router.watch(cluster)
       server.router.remote = cluster
     }
     const imports = wireImports(server)
-    // Pings, stale connections, auth and write deadlines: woken only when a client has
-    // one due, never more often than the tick interval (so nearby deadlines share a run;
-    // read each time: a reload may shorten the ping interval or a deadline).
+    // Pings, stale connections, auth and write deadlines, and the routes' timers: woken
+    // only when a connection has one due, never more often than the tick interval (so
+    // nearby deadlines share a run; read each time: a reload may shorten the ping
+    // interval or a deadline).
     const timer = yield* startAlarm((t) => server.tick(t), () => tickIntervalMs(server.options))
     alarm = timer
     const listener = yield* transport.listen(options.host, options.port, (conn) => server.accept(conn), options.tls)
@@ -108,8 +110,6 @@ export const startNatsServer = (
     log.info(`Listening for client connections on ${hostPort(listener.host, listener.port)}`)
     if (cluster !== undefined) {
       const c = options.cluster!
-      // Route handshakes, pings and reconnects run on their own alarm.
-      clusterAlarm = yield* startAlarm((t) => cluster.tick(t), 10)
       const routes = yield* transport.listen(c.host, c.port, (conn) => cluster.accept(conn))
       cluster.listening(routes.host, routes.port)
       // Runs before the route listener closes (which waits for its connections to end).

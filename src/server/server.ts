@@ -294,8 +294,9 @@ export class Server implements ClientDoor, ClusterHost {
   // ---- timers: the shell runs tick when a deadline asked for is due ----
 
   /**
-   * Ping, first RTT, stale, auth-timeout and write-deadline checks for every client;
-   * returns when the next of them is due (undefined: no client, nothing timed).
+   * Ping, first RTT, stale, auth-timeout and write-deadline checks for every client, and
+   * the cluster's (route handshakes, pings, write deadlines, reconnects); returns when the
+   * next of them is due (undefined: nothing timed).
    */
   tick(now: number): number | undefined {
     let next = Infinity
@@ -307,6 +308,8 @@ export class Server implements ClientDoor, ClusterHost {
       if (c.closed) continue
       next = Math.min(next, c.liveness(now))
     }
+    const routes = this.cluster?.tick(now)
+    if (routes !== undefined) next = Math.min(next, routes)
     return next === Infinity ? undefined : next
   }
 

@@ -27,6 +27,8 @@ class MemConn implements Conn {
   peer!: MemConn
   handlers: ConnHandlers | undefined
   closed = false
+  /** Bytes the "socket" claims to hold unsent: a peer that stopped reading. */
+  stalled = 0
 
   constructor(
     private readonly net: MemNet,
@@ -46,7 +48,7 @@ class MemConn implements Conn {
   }
 
   writableLength(): number {
-    return 0
+    return this.stalled
   }
 
   end(): void {

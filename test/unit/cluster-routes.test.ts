@@ -430,6 +430,22 @@ describe("a misbehaving peer", () => {
     expect(a.log.join("\n")).toMatch(/Router parser ERROR MaxPayload/)
   })
 
+  it("is cut off when it stops reading: write deadline, counted as a route slow consumer", () => {
+    const { net, a, b, onA } = joined()
+    b.sub("flood")
+    net.pump()
+    ;(onA.conn as any).stalled = 1024
+    expect(a.pub("flood", "x")).toBe(1)
+    net.pump()
+    const deadline = a.server.options.writeDeadlineMs
+    net.advance(deadline - 1)
+    expect(a.cluster.byId.size).toBe(1)
+    net.advance(2)
+    expect(a.cluster.byId.size).toBe(0)
+    expect(a.cluster.slowConsumers).toBe(1)
+    expect(a.log.join("\n")).toMatch(/rid:\d+ - Slow Consumer Detected: write blocked/)
+  })
+
   it("is closed when it sends messages before its handshake", () => {
     const net = new MemNet()
     const a = net.node("A")
