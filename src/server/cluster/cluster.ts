@@ -94,6 +94,8 @@ export interface ClusterHost {
   outMsgs: number
   outBytes: number
   allocateCid(): number
+  /** `n` unguessable bytes as base64url (the server's Entropy). */
+  randomId(n: number): string
   /** The machine's addresses (a client listener on 0.0.0.0 is reached at each). */
   machineAddresses(): ReadonlyArray<{ readonly address: string; readonly family: string }>
   /** The cluster's client URLs changed: clients hear of it (INFO connect_urls). */
@@ -143,7 +145,8 @@ export class Cluster implements RemoteRouting, InterestWatcher {
     private readonly env: ClusterEnv
   ) {
     this.dynamicName = options.name === ""
-    this.name = this.dynamicName ? randomName(server.env.random) : options.name
+    // A made-up name: 16 bytes from the server's entropy, 22 characters (as long as nats-server's).
+    this.name = this.dynamicName ? server.randomId(16) : options.name
     this.handshakeTimeoutMs = Math.max(options.authorization?.timeoutMs ?? server.options.authTimeoutMs, 2_000)
     const auth = options.authorization
     this.importPerms = auth?.import !== undefined || auth?.export !== undefined
@@ -675,11 +678,3 @@ const newSolicit = (
   remoteId: undefined,
   self: false
 })
-
-/** A cluster name made up when none is configured (nats-server's are 22 random characters too). */
-const randomName = (random: () => number): string => {
-  const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
-  let s = ""
-  for (let i = 0; i < 22; i++) s += alphabet[(random() * alphabet.length) | 0]
-  return s
-}
