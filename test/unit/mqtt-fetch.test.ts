@@ -34,16 +34,20 @@ describe("a resumed session fetches what is on disk", () => {
     const { session, readyActions } = connected({ connect: persistent, stored: stored(), config: { maxAckPending: 4 } })
     expect(sent(readyActions)).toEqual([{ cmd: "connack", returnCode: 0, sessionPresent: true }])
     expect(ofType(readyActions, "fetch")).toEqual([{ type: "fetch", refs: [11, 13] }])
+    // The shell allows the resend over max_pending when it goes out: it has to know when that is.
+    expect(session.resendPending).toBe(true)
     // A live message meanwhile waits behind them.
     expect(sent(session.step({ type: "deliver", subject: "t.live", payload: bytes("live"), qos: 1 }, 1))).toEqual([])
     const half = session.step({ type: "fetched", messages: [{ ref: 11, payload: bytes("one"), qos: 1 }] }, 2)
     expect(sent(half)).toEqual([])
+    expect(session.resendPending).toBe(true)
     const rest = session.step({ type: "fetched", messages: [{ ref: 13, payload: bytes("three"), qos: 2 }] }, 3)
     expect(publishes(sent(rest))).toEqual([
       { cmd: "publish", topic: "t/1", payload: bytes("one"), qos: 1, retain: false, dup: true, messageId: 1 },
       { cmd: "pubrel", messageId: 2 },
       { cmd: "publish", topic: "t/3", payload: bytes("three"), qos: 2, retain: false, dup: true, messageId: 3 }
     ])
+    expect(session.resendPending).toBe(false)
     // The window (4) has one slot: the next queued message is on disk, so it is fetched.
     expect(ofType(rest, "fetch")).toEqual([{ type: "fetch", refs: [14] }])
     const next = session.step({ type: "fetched", messages: [{ ref: 14, payload: bytes("four"), qos: 1 }] }, 4)
@@ -69,6 +73,8 @@ describe("a resumed session fetches what is on disk", () => {
       config: { maxAckPending: 1 }
     })
     expect(ofType(readyActions, "fetch")).toEqual([{ type: "fetch", refs: [14] }])
+    // Nothing was in flight: there is no resend to wait for, only queued messages to fetch.
+    expect(session.resendPending).toBe(false)
     // Another look at the window before the answer asks for nothing again.
     expect(ofType(session.step({ type: "deliver", subject: "t.x", payload: bytes("x"), qos: 1 }, 1), "fetch")).toEqual([])
   })

@@ -190,6 +190,11 @@ export class MqttSession {
     return this.out.inflight.size
   }
 
+  /** A resumed session's resend [MQTT-4.4.0-1] waits for stored payloads (`fetch`): it goes out with the last `fetched`. */
+  get resendPending(): boolean {
+    return this.resumePending
+  }
+
   /** Outbound QoS 1/2 messages the session still owes: in flight plus queued. */
   get pendingCount(): number {
     return this.out.inflight.size + this.out.queue.length
