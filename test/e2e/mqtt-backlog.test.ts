@@ -3,11 +3,13 @@
 // max_queued_messages / max_queued_bytes, the oldest giving way (logged, counted); and a
 // resumed backlog is sent at the pace the client reads it, never cutting it off as a slow
 // consumer of its own resend. Real mqtt.js clients against the whole server.
+import * as net from "node:net"
 import { afterEach, describe, expect, it } from "vitest"
 import { getJson } from "../helpers/monitor.js"
 import { type JsTestServer, startJsServer } from "../helpers/jetstream.js"
 import { collect, eventually, mqttOptions, type TestMqttClient } from "../helpers/mqtt.js"
 import mqtt from "mqtt"
+import * as MqttPacket from "mqtt-packet"
 import type { MqttOptions } from "../../src/config/options.js"
 
 let js: JsTestServer | undefined
@@ -110,5 +112,54 @@ describe("a resumed backlog", () => {
     console.log(js!.srv.lines.filter((l) => l.includes("Slow")).join(""))
     expect(back.client.connected).toBe(true)
     expect(js!.srv.serving.server.slowConsumers).toBe(0)
+  })
+
+  // Found by the simulator (seed 797187152, max_pending 4 KiB): what was in flight when the
+  // client went away waits on disk, so the resumed session resends it only once it is read
+  // back (`fetch`), after the CONNACK went out; the allowance for the resend burst was taken
+  // at the CONNACK, before the burst existed, and the client was cut as a slow consumer on
+  // every reconnect, forever, its acknowledged messages never delivered.
+  it("resends what was in flight when the client went away, all at once over max_pending, without cutting it off", async () => {
+    await start({}, 1024 * 1024)
+    const n = 100
+    const size = 256 * 1024 // the resend: 25 MB in one write, far over max_pending and the socket's buffers
+    const gen = (p: MqttPacket.Packet) => MqttPacket.generate(p, { protocolVersion: 4 })
+    // A raw client: it reads every PUBLISH but acknowledges none of them on its first connection.
+    const raw = async (ack: boolean) => {
+      const seen = { connack: false, suback: false, publishes: 0, dups: 0, closed: false }
+      const parser = MqttPacket.parser({ protocolVersion: 4 })
+      const socket = await new Promise<net.Socket>((resolve) => {
+        const s = net.connect({ host: "127.0.0.1", port: js!.srv.serving.mqtt!.port }, () => resolve(s))
+        s.on("data", (d) => parser.parse(d))
+        s.on("error", () => {})
+        s.on("close", () => (seen.closed = true))
+      })
+      parser.on("packet", (p) => {
+        if (p.cmd === "connack") seen.connack = true
+        else if (p.cmd === "suback") seen.suback = true
+        else if (p.cmd === "publish" && p.topic === "bl/inflight") {
+          seen.publishes++
+          if (p.dup) seen.dups++
+          if (ack) socket.write(gen({ cmd: "puback", messageId: p.messageId! }))
+        }
+      })
+      socket.write(gen({ cmd: "connect", protocolId: "MQTT", protocolVersion: 4, clean: false, clientId: "inflight-big", keepalive: 0 }))
+      await eventually(() => seen.connack, "CONNACK")
+      return { socket, seen }
+    }
+    const first = await raw(false)
+    first.socket.write(gen({ cmd: "subscribe", messageId: 1, subscriptions: [{ topic: "bl/inflight", qos: 1 }] }))
+    await eventually(() => first.seen.suback, "SUBACK")
+    await publishAll("bl/inflight", n, size)
+    await eventually(() => first.seen.publishes === n, "every message in flight to the first connection", 30_000)
+    first.socket.destroy()
+    await eventually(() => bridge().awayQueue("inflight-big") !== undefined, "the session to be away")
+
+    const back = await raw(true)
+    await eventually(() => back.seen.dups === n || back.seen.closed, "the resend of every message in flight", 30_000)
+    expect(back.seen.closed).toBe(false)
+    expect(back.seen.dups).toBe(n)
+    expect(js!.srv.serving.server.slowConsumers).toBe(0)
+    back.socket.destroy()
   })
 })

@@ -920,7 +920,12 @@ export class MqttBridge implements MqttDriver {
         const m = loaded[i]
         return m === undefined ? { ref, payload: undefined } : { ref, payload: m.payload, qos: m.qos }
       })
+      const resending = c.session.resendPending
+      const before = c.out.length
       this.input(c, { type: "fetched", messages })
+      // The resumed session's resend waited for these payloads and went out now: allowed
+      // over max_pending as one from memory is (see sessionReady).
+      if (resending && !c.session.resendPending) c.pendingAllowance += Math.max(0, c.out.length - before)
       this.pump(c)
     })
   }
