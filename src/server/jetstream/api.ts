@@ -20,7 +20,7 @@ import type { StoredMsg } from "../../services/store.js"
 import type { JetStream, JsAccount, StoredStreamMeta } from "./jetstream.js"
 import { STREAM_META } from "./jetstream.js"
 import type { JsStream } from "./stream.js"
-import { accountConsumerCount, consumerCount, handleConsumerApi, notifyConsumers, stopConsumers } from "./consumer-api.js"
+import { accountConsumerCount, handleConsumerApi } from "./consumer-api.js"
 
 type Response = Record<string, unknown>
 type Reply = Effect.Effect<Response | undefined>
@@ -117,7 +117,7 @@ export const streamInfo = (js: JetStream, s: JsStream, kind: string, req: typeof
     last_ts: rfc3339(st.last_ts),
     num_subjects: st.num_subjects,
     num_deleted: st.num_deleted,
-    consumer_count: consumerCount(s)
+    consumer_count: s.consumers.size
   }
   if (req.subjects_filter !== undefined && req.subjects_filter !== "") {
     const subjects: Record<string, number> = {}
@@ -211,7 +211,7 @@ const deleteStream = (js: JetStream, acc: JsAccount, s: JsStream): Reply =>
     s.unsubscribe()
     s.closed = true
     acc.streams.delete(s.name)
-    stopConsumers(s)
+    s.consumers.stopAll()
     const r = yield* Effect.either(js.store.delete(storeName(acc.name, s.name)))
     if (r._tag === "Left") return errorResponse("stream_delete", JsErr.streamStoreFailed(r.left.message))
     return { type: responseType("stream_delete"), success: true }
@@ -228,7 +228,7 @@ const purgeStream = (s: JsStream, req: Response): Reply => {
   if (seq !== undefined && keep !== undefined) return fail(kind, JsErr.badRequest)
   const filter = q.filter !== undefined && q.filter !== "" ? q.filter : undefined
   return Effect.map(
-    Effect.either(Effect.tap(s.store.purge({ subject: filter, seq, keep }), () => Effect.zipLeft(s.store.sync(), Effect.sync(() => notifyConsumers(s, true))))),
+    Effect.either(Effect.tap(s.store.purge({ subject: filter, seq, keep }), () => Effect.zipLeft(s.store.sync(), Effect.sync(() => s.consumers.notify(true))))),
     (r) =>
       r._tag === "Left"
         ? errorResponse(kind, JsErr.streamPurgeFailed(r.left.message))
@@ -268,7 +268,7 @@ const msgDelete = (s: JsStream, req: Response): Reply => {
   if (isApiError(q)) return fail(kind, q)
   const seq = q.seq
   if (seq === 0) return fail(kind, JsErr.badRequest)
-  return Effect.map(Effect.either(Effect.tap(s.store.remove(seq), () => Effect.zipLeft(s.store.sync(), Effect.sync(() => notifyConsumers(s, true))))), (r) =>
+  return Effect.map(Effect.either(Effect.tap(s.store.remove(seq), () => Effect.zipLeft(s.store.sync(), Effect.sync(() => s.consumers.notify(true))))), (r) =>
     r._tag === "Left"
       ? errorResponse(kind, JsErr.streamMsgDeleteFailed(r.left.message))
       : r.right

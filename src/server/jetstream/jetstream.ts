@@ -13,8 +13,8 @@ import { type Alarm, startAlarm } from "../alarm.js"
 import type { InternalPrincipal } from "../../engine/principal.js"
 import type { Server } from "../server.js"
 import { handleApi, handleDirectGet } from "./api.js"
-import { consumerCount, consumerSnapshots, notifyConsumers, restoreConsumers, saveAllConsumers, tickConsumers } from "./consumer-api.js"
-import { JsStream, type StreamHost } from "./stream.js"
+import type { StreamHost } from "./host.js"
+import { JsStream } from "./stream.js"
 
 /** Resolution of the subsystem's timers (ack_wait, pull expiry, heartbeats, max_age): the closest two runs may be. */
 const TICK_MS = 25
@@ -165,7 +165,12 @@ export class JetStream {
    */
   runDue(now: number): Effect.Effect<number | undefined> {
     return Effect.suspend(() => {
-      let next = tickConsumers(this, now) ?? Infinity
+      let next = Infinity
+      for (const a of this.accounts.values())
+        for (const s of a.streams.values()) {
+          const at = s.consumers.tick(now)
+          if (at !== undefined) next = Math.min(next, at)
+        }
       const work: Array<Effect.Effect<void>> = [this.expireDue(now)]
       if (this.syncAt !== undefined && this.syncAt <= now) {
         this.syncAt = undefined
@@ -291,7 +296,7 @@ export class JetStream {
         }
         const stream = js.makeStream(js.account(meta.account), meta, st)
         yield* stream.restoreDedup(js.server.now())
-        yield* restoreConsumers(js, stream)
+        yield* stream.consumers.restore(js.log, () => js.server.now())
         const state = st.state()
         js.log.info(`  Restored ${state.messages} messages for stream '${meta.account} > ${meta.config.name}'`)
       }
@@ -337,7 +342,7 @@ export class JetStream {
         const at = s.store.nextExpiry()
         if (at !== undefined && at <= now) due.push(s)
       }
-    return Effect.forEach(due, (s) => Effect.ignore(Effect.tap(s.store.expire(now), () => notifyConsumers(s, true))), { discard: true })
+    return Effect.forEach(due, (s) => Effect.ignore(Effect.tap(s.store.expire(now), () => s.consumers.notify(true))), { discard: true })
   }
 
   healthError(): string | undefined {
@@ -405,9 +410,9 @@ const streamSnapshot = (s: JsStream): StreamSnapshot => {
       lastTs: st.last_ts,
       numSubjects: st.num_subjects,
       numDeleted: st.num_deleted,
-      consumerCount: consumerCount(s)
+      consumerCount: s.consumers.size
     },
-    consumers: consumerSnapshots(s)
+    consumers: s.consumers.snapshots()
   }
 }
 
@@ -428,7 +433,11 @@ export const startJetStream = (
     for (const name of server.accounts.keys()) if (name !== server.options.systemAccount) js.account(name)
     yield* Effect.addFinalizer(() =>
       Effect.zipRight(
-        Effect.promise(() => saveAllConsumers(js)),
+        Effect.promise(() => {
+          const saves: Array<Promise<unknown>> = []
+          for (const a of js.accounts.values()) for (const s of a.streams.values()) saves.push(...s.consumers.saveAll())
+          return Promise.all(saves)
+        }),
         Effect.sync(() => {
           for (const a of js.accounts.values()) for (const s of a.streams.values()) s.closed = true
         })

@@ -9,24 +9,10 @@ import { type ApiError, JsErr } from "../../core/jetstream/errors.js"
 import { Hdr, mayHaveJsHeaders, parseHeaders } from "../../core/jetstream/headers.js"
 import { NANOS_PER_MS, type StreamConfig } from "../../core/jetstream/stream-config.js"
 import type { StoreError, StreamStore } from "../../services/store.js"
-import type { Delivery, InternalPrincipal, Subscription } from "../../engine/principal.js"
-import type { Server } from "../server.js"
-import { notifyConsumers, wantsNext } from "./consumer-api.js"
-
-/** What a stream needs from its account: usage against the account limits, and a way to answer. */
-export interface StreamHost {
-  readonly server: Server
-  /** The account's JetStream principal: what streams subscribe and answer as. */
-  readonly principal: InternalPrincipal
-  /** Undefined when `bytes` more of this storage type fit in the account. */
-  readonly admit: (storage: "file" | "memory", bytes: number) => ApiError | undefined
-  /** True: a PubAck waits for the fsync (`sync_interval: always`); false: for the write to the OS. */
-  readonly syncAlways: boolean
-  /** Ask the subsystem's timer to run by then (a consumer's deadline). */
-  readonly wakeAt: (at: number) => void
-  /** A push consumer starts (+1) or stops (-1) watching its deliver subject's interest. */
-  readonly watchInterest: (delta: 1 | -1) => void
-}
+import type { Delivery, Subscription } from "../../engine/principal.js"
+import type { ConsumerStream } from "./consumer.js"
+import { StreamConsumers } from "./consumers.js"
+import type { StreamHost } from "./host.js"
 
 interface PendingAck {
   readonly reply: string
@@ -38,7 +24,9 @@ interface PendingAck {
   readonly duplicate: boolean
 }
 
-export class JsStream {
+export class JsStream implements ConsumerStream {
+  /** The stream's consumers: it tells them of new and removed messages. */
+  readonly consumers: StreamConsumers = new StreamConsumers(this)
   private subs: Subscription[] = []
   private directSubs: Subscription[] = []
   /** Nats-Msg-Id -> [seq, ts ms]; insertion order is time order, so expiry trims the front. */
@@ -133,14 +121,14 @@ export class JsStream {
     const size = (headers?.length ?? 0) + payload.length + subject.length
     const over = this.host.admit(this.config.storage, size)
     if (over !== undefined) return this.fail(reply, over)
-    if (this.config.retention === "interest" && !wantsNext(this, subject)) return this.skip(reply, msgId, size - subject.length, now)
+    if (this.config.retention === "interest" && !this.consumers.wantsNext(subject)) return this.skip(reply, msgId, size - subject.length, now)
     // Refusable when someone awaits the answer: should its sync fail, the publisher hears
     // "refused" and the store takes the message back out rather than write it later.
     const r = this.store.storeSync(subject, headers, payload, now, reply !== "")
     if (typeof r !== "number") return this.fail(reply, storeFailure(r))
     const rollup = h?.get(Hdr.rollup)
     if (rollup !== undefined) Effect.runSync(Effect.ignore(this.store.purge(rollup === "all" ? { keep: 1 } : { subject, keep: 1 })))
-    notifyConsumers(this, rollup !== undefined)
+    this.consumers.notify(rollup !== undefined)
     this.remember(msgId, r, now)
     this.ack(reply, { stream: this.name, seq: r }, msgId)
   }
@@ -239,7 +227,7 @@ export class JsStream {
         const error = noSpace ? JsErr.insufficientResources : JsErr.streamStoreFailed(failed?.message ?? "the write failed")
         this.send(a.reply, Buffer.from(JSON.stringify({ error, stream: this.name, seq: 0 })))
       }
-      if (refusedAny) notifyConsumers(this, true)
+      if (refusedAny) this.consumers.notify(true)
       if (failed === undefined || failed.reason === "NoSpace") this.spaceSeen(failed === undefined)
       if (this.acks.length > 0) this.syncAndAck()
       else {
