@@ -1,17 +1,70 @@
-// Starting the stream subsystem on the file store under `store_dir` (the embedded
+// Starting the stream subsystem: recover the stored streams, serve the `$JS.API`
+// requests (api.ts) one at a time in arrival order, run the subsystem's timer, and on
+// the way out save every consumer's state. This is the top of server/jetstream: the
+// API handlers are wired in here, and nothing below imports them.
+// `startJetStreamOnDisk` does it on the file store under `store_dir` (the embedded
 // default): the store lives as long as the caller's scope, and closes after the
 // subsystem stops using it. The disk is Node's unless the context provides a Disk.
 import { Effect, Layer, Option, type Scope } from "effect"
 import type { JetStreamOptions } from "../../config/options.js"
+import { JsErr } from "../../core/jetstream/errors.js"
 import { Disk } from "../../services/disk.js"
 import { layerNode } from "../../services/disk-node.js"
-import type { Log } from "../../services/log.js"
-import type { StoreError } from "../../services/store.js"
+import { Log } from "../../services/log.js"
+import { Store, type StoreError } from "../../services/store.js"
 import { layerFile } from "../../services/store-file.js"
+import { startAlarm } from "../alarm.js"
 import type { Server } from "../server.js"
-import { type JetStream, startJetStream } from "./jetstream.js"
+import { handleApi } from "./api.js"
+import { type ApiRequest, JetStream } from "./jetstream.js"
 
 export type { JetStream }
+
+/** Resolution of the subsystem's timers (ack_wait, pull expiry, heartbeats, max_age): the closest two runs may be. */
+const TICK_MS = 25
+
+/** Answer one request: its response to the reply subject, counted in /jsz's api totals. */
+const answer = (js: JetStream, { acc, subject, reply, body }: ApiRequest): Promise<void> =>
+  Effect.runPromise(
+    handleApi(js, acc, subject, body).pipe(
+      Effect.catchAllDefect((d) => Effect.succeed({ type: "io.nats.jetstream.api.v1.error_response", error: JsErr.streamStoreFailed(String(d)) }))
+    )
+  ).then((res) => {
+    if (res === undefined) return
+    js.apiTotal++
+    acc.apiTotal++
+    if ("error" in res) {
+      js.apiErrors++
+      acc.apiErrors++
+    }
+    if (reply !== "") js.server.router.publish(acc.principal, reply, "", undefined, Buffer.from(JSON.stringify(res)))
+  })
+
+/** Start the subsystem on the given Store: recover streams, serve the API in every known account. */
+export const startJetStream = (
+  server: Server,
+  options: JetStreamOptions
+): Effect.Effect<JetStream, StoreError, Store | Log | Scope.Scope> =>
+  Effect.gen(function*() {
+    const store = yield* Store
+    const log = yield* Log
+    // Requests run one at a time so that each sees the effects of the one before.
+    let queue: Promise<void> = Promise.resolve()
+    const js: JetStream = new JetStream(server, options, store, log, (r) => {
+      queue = queue.then(() => answer(js, r)).catch((e: unknown) => {
+        // Never let one failed request stop the ones queued behind it.
+        log.error(`JetStream API request on '${r.subject}' failed: ${String(e)}`)
+      })
+    })
+    // One timer for every time-driven thing in the subsystem (max_age, ack_wait, pull
+    // expiry, heartbeats, inactivity, the sync_interval fsync, compaction), armed only
+    // when one of them is pending: Effect's Clock, so tests drive it with TestClock.
+    js.alarm = yield* startAlarm((now) => js.runDue(now), TICK_MS)
+    yield* js.recover()
+    for (const name of server.accounts.keys()) if (name !== server.options.systemAccount) js.account(name)
+    yield* Effect.addFinalizer(() => js.stop())
+    return js
+  })
 
 export const startJetStreamOnDisk = (
   server: Server,

@@ -12,6 +12,7 @@ import type { StoreError, StreamStore } from "../../services/store.js"
 import type { Delivery, Subscription } from "../../engine/principal.js"
 import type { ConsumerStream } from "./consumer.js"
 import { StreamConsumers } from "./consumers.js"
+import { answerDirectGet } from "./direct-get.js"
 import type { StreamHost } from "./host.js"
 
 interface PendingAck {
@@ -40,9 +41,7 @@ export class JsStream implements ConsumerStream {
     readonly host: StreamHost,
     public config: StreamConfig,
     readonly created: number,
-    readonly store: StreamStore,
-    /** Answers a direct get (installed while `allow_direct`). */
-    private readonly onDirect: (stream: JsStream, d: Delivery) => void
+    readonly store: StreamStore
   ) {}
 
   get name(): string {
@@ -63,7 +62,7 @@ export class JsStream implements ConsumerStream {
     for (const subject of this.config.subjects) this.subs.push(router.subscribe(principal, subject, undefined, (d) => this.capture(d)))
     if (this.config.allow_direct)
       for (const subject of [`$JS.API.DIRECT.GET.${this.name}`, `$JS.API.DIRECT.GET.${this.name}.>`])
-        this.directSubs.push(router.subscribe(principal, subject, "_sys_", (d) => this.onDirect(this, d)))
+        this.directSubs.push(router.subscribe(principal, subject, "_sys_", (d) => answerDirectGet(this.host, this.name, this.store, d)))
   }
 
   unsubscribe(): void {
