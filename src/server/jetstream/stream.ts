@@ -1,13 +1,24 @@
-// One stream at run time: its capture subscriptions, the publish checks (dedup,
-// expected-* headers, rollups, account limits), and the PubAcks, which are sent only
+// One stream at run time: its capture subscriptions, the publishes (what the pure
+// rules of core/stream/publish.ts decide — dedup, expected-* headers, rollups —
+// applied, with the account's limits), its consumers, and the PubAcks, which are sent only
 // once a `sync()` covering the message completed (one sync serves every publish that
 // arrived while the previous one ran: group commit) — or, with a `sync_interval`,
 // once a `flush()` handed it to the OS (the subsystem then fsyncs on a timer).
 import { Effect } from "effect"
 import type { PubAck } from "../../core/jetstream/api-schema.js"
-import { type ApiError, JsErr } from "../../core/jetstream/errors.js"
-import { Hdr, mayHaveJsHeaders, parseHeaders } from "../../core/jetstream/headers.js"
+import { type ApiError, JsErr, publishRefused } from "../../core/jetstream/errors.js"
+import { Hdr, parseHeaders, readPublishHeaders } from "../../core/jetstream/headers.js"
 import { NANOS_PER_MS, type StreamConfig } from "../../core/jetstream/stream-config.js"
+import {
+  decidePublish,
+  makePublishState,
+  published,
+  type PublishState,
+  type PublishView,
+  restoreMsgIds,
+  unpublished
+} from "../../core/stream/publish.js"
+import type { PurgeOptions } from "../../core/stream/retention.js"
 import type { StoreError, StreamStore } from "../../services/store.js"
 import type { Delivery, Subscription } from "../../engine/principal.js"
 import type { ConsumerStream } from "./consumer.js"
@@ -30,9 +41,14 @@ export class JsStream implements ConsumerStream {
   readonly consumers: StreamConsumers = new StreamConsumers(this)
   private subs: Subscription[] = []
   private directSubs: Subscription[] = []
-  /** Nats-Msg-Id -> [seq, ts ms]; insertion order is time order, so expiry trims the front. */
-  private readonly dedup = new Map<string, readonly [number, number]>()
-  private lastMsgId = ""
+  /** The message ids within the duplicate window, and the last one stored. */
+  private readonly ids: PublishState = makePublishState()
+  /** What the publish rules read of the store. */
+  private readonly view: PublishView = {
+    outOfSpace: () => this.store.outOfSpace(),
+    lastSeq: () => this.store.state().last_seq,
+    lastSeqOf: (subject) => this.store.subjectsState(subject).get(subject)?.last ?? 0
+  }
   private acks: PendingAck[] = []
   private syncing = false
   closed = false
@@ -77,7 +93,7 @@ export class JsStream implements ConsumerStream {
    */
   restoreDedup(now: number): Effect.Effect<void> {
     const since = now - this.config.duplicate_window / NANOS_PER_MS
-    const found: Array<readonly [string, number, number]> = []
+    const found: Array<{ msgId: string; seq: number; ts: number }> = []
     const self = this
     return Effect.gen(function*() {
       const st = self.store.state()
@@ -88,35 +104,45 @@ export class JsStream implements ConsumerStream {
         const hdrs = m.right.headers
         if (hdrs === undefined || hdrs.length === 0) continue
         const id = parseHeaders(hdrs, 0, hdrs.length).get(Hdr.msgId)
-        if (id !== undefined && id !== "") found.push([id, seq, m.right.ts])
+        if (id !== undefined && id !== "") found.push({ msgId: id, seq, ts: m.right.ts })
       }
-      for (let i = found.length - 1; i >= 0; i--) {
-        const [id, seq, ts] = found[i]
-        if (!self.dedup.has(id)) self.dedup.set(id, [seq, ts])
-        self.lastMsgId = id
-      }
+      restoreMsgIds(self.ids, found)
     })
   }
 
+  /** Every publish: the stream's rules decide (core/stream/publish.ts), this applies the decision. */
   private capture(d: Delivery): void {
     if (this.closed) return
     const { subject, reply, hdrLen, buf, start, end } = d
     const now = this.host.server.now()
     const headers = hdrLen > 0 ? buf.subarray(start, start + hdrLen) : undefined
     const payload = buf.subarray(start + Math.max(0, hdrLen), end)
-    const h = headers !== undefined && mayHaveJsHeaders(buf, start, start + hdrLen) ? parseHeaders(buf, start, start + hdrLen) : undefined
-    const msgId = h?.get(Hdr.msgId) ?? ""
-    if (msgId !== "") {
-      const dup = this.duplicateOf(msgId, now)
-      if (dup !== undefined) return this.ack(reply, { stream: this.name, seq: dup, duplicate: true }, msgId)
+    const h = headers !== undefined ? readPublishHeaders(buf, start, start + hdrLen) : undefined
+    const decision = decidePublish(this.ids, this.config, this.view, subject, h, now)
+    switch (decision.type) {
+      case "store":
+        return this.keep(subject, reply, headers, payload, decision.msgId, decision.rollup, now)
+      case "duplicate":
+        return this.ack(reply, { stream: this.name, seq: decision.seq, duplicate: true }, decision.msgId)
+      case "noSpace":
+        // The disk is full: refused before anything is stored, and a probe looks for space again.
+        this.probeSpace()
+        return this.fail(reply, JsErr.insufficientResources)
+      default:
+        return this.fail(reply, publishRefused(decision))
     }
-    // The disk is full: refused before anything is stored, and a probe looks for space again.
-    if (this.store.outOfSpace()) {
-      this.probeSpace()
-      return this.fail(reply, JsErr.insufficientResources)
-    }
-    const rejected = this.check(subject, h)
-    if (rejected !== undefined) return this.fail(reply, rejected)
+  }
+
+  /** A publish the rules let through: the account's limits, interest retention, then the store. */
+  private keep(
+    subject: string,
+    reply: string,
+    headers: Buffer | undefined,
+    payload: Buffer,
+    msgId: string,
+    rollup: PurgeOptions | undefined,
+    now: number
+  ): void {
     const size = (headers?.length ?? 0) + payload.length + subject.length
     const over = this.host.admit(this.config.storage, size)
     if (over !== undefined) return this.fail(reply, over)
@@ -125,10 +151,9 @@ export class JsStream implements ConsumerStream {
     // "refused" and the store takes the message back out rather than write it later.
     const r = this.store.storeSync(subject, headers, payload, now, reply !== "")
     if (typeof r !== "number") return this.fail(reply, storeFailure(r))
-    const rollup = h?.get(Hdr.rollup)
-    if (rollup !== undefined) Effect.runSync(Effect.ignore(this.store.purge(rollup === "all" ? { keep: 1 } : { subject, keep: 1 })))
+    if (rollup !== undefined) Effect.runSync(Effect.ignore(this.store.purge(rollup)))
     this.consumers.notify(rollup !== undefined)
-    this.remember(msgId, r, now)
+    published(this.ids, msgId, r, now)
     this.ack(reply, { stream: this.name, seq: r }, msgId)
   }
 
@@ -140,47 +165,8 @@ export class JsStream implements ConsumerStream {
     if (this.config.max_msg_size > 0 && contentLen > this.config.max_msg_size) return this.fail(reply, JsErr.messageExceedsMaximum)
     const r = this.store.skipSync(now)
     if (typeof r !== "number") return this.fail(reply, storeFailure(r))
-    this.remember(msgId, r, now)
+    published(this.ids, msgId, r, now)
     this.ack(reply, { stream: this.name, seq: r }, msgId)
-  }
-
-  private remember(msgId: string, seq: number, now: number): void {
-    if (msgId === "") return
-    this.dedup.set(msgId, [seq, now])
-    this.lastMsgId = msgId
-  }
-
-  /** The publish-time checks on the stream's state, in nats-server's order. */
-  private check(subject: string, h: Map<string, string> | undefined): ApiError | undefined {
-    if (this.config.sealed) return JsErr.streamSealed
-    if (h === undefined) return undefined
-    const stream = h.get(Hdr.expectedStream)
-    if (stream !== undefined && stream !== this.name) return JsErr.streamNotMatch
-    const lastSeq = h.get(Hdr.expectedLastSeq)
-    const last = this.store.state().last_seq
-    if (lastSeq !== undefined && Number(lastSeq) !== last) return JsErr.streamWrongLastSequence(last)
-    const lastSubjSeq = h.get(Hdr.expectedLastSubjSeq)
-    if (lastSubjSeq !== undefined) {
-      const cur = this.store.subjectsState(subject).get(subject)?.last ?? 0
-      if (Number(lastSubjSeq) !== cur) return JsErr.streamWrongLastSequence(cur)
-    }
-    const lastId = h.get(Hdr.expectedLastMsgId)
-    if (lastId !== undefined && lastId !== this.lastMsgId) return JsErr.streamWrongLastMsgId(this.lastMsgId)
-    const rollup = h.get(Hdr.rollup)
-    if (rollup !== undefined) {
-      if (!this.config.allow_rollup_hdrs) return JsErr.streamRollupFailed("rollup not permitted")
-      if (rollup !== "sub" && rollup !== "all") return JsErr.streamRollupFailed(`rollup value invalid: ${rollup}`)
-    }
-    return undefined
-  }
-
-  private duplicateOf(msgId: string, now: number): number | undefined {
-    const windowMs = this.config.duplicate_window / NANOS_PER_MS
-    for (const [id, [, ts]] of this.dedup) {
-      if (ts > now - windowMs) break
-      this.dedup.delete(id)
-    }
-    return this.dedup.get(msgId)?.[0]
   }
 
   private fail(reply: string, error: ApiError): void {
@@ -221,7 +207,7 @@ export class JsStream implements ConsumerStream {
           continue
         }
         refusedAny = true
-        this.forget(a)
+        unpublished(this.ids, a.msgId, a.seq)
         const noSpace = failed === undefined ? this.store.outOfSpace() : failed.reason === "NoSpace"
         const error = noSpace ? JsErr.insufficientResources : JsErr.streamStoreFailed(failed?.message ?? "the write failed")
         this.send(a.reply, Buffer.from(JSON.stringify({ error, stream: this.name, seq: 0 })))
@@ -238,13 +224,6 @@ export class JsStream implements ConsumerStream {
 
   /** Refused sequences while acks are pending (their duplicates, queued later, are refused too). */
   private readonly refused = new Set<number>()
-
-  /** A refused message is not a duplicate of anything: its id may be published again. */
-  private forget(a: PendingAck): void {
-    if (a.msgId === "" || this.dedup.get(a.msgId)?.[0] !== a.seq) return
-    this.dedup.delete(a.msgId)
-    if (this.lastMsgId === a.msgId) this.lastMsgId = [...this.dedup.keys()].pop() ?? ""
-  }
 
   private probing = false
   /** When the last probe for space started (ms). */
