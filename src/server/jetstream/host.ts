@@ -4,6 +4,7 @@
 // sit below it and never import it.
 import type { ApiError } from "../../core/jetstream/errors.js"
 import type { InternalPrincipal } from "../../engine/principal.js"
+import type { GroupCommitService } from "../../services/group-commit.js"
 import type { Server } from "../server.js"
 
 export interface StreamHost {
@@ -12,6 +13,8 @@ export interface StreamHost {
   readonly principal: InternalPrincipal
   /** Undefined when `bytes` more of this storage type fit in the account. */
   readonly admit: (storage: "file" | "memory", bytes: number) => ApiError | undefined
+  /** Whose rounds a stream's PubAcks wait for. */
+  readonly groupCommit: GroupCommitService
   /** True: a PubAck waits for the fsync (`sync_interval: always`); false: for the write to the OS. */
   readonly syncAlways: boolean
   /** Ask the subsystem's timer to run by then (a consumer's deadline). */

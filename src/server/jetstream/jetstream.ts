@@ -8,6 +8,7 @@ import type { JetStreamOptions } from "../../config/options.js"
 import type { JetStreamSnapshot, StreamSnapshot } from "../../core/monitor/source.js"
 import { type ApiError, JsErr } from "../../core/jetstream/errors.js"
 import { type StreamConfig } from "../../core/jetstream/stream-config.js"
+import type { GroupCommitService } from "../../services/group-commit.js"
 import type { LogService } from "../../services/log.js"
 import type { StoreError, StoreService, StreamStore } from "../../services/store.js"
 import type { Alarm } from "../alarm.js"
@@ -53,6 +54,10 @@ export class JsAccount implements StreamHost {
 
   get server(): Server {
     return this.js.server
+  }
+
+  get groupCommit(): GroupCommitService {
+    return this.js.groupCommit
   }
 
   get syncAlways(): boolean {
@@ -118,6 +123,8 @@ export class JetStream {
     readonly options: JetStreamOptions,
     readonly store: StoreService,
     readonly log: LogService,
+    /** Whose rounds the streams' PubAcks wait for. */
+    readonly groupCommit: GroupCommitService,
     /** Queues a request for the API layer, which answers it after those before it. */
     private readonly request: (r: ApiRequest) => void
   ) {}

@@ -10,6 +10,7 @@ import type { JetStreamOptions } from "../../config/options.js"
 import { JsErr } from "../../core/jetstream/errors.js"
 import { Disk } from "../../services/disk.js"
 import { layerNode } from "../../services/disk-node.js"
+import { GroupCommit } from "../../services/group-commit.js"
 import { Log } from "../../services/log.js"
 import { Store, type StoreError } from "../../services/store.js"
 import { layerFile } from "../../services/store-file.js"
@@ -48,9 +49,10 @@ export const startJetStream = (
   Effect.gen(function*() {
     const store = yield* Store
     const log = yield* Log
+    const groupCommit = yield* GroupCommit
     // Requests run one at a time so that each sees the effects of the one before.
     let queue: Promise<void> = Promise.resolve()
-    const js: JetStream = new JetStream(server, options, store, log, (r) => {
+    const js: JetStream = new JetStream(server, options, store, log, groupCommit, (r) => {
       queue = queue.then(() => answer(js, r)).catch((e: unknown) => {
         // Never let one failed request stop the ones queued behind it.
         log.error(`JetStream API request on '${r.subject}' failed: ${String(e)}`)
@@ -74,6 +76,8 @@ export const startJetStreamOnDisk = (
     // Node's file system, unless the caller provides another disk (the tests' simulated one).
     const given = yield* Effect.serviceOption(Disk)
     const disk = Option.isSome(given) ? Layer.succeed(Disk, given.value) : layerNode
-    const store = yield* Layer.build(layerFile(options.storeDir).pipe(Layer.provide(disk)))
-    return yield* startJetStream(server, options).pipe(Effect.provide(store))
+    // Group commit rounds in this runtime, reporting to the server's log.
+    const commits = yield* Layer.build(GroupCommit.layer)
+    const store = yield* Layer.build(layerFile(options.storeDir).pipe(Layer.provide(disk), Layer.provide(Layer.succeedContext(commits))))
+    return yield* startJetStream(server, options).pipe(Effect.provide(store), Effect.provide(commits))
   })

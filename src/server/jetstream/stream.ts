@@ -2,9 +2,9 @@
 // rules of core/stream/publish.ts decide — dedup, expected-* headers, rollups —
 // applied, with the account's limits), its consumers, and the PubAcks, which are sent only
 // once a `sync()` covering the message completed (one sync serves every publish that
-// arrived while the previous one ran: group commit) — or, with a `sync_interval`,
-// once a `flush()` handed it to the OS (the subsystem then fsyncs on a timer).
-import { Effect } from "effect"
+// arrived while the previous one ran: the GroupCommit service's rounds) — or, with a
+// `sync_interval`, once a `flush()` handed it to the OS (the subsystem then fsyncs on a timer).
+import { Cause, Effect, Exit, Option } from "effect"
 import type { PubAck } from "../../core/jetstream/api-schema.js"
 import { type ApiError, JsErr, publishRefused } from "../../core/jetstream/errors.js"
 import { Hdr, parseHeaders, readPublishHeaders } from "../../core/jetstream/headers.js"
@@ -19,7 +19,8 @@ import {
   unpublished
 } from "../../core/stream/publish.js"
 import type { PurgeOptions } from "../../core/stream/retention.js"
-import type { StoreError, StreamStore } from "../../services/store.js"
+import type { Group } from "../../services/group-commit.js"
+import { type StoreError, storeError, type StreamStore } from "../../services/store.js"
 import type { Delivery, Subscription } from "../../engine/principal.js"
 import type { ConsumerStream } from "./consumer.js"
 import { StreamConsumers } from "./consumers.js"
@@ -49,8 +50,8 @@ export class JsStream implements ConsumerStream {
     lastSeq: () => this.store.state().last_seq,
     lastSeqOf: (subject) => this.store.subjectsState(subject).get(subject)?.last ?? 0
   }
-  private acks: PendingAck[] = []
-  private syncing = false
+  /** PubAcks waiting for the round that makes their messages durable (group commit). */
+  private readonly acks: Group<PendingAck>
   closed = false
 
   constructor(
@@ -58,7 +59,14 @@ export class JsStream implements ConsumerStream {
     public config: StreamConfig,
     readonly created: number,
     readonly store: StreamStore
-  ) {}
+  ) {
+    this.acks = host.groupCommit.group<PendingAck, StoreError>({
+      commit: () => this.commit(),
+      settle: (batch, outcome) => this.settle(batch, outcome),
+      // Nothing pending any more: no later ack can be a duplicate of a refused message.
+      idle: () => this.refused.clear()
+    })
+  }
 
   get name(): string {
     return this.config.name
@@ -179,50 +187,45 @@ export class JsStream implements ConsumerStream {
     if (reply === "") return
     // The usual PubAck, `{"stream":…,"seq":n}`, without a JSON.stringify per message.
     const json = body.duplicate === undefined && body.error === undefined ? `${this.ackPrefix}${body.seq}}` : JSON.stringify(body)
-    this.acks.push({ reply, body: json, seq: body.seq, msgId, duplicate: body.duplicate === true })
-    if (!this.syncing) this.syncAndAck()
+    this.acks.join({ reply, body: json, seq: body.seq, msgId, duplicate: body.duplicate === true })
+  }
+
+  /** The round PubAcks wait for: one sync (or flush, with a `sync_interval`) covering every message they acknowledge. */
+  private commit(): Effect.Effect<void, StoreError> {
+    return this.host.syncAlways ? this.store.sync() : this.store.flush()
   }
 
   /**
-   * One sync (or flush) for every ack queued so far; acks queued meanwhile wait for the
-   * next. A failed write refuses the batch: the store has taken its messages back out
-   * (see `storeSync`'s `refusable`). A message a failed round took back while its ack
-   * waited here is refused too, even when the batch's own sync succeeded.
+   * After a round: each PubAck of the batch goes out, or its publisher is refused. A
+   * failed write refuses the batch: the store has taken its messages back out (see
+   * `storeSync`'s `refusable`). A message a failed round took back while its ack waited
+   * here is refused too, even when the batch's own sync succeeded.
    */
-  private syncAndAck(): void {
-    this.syncing = true
-    const batch = this.acks
-    this.acks = []
-    const done = this.host.syncAlways ? this.store.sync() : this.store.flush()
-    Effect.runPromise(Effect.either(done)).then((r) => {
-      const failed = r._tag === "Left" ? r.left : undefined
-      // A failed sync refuses what it took back; what an earlier round wrote stays, and is acknowledged.
-      const kept = this.host.syncAlways ? this.store.durableSeq() : this.store.writtenSeq()
-      let refusedAny = false
-      for (const a of batch) if (!a.duplicate && a.seq > 0 && this.store.takeRefused(a.seq)) this.refused.add(a.seq)
-      for (const a of batch) {
-        // A duplicate of a refused message is refused with it.
-        if (!this.refused.has(a.seq) && (failed === undefined || a.seq <= kept)) {
-          this.send(a.reply, Buffer.from(a.body))
-          continue
-        }
-        refusedAny = true
-        unpublished(this.ids, a.msgId, a.seq)
-        const noSpace = failed === undefined ? this.store.outOfSpace() : failed.reason === "NoSpace"
-        const error = noSpace ? JsErr.insufficientResources : JsErr.streamStoreFailed(failed?.message ?? "the write failed")
-        this.send(a.reply, Buffer.from(JSON.stringify({ error, stream: this.name, seq: 0 })))
+  private settle(batch: ReadonlyArray<PendingAck>, outcome: Exit.Exit<void, StoreError>): void {
+    const failed = Exit.isSuccess(outcome)
+      ? undefined
+      : Option.getOrElse(Cause.failureOption(outcome.cause), () => storeError("Io", Cause.pretty(outcome.cause)))
+    // A failed sync refuses what it took back; what an earlier round wrote stays, and is acknowledged.
+    const kept = this.host.syncAlways ? this.store.durableSeq() : this.store.writtenSeq()
+    let refusedAny = false
+    for (const a of batch) if (!a.duplicate && a.seq > 0 && this.store.takeRefused(a.seq)) this.refused.add(a.seq)
+    for (const a of batch) {
+      // A duplicate of a refused message is refused with it.
+      if (!this.refused.has(a.seq) && (failed === undefined || a.seq <= kept)) {
+        this.send(a.reply, Buffer.from(a.body))
+        continue
       }
-      if (refusedAny) this.consumers.notify(true)
-      if (failed === undefined || failed.reason === "NoSpace") this.spaceSeen(failed === undefined)
-      if (this.acks.length > 0) this.syncAndAck()
-      else {
-        this.syncing = false
-        this.refused.clear()
-      }
-    })
+      refusedAny = true
+      unpublished(this.ids, a.msgId, a.seq)
+      const noSpace = failed === undefined ? this.store.outOfSpace() : failed.reason === "NoSpace"
+      const error = noSpace ? JsErr.insufficientResources : JsErr.streamStoreFailed(failed?.message ?? "the write failed")
+      this.send(a.reply, Buffer.from(JSON.stringify({ error, stream: this.name, seq: 0 })))
+    }
+    if (refusedAny) this.consumers.notify(true)
+    if (failed === undefined || failed.reason === "NoSpace") this.spaceSeen(failed === undefined)
   }
 
-  /** Refused sequences while acks are pending (their duplicates, queued later, are refused too). */
+  /** Refused sequences while acks are pending (their duplicates, acknowledged later, are refused too). */
   private readonly refused = new Set<number>()
 
   private probing = false
