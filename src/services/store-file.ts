@@ -2,7 +2,8 @@
 // checksummed records (core/stream/record.ts) plus crash-safe small files for its
 // config and meta. Indexes live in memory and are rebuilt by scanning the blocks
 // on open. Appends go to an in-memory tail; `sync()` writes and fsyncs it under a
-// lock, so publishes that arrive during one fsync share the next (group commit).
+// lock, so publishes that arrive during one fsync share the next (group commit, the
+// GroupCommit service's rounds).
 //   <dir>/<stream>/config         store config (JSON, checksummed)
 //   <dir>/<stream>/msgs/<n>.blk   blocks, rolled at `blockSize`
 //   <dir>/<stream>/meta/<key>     meta values (checksummed)
@@ -35,6 +36,7 @@ import {
 } from "../core/stream/record.js"
 import { StreamIndex, type IndexEntry } from "../core/stream/stream-index.js"
 import { Disk, type DiskError, type DiskFile, type DiskService, joinPath } from "./disk.js"
+import { GroupCommit, type GroupCommitService } from "./group-commit.js"
 import { Log, type LogService } from "./log.js"
 import {
   decodeName,
@@ -215,6 +217,8 @@ interface StreamCtx {
   readonly tmpId: () => number
   /** The log the store was made with: rounds run in whatever fiber asked for them, which may have none. */
   readonly log: Option.Option<LogService>
+  /** Whose rounds `sync()` joins. */
+  readonly commits: GroupCommitService
 }
 
 /** A warning or an error of a running stream store, to the log it was made with. */
@@ -847,36 +851,11 @@ const openFileStream = (ctx: StreamCtx, cfg: StoreConfig, rec: Recovered, extraP
     )
   })
 
-  // Group commit: callers queue for the next round; one committer fiber runs rounds
-  // back to back, each a single write + fsync covering everything appended before
-  // it started, so every caller waits for at most the round in flight and its own.
-  // (A plain lock would not do: Effect's semaphore lets a releasing fiber barge
-  // back in, and a looping publisher would get an fsync per message.)
-  let waiting: Array<Deferred.Deferred<void, StoreError>> = []
-  let committing = false
-  const commitRounds: Effect.Effect<void> = Effect.suspend(() => {
-    if (waiting.length === 0) {
-      committing = false
-      return Effect.void
-    }
-    const round = waiting
-    waiting = []
-    return Effect.exit(lock.withPermits(1)(Effect.uninterruptible(syncNow))).pipe(
-      Effect.flatMap((exit) => Effect.forEach(round, (d) => Deferred.done(d, exit), { discard: true })),
-      Effect.zipRight(commitRounds)
-    )
-  })
-
-  const sync = () =>
-    Effect.suspend(() => {
-      if (durable >= appended) return Effect.void
-      return Effect.flatMap(Deferred.make<void, StoreError>(), (d) => {
-        waiting.push(d)
-        if (committing) return Deferred.await(d)
-        committing = true
-        return Effect.zipRight(Effect.forkDaemon(commitRounds), Deferred.await(d))
-      })
-    })
+  // Group commit (group-commit.ts): callers of sync() share rounds, each a single write
+  // + fsync under the lock covering everything appended before it started, so every
+  // caller waits for at most the round in flight and its own.
+  const rounds = ctx.commits.barrier(lock.withPermits(1)(Effect.uninterruptible(syncNow)))
+  const sync = () => Effect.suspend(() => (durable >= appended ? Effect.void : rounds))
 
   const flush = () => lock.withPermits(1)(Effect.uninterruptible(flushNow))
 
@@ -1067,6 +1046,7 @@ export const makeFileStore = (dir: string, options: FileStoreOptions = {}) =>
   Effect.gen(function*() {
     const disk = yield* Disk
     const log = yield* Effect.serviceOption(Log)
+    const commits = yield* GroupCommit
     const memory = makeMemoryStore()
     const open = new Map<string, StreamStore>()
     const lock = Effect.unsafeMakeSemaphore(1)
@@ -1085,7 +1065,8 @@ export const makeFileStore = (dir: string, options: FileStoreOptions = {}) =>
       blockSize: options.blockSize ?? 8 * 1024 * 1024,
       cacheBlocks: options.cacheBlocks ?? 4,
       tmpId: () => ++tmpCounter,
-      log
+      log,
+      commits
     })
 
     const onDisk = (name: string) =>

@@ -10,7 +10,6 @@ import { seededEntropy } from "../services/entropy.js"
 import { makeLog, type LogService } from "../services/log.js"
 import { type Delivery, GLOBAL_ACCOUNT, type Subscription } from "../engine/principal.js"
 import { wireImports } from "../server/imports.js"
-import { consumerSnapshots } from "../server/jetstream/consumer-api.js"
 import { tickIntervalMs } from "../server/run.js"
 import { makeServerId, Server } from "../server/server.js"
 import { SimClient } from "./clients.js"
@@ -227,7 +226,7 @@ class Sim {
     }
     const stream = js.accounts.get(GLOBAL_ACCOUNT)?.streams.get(SIM_STREAM)
     const last = store?.state().last_seq ?? 0
-    for (const c of stream === undefined ? [] : consumerSnapshots(stream)) {
+    for (const c of stream === undefined ? [] : stream.consumers.snapshots()) {
       this.trace(`consumer ${c.name} restored: delivered ${c.delivered.streamSeq}, ack floor ${c.ackFloor.streamSeq}, stream last_seq ${last}`)
       if (c.delivered.streamSeq <= last) continue
       // Restored past the end of its stream, it would skip the sequences new messages take.

@@ -10,7 +10,8 @@ import { makeMemoryStore } from "../../src/services/store-memory.js"
 import { Store, type StoreService, type StreamStore } from "../../src/services/store.js"
 import { layerNode } from "../../src/services/transport-node.js"
 import { startNatsServer } from "../../src/server/run.js"
-import { type JetStream, startJetStream } from "../../src/server/jetstream/jetstream.js"
+import type { JetStream } from "../../src/server/jetstream/jetstream.js"
+import { startJetStream } from "../../src/server/jetstream/start.js"
 import { eventually, testOptions } from "../helpers/server.js"
 
 /** Every stream's sync() waits until `open()` is called (and counts its calls). */

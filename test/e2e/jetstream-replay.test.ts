@@ -15,7 +15,7 @@ import { layerMemoryLog } from "../../src/services/log.js"
 import { layerFile } from "../../src/services/store-file.js"
 import { layerNode } from "../../src/services/transport-node.js"
 import { startNatsServer } from "../../src/server/run.js"
-import { startJetStream } from "../../src/server/jetstream/jetstream.js"
+import { startJetStream } from "../../src/server/jetstream/start.js"
 import { testOptions } from "../helpers/server.js"
 
 /** Whole-block reads and positioned record reads of block files, counted when asked for. */

@@ -122,4 +122,21 @@ describe("stream management API", () => {
     expect((await t.jsm.streams.add({ name: "OTHER", subjects: ["big.*.item19999"] })).config.name).toBe("OTHER")
     await t.jsm.streams.delete("OTHER")
   })
+
+  it("answers requests one at a time in arrival order, even while one is checked across event-loop turns", async () => {
+    // The create checks its 20,000 subjects a slice per turn; the requests sent right
+    // behind it wait for it, so they see the stream it made and cannot make one that
+    // overlaps it.
+    const subjects = Array.from({ length: 20_000 }, (_, i) => `turns.s${i}`)
+    const replies = await Promise.all([
+      t.nc.request("$JS.API.STREAM.CREATE.TURNS", JSON.stringify({ name: "TURNS", subjects }), { timeout: 20_000 }),
+      t.nc.request("$JS.API.STREAM.CREATE.LATE", JSON.stringify({ name: "LATE", subjects: ["turns.s19999"] }), { timeout: 20_000 }),
+      t.nc.request("$JS.API.STREAM.INFO.TURNS", "", { timeout: 20_000 })
+    ])
+    const [created, late, info] = replies.map((m) => m.json<Record<string, any>>())
+    expect(created.config.name).toBe("TURNS")
+    expect(late.error).toMatchObject({ err_code: 10065 })
+    expect(info.config?.name).toBe("TURNS")
+    await t.jsm.streams.delete("TURNS")
+  })
 })

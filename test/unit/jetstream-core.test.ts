@@ -2,8 +2,8 @@
 // subject overlap, header parsing and building, and the error shape.
 import { describe, expect, it } from "vitest"
 import { Either } from "effect"
-import { errorResponse, JsErr } from "../../src/core/jetstream/errors.js"
-import { buildHeaders, Hdr, parseHeaders } from "../../src/core/jetstream/headers.js"
+import { errorResponse, JsErr, publishRefused } from "../../src/core/jetstream/errors.js"
+import { buildHeaders, Hdr, parseHeaders, readPublishHeaders } from "../../src/core/jetstream/headers.js"
 import {
   checkUpdate,
   normalizeStreamConfig,
@@ -97,6 +97,20 @@ describe("headers", () => {
     expect(h.get(Hdr.rollup)).toBeUndefined()
   })
 
+  it("picks a publish's JetStream headers for the stream's rules; none when the block names none", () => {
+    const block = Buffer.from("NATS/1.0\r\nNATS-MSG-ID: m\r\nNats-Expected-Last-Subject-Sequence: 3\r\nNats-Rollup: sub\r\n\r\n")
+    expect(readPublishHeaders(block, 0, block.length)).toEqual({
+      msgId: "m",
+      expectedStream: undefined,
+      expectedLastSeq: undefined,
+      expectedLastSubjSeq: "3",
+      expectedLastMsgId: undefined,
+      rollup: "sub"
+    })
+    const plain = Buffer.from("NATS/1.0\r\nX-Trace: 1\r\n\r\n")
+    expect(readPublishHeaders(plain, 0, plain.length)).toBeUndefined()
+  })
+
   it("builds status and field blocks, appending a stored message's own headers", () => {
     expect(buildHeaders("404 Message Not Found", []).toString()).toBe("NATS/1.0 404 Message Not Found\r\n\r\n")
     const own = Buffer.from("NATS/1.0\r\nX-A: 1\r\n\r\n")
@@ -111,5 +125,14 @@ describe("errors", () => {
       error: { code: 404, err_code: 10059, description: "stream not found" }
     })
     expect(JsErr.streamWrongLastSequence(7).description).toBe("wrong last sequence: 7")
+  })
+
+  it("answer a refused publish in nats-server's codes and words", () => {
+    expect(publishRefused({ type: "sealed" })).toEqual({ code: 400, err_code: 10109, description: "invalid operation on sealed stream" })
+    expect(publishRefused({ type: "wrongStream" }).err_code).toBe(10060)
+    expect(publishRefused({ type: "wrongLastSeq", last: 3 })).toEqual({ code: 400, err_code: 10071, description: "wrong last sequence: 3" })
+    expect(publishRefused({ type: "wrongLastMsgId", last: "a" })).toEqual({ code: 400, err_code: 10070, description: "wrong last msg ID: a" })
+    expect(publishRefused({ type: "rollupNotPermitted" }).description).toBe("rollup not permitted")
+    expect(publishRefused({ type: "rollupInvalid", value: "x" })).toEqual({ code: 500, err_code: 10111, description: "rollup value invalid: x" })
   })
 })

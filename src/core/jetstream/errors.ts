@@ -1,5 +1,6 @@
 // JetStream API errors as clients see them: the HTTP-like `code`, the `err_code` that
 // clients switch on, and nats-server's description text. Pure data, no I/O.
+import type { PublishRefusal } from "../stream/publish.js"
 
 export interface ApiError {
   readonly code: number
@@ -39,6 +40,24 @@ export const JsErr = {
   streamRollupFailed: (err: string) => e(500, 10111, err),
   streamNameContainsPathSeparators: e(400, 10128, "Stream name can not contain path separators")
 } as const
+
+/** A publish the stream's rules refused (core/stream/publish.ts), as its PubAck's error. */
+export const publishRefused = (r: PublishRefusal): ApiError => {
+  switch (r.type) {
+    case "sealed":
+      return JsErr.streamSealed
+    case "wrongStream":
+      return JsErr.streamNotMatch
+    case "wrongLastSeq":
+      return JsErr.streamWrongLastSequence(r.last)
+    case "wrongLastMsgId":
+      return JsErr.streamWrongLastMsgId(r.last)
+    case "rollupNotPermitted":
+      return JsErr.streamRollupFailed("rollup not permitted")
+    case "rollupInvalid":
+      return JsErr.streamRollupFailed(`rollup value invalid: ${r.value}`)
+  }
+}
 
 /** The `type` of an API response: `io.nats.jetstream.api.v1.<kind>_response`. */
 export const responseType = (kind: string): string => `io.nats.jetstream.api.v1.${kind}_response`

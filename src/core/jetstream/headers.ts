@@ -1,6 +1,7 @@
 // Reading the few JetStream headers a publish may carry (`Nats-Msg-Id`, the
 // `Nats-Expected-*` family, `Nats-Rollup`) out of a NATS header block, and building
 // the header blocks the API sends (direct get). Names match case-insensitively.
+import type { PublishHeaders } from "../stream/publish.js"
 
 export const Hdr = {
   msgId: "nats-msg-id",
@@ -29,6 +30,20 @@ export const parseHeaders = (buf: Uint8Array, start: number, end: number): Map<s
 /** Quick check before parsing: does the block mention any `Nats-` header at all? */
 export const mayHaveJsHeaders = (buf: Uint8Array, start: number, end: number): boolean =>
   Buffer.from(buf.buffer, buf.byteOffset + start, end - start).toString("latin1").toLowerCase().includes("nats-")
+
+/** The JetStream headers of a publish's header block `buf[start, end)`; undefined when it names none. */
+export const readPublishHeaders = (buf: Uint8Array, start: number, end: number): PublishHeaders | undefined => {
+  if (!mayHaveJsHeaders(buf, start, end)) return undefined
+  const h = parseHeaders(buf, start, end)
+  return {
+    msgId: h.get(Hdr.msgId),
+    expectedStream: h.get(Hdr.expectedStream),
+    expectedLastSeq: h.get(Hdr.expectedLastSeq),
+    expectedLastSubjSeq: h.get(Hdr.expectedLastSubjSeq),
+    expectedLastMsgId: h.get(Hdr.expectedLastMsgId),
+    rollup: h.get(Hdr.rollup)
+  }
+}
 
 /** A header block from a status line and pairs, appending an existing block's fields. */
 export const buildHeaders = (

@@ -1,10 +1,10 @@
 // The `$JS.API` requests: each handler takes the parsed request and returns the JSON
 // response nats-server would send (errors in the JetStream error shape). Handlers run
-// one at a time (see JetStream.enqueue), so checks and the changes they guard agree.
-import { Effect, Either, Schema } from "effect"
-import { ListRequest, MsgDeleteRequest, MsgGetRequest, PurgeRequest, StreamInfoRequest } from "../../core/jetstream/api-schema.js"
+// one at a time (see start.ts), so checks and the changes they guard agree. Nothing
+// below this layer imports it: the subsystem queues requests, start.ts serves them here.
+import { Effect, Either } from "effect"
+import { ListRequest, MsgDeleteRequest, PurgeRequest, StreamInfoRequest } from "../../core/jetstream/api-schema.js"
 import { type ApiError, errorResponse, JsErr, responseType } from "../../core/jetstream/errors.js"
-import { buildHeaders } from "../../core/jetstream/headers.js"
 import {
   checkUpdate,
   normalizeStreamConfig,
@@ -16,11 +16,11 @@ import {
 } from "../../core/jetstream/stream-config.js"
 import { subjectsCollide } from "../../core/subject/subject.js"
 import { SubjectSet } from "../../core/subject/subject-set.js"
-import type { StoredMsg } from "../../services/store.js"
-import type { JetStream, JsAccount, StoredStreamMeta } from "./jetstream.js"
-import { STREAM_META } from "./jetstream.js"
+import { accountConsumerCount, handleConsumerApi } from "./consumer-api.js"
+import { lookup } from "./direct-get.js"
+import { type JetStream, type JsAccount, STREAM_META, type StoredStreamMeta } from "./jetstream.js"
+import { BAD, decodeReq, isApiError, parseBody } from "./request.js"
 import type { JsStream } from "./stream.js"
-import { accountConsumerCount, consumerCount, handleConsumerApi, notifyConsumers, stopConsumers } from "./consumer-api.js"
 
 type Response = Record<string, unknown>
 type Reply = Effect.Effect<Response | undefined>
@@ -28,16 +28,6 @@ type Reply = Effect.Effect<Response | undefined>
 const API = "$JS.API."
 
 const fail = (kind: string, e: ApiError): Reply => Effect.succeed(errorResponse(kind, e))
-
-const parseBody = (body: string): unknown | typeof BAD => {
-  if (body.trim() === "") return {}
-  try {
-    return JSON.parse(body)
-  } catch {
-    return BAD
-  }
-}
-const BAD = Symbol("bad-json")
 
 /** The store name of a stream: unique per account, never a path (the store encodes it). */
 export const storeName = (account: string, stream: string): string => `${account}/${stream}`
@@ -73,12 +63,6 @@ const kindOf = (rest: string): string => {
   const parts = rest.split(".")
   return parts.slice(0, parts[1] === "MSG" ? 3 : 2).join("_").toLowerCase()
 }
-
-/** A request body in its schema's shape, or nats-server's "bad request". */
-const decodeReq = <A, I>(schema: Schema.Schema<A, I>, req: unknown): A | ApiError =>
-  Either.getOrElse(Either.mapLeft(Schema.decodeUnknownEither(schema)(req), () => JsErr.badRequest), (e) => e)
-
-const isApiError = (x: unknown): x is ApiError => typeof x === "object" && x !== null && "err_code" in x
 
 const withStream = (acc: JsAccount, name: string, kind: string, f: (s: JsStream) => Reply): Reply => {
   const s = acc.streams.get(name)
@@ -117,7 +101,7 @@ export const streamInfo = (js: JetStream, s: JsStream, kind: string, req: typeof
     last_ts: rfc3339(st.last_ts),
     num_subjects: st.num_subjects,
     num_deleted: st.num_deleted,
-    consumer_count: consumerCount(s)
+    consumer_count: s.consumers.size
   }
   if (req.subjects_filter !== undefined && req.subjects_filter !== "") {
     const subjects: Record<string, number> = {}
@@ -211,7 +195,7 @@ const deleteStream = (js: JetStream, acc: JsAccount, s: JsStream): Reply =>
     s.unsubscribe()
     s.closed = true
     acc.streams.delete(s.name)
-    stopConsumers(s)
+    s.consumers.stopAll()
     const r = yield* Effect.either(js.store.delete(storeName(acc.name, s.name)))
     if (r._tag === "Left") return errorResponse("stream_delete", JsErr.streamStoreFailed(r.left.message))
     return { type: responseType("stream_delete"), success: true }
@@ -228,7 +212,7 @@ const purgeStream = (s: JsStream, req: Response): Reply => {
   if (seq !== undefined && keep !== undefined) return fail(kind, JsErr.badRequest)
   const filter = q.filter !== undefined && q.filter !== "" ? q.filter : undefined
   return Effect.map(
-    Effect.either(Effect.tap(s.store.purge({ subject: filter, seq, keep }), () => Effect.zipLeft(s.store.sync(), Effect.sync(() => notifyConsumers(s, true))))),
+    Effect.either(Effect.tap(s.store.purge({ subject: filter, seq, keep }), () => Effect.zipLeft(s.store.sync(), Effect.sync(() => s.consumers.notify(true))))),
     (r) =>
       r._tag === "Left"
         ? errorResponse(kind, JsErr.streamPurgeFailed(r.left.message))
@@ -236,20 +220,8 @@ const purgeStream = (s: JsStream, req: Response): Reply => {
   )
 }
 
-/** The message a get request names: by sequence, last for a subject, or next for a subject from a sequence. */
-const lookup = (s: JsStream, req: Response): Effect.Effect<StoredMsg | undefined | ApiError> => {
-  const q = decodeReq(MsgGetRequest, req)
-  if (isApiError(q)) return Effect.succeed(q)
-  const { seq, last_by_subj: last, next_by_subj: next } = q
-  const found = <E>(e: Effect.Effect<StoredMsg | undefined, E>) => Effect.orElseSucceed(e, () => undefined)
-  if (last !== undefined) return seq === undefined && next === undefined ? found(s.store.loadLastForSubject(last)) : Effect.succeed(JsErr.badRequest)
-  if (next !== undefined) return found(s.store.loadNextMatching(next, seq ?? 1))
-  if (seq !== undefined && seq > 0) return found(s.store.load(seq))
-  return Effect.succeed(JsErr.badRequest)
-}
-
 const msgGet = (s: JsStream, req: Response): Reply =>
-  Effect.map(lookup(s, req), (m) => {
+  Effect.map(lookup(s.store, req), (m) => {
     const kind = "stream_msg_get"
     if (isApiError(m)) return errorResponse(kind, m)
     if (m === undefined) return errorResponse(kind, JsErr.noMessageFound)
@@ -268,7 +240,7 @@ const msgDelete = (s: JsStream, req: Response): Reply => {
   if (isApiError(q)) return fail(kind, q)
   const seq = q.seq
   if (seq === 0) return fail(kind, JsErr.badRequest)
-  return Effect.map(Effect.either(Effect.tap(s.store.remove(seq), () => Effect.zipLeft(s.store.sync(), Effect.sync(() => notifyConsumers(s, true))))), (r) =>
+  return Effect.map(Effect.either(Effect.tap(s.store.remove(seq), () => Effect.zipLeft(s.store.sync(), Effect.sync(() => s.consumers.notify(true))))), (r) =>
     r._tag === "Left"
       ? errorResponse(kind, JsErr.streamMsgDeleteFailed(r.left.message))
       : r.right
@@ -305,33 +277,4 @@ const streamList = (js: JetStream, acc: JsAccount, req: Response): Response => {
     }),
     missing: []
   }
-}
-
-/**
- * DIRECT.GET: the message itself, its stream coordinates in headers; 404/408 status
- * replies for no message / a bad request. `$JS.API.DIRECT.GET.<stream>.<subject>` is last-by-subject.
- */
-export const handleDirectGet = (js: JetStream, acc: JsAccount, s: JsStream, subject: string, reply: string, raw: string): void => {
-  if (reply === "") return
-  const prefix = `$JS.API.DIRECT.GET.${s.name}`
-  const tail = subject.length > prefix.length ? subject.slice(prefix.length + 1) : ""
-  let req: Response
-  if (tail !== "") req = { last_by_subj: tail }
-  else {
-    const body = parseBody(raw)
-    req = body !== BAD && typeof body === "object" && body !== null ? (body as Response) : { bad: true }
-  }
-  const send = (headers: Buffer, payload: Uint8Array) =>
-    js.server.router.publish(acc.principal, reply, "", headers, Buffer.from(payload.buffer, payload.byteOffset, payload.length))
-  Effect.runPromise(lookup(s, req)).then((m) => {
-    if (isApiError(m)) return send(buildHeaders("408 Bad Request", []), new Uint8Array(0))
-    if (m === undefined) return send(buildHeaders("404 Message Not Found", []), new Uint8Array(0))
-    const pairs: Array<readonly [string, string]> = [
-      ["Nats-Stream", s.name],
-      ["Nats-Subject", m.subject],
-      ["Nats-Sequence", String(m.seq)],
-      ["Nats-Time-Stamp", rfc3339(m.ts)]
-    ]
-    send(buildHeaders("", pairs, m.headers), m.payload)
-  })
 }

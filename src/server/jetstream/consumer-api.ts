@@ -1,6 +1,5 @@
-// The `$JS.API.CONSUMER.*` requests (create, durable create, info, delete, list, names),
-// the per-stream consumer registry, and the hooks the stream side calls: after stores
-// and removals, on stream deletion, and at recovery.
+// The `$JS.API.CONSUMER.*` requests (create, durable create, info, delete, list, names).
+// Each stream holds its consumers (consumers.ts); these handlers only ask it.
 import { Effect } from "effect"
 import {
   applyConsumerDefaults,
@@ -10,11 +9,9 @@ import {
 } from "../../core/consumer/index.js"
 import { type ApiError, errorResponse, JsErr, responseType } from "../../core/jetstream/errors.js"
 import { rfc3339 } from "../../core/jetstream/stream-config.js"
-import { clampToStream, type SequenceInfo } from "../../core/consumer/index.js"
-import type { ConsumerSnapshot } from "../../core/monitor/source.js"
+import type { SequenceInfo } from "../../core/consumer/index.js"
 import { subjectsCollide } from "../../core/subject/subject.js"
-import { CONSUMER_META_PREFIX, JsConsumer, type StoredConsumer } from "./consumer.js"
-import { releaseAllUnheld } from "./interest.js"
+import type { JsConsumer, StoredConsumer } from "./consumer.js"
 import type { JetStream, JsAccount } from "./jetstream.js"
 import type { JsStream } from "./stream.js"
 
@@ -38,170 +35,12 @@ export const ConsumerErr = {
   storeFailed: (why: string) => e(500, 10104, `error creating store for consumer: ${why}`)
 } as const
 
-const registry = new WeakMap<JsStream, Map<string, JsConsumer>>()
-
-/** The consumers of a stream, by name (creation order). */
-export const consumersOf = (s: JsStream): Map<string, JsConsumer> => {
-  let m = registry.get(s)
-  if (m === undefined) {
-    m = new Map()
-    registry.set(s, m)
-  }
-  return m
-}
-
-const register = (s: JsStream, c: JsConsumer): void => {
-  const m = consumersOf(s)
-  m.set(c.name, c)
-  c.peers = () => m.values()
-}
-
 /** Consumers of every stream of an account (account info's `consumers`). */
 export const accountConsumerCount = (acc: JsAccount): number => {
   let n = 0
-  for (const s of acc.streams.values()) n += consumerCount(s)
+  for (const s of acc.streams.values()) n += s.consumers.size
   return n
 }
-
-export const consumerCount = (s: JsStream): number => registry.get(s)?.size ?? 0
-
-/**
- * Interest retention: remove every message from `from` on that no consumer holds any
- * more — after a consumer left or changed, and at recovery.
- */
-export const releaseUnwanted = (s: JsStream, from = 0): void => {
-  if (s.config.retention !== "interest" || s.closed) return
-  releaseAllUnheld(s.store, [...consumersOf(s).values()], from)
-}
-
-/** Interest retention at publish: would any consumer hold the next message, on `subject`? */
-export const wantsNext = (s: JsStream, subject: string): boolean => {
-  const m = registry.get(s)
-  if (m === undefined) return false
-  const seq = s.store.state().last_seq + 1
-  for (const c of m.values()) if (c.holds(seq, subject)) return true
-  return false
-}
-
-/** After the stream stored (`removed` false) or removed messages: wake its consumers. */
-export const notifyConsumers = (s: JsStream, removed: boolean): void => {
-  const m = registry.get(s)
-  if (m === undefined) return
-  for (const c of [...m.values()]) {
-    try {
-      c.input(removed ? { type: "streamPurged" } : { type: "newMessages" })
-    } catch (err) {
-      // A failing consumer must not stop the publish that woke it.
-      s.host.server.log.error(`JetStream consumer '${s.name} > ${c.name}' failed: ${String(err)}`)
-    }
-  }
-}
-
-/** The subsystem's timer run: every consumer runs what is due; returns the earliest next deadline. */
-export const tickConsumers = (js: JetStream, now: number): number | undefined => {
-  let next = Infinity
-  for (const a of js.accounts.values())
-    for (const s of a.streams.values())
-      for (const c of [...(registry.get(s)?.values() ?? [])]) {
-        try {
-          const at = c.tick(now)
-          if (at !== undefined) next = Math.min(next, at)
-        } catch (err) {
-          s.host.server.log.error(`JetStream consumer '${s.name} > ${c.name}' failed: ${String(err)}`)
-        }
-      }
-  return next === Infinity ? undefined : next
-}
-
-/** The stream is being deleted: stop its consumers (their state goes with the stream's store). */
-export const stopConsumers = (s: JsStream): void => {
-  const m = registry.get(s)
-  if (m === undefined) return
-  for (const c of m.values()) c.stop()
-  m.clear()
-}
-
-/** Server shutdown: save every consumer's latest state (before the stores close) and stop them. */
-export const saveAllConsumers = (js: JetStream): Promise<void> => {
-  const saves: Promise<unknown>[] = []
-  for (const a of js.accounts.values())
-    for (const s of a.streams.values())
-      for (const c of registry.get(s)?.values() ?? []) {
-        if (c.closed) continue
-        saves.push(c.save())
-        c.stop()
-      }
-  return Promise.all(saves).then(() => undefined)
-}
-
-/** Forget a consumer and let go of what only it held. */
-const unregister = (c: JsConsumer): Promise<void> => {
-  const m = registry.get(c.stream)
-  if (m?.get(c.name) === c) m.delete(c.name)
-  const removed = c.remove()
-  releaseUnwanted(c.stream, c.machine.info().ack_floor.stream_seq + 1)
-  return removed
-}
-
-const terminate = (c: JsConsumer): void => {
-  void unregister(c)
-}
-
-/**
- * Reopen the consumers saved in a recovered stream's meta. An interest stream then
- * drops what none of them holds (removals not yet synced when the server stopped),
- * unless a consumer could not be read: its messages are kept rather than guessed at.
- */
-export const restoreConsumers = (js: JetStream, s: JsStream): Effect.Effect<void> =>
-  Effect.gen(function*() {
-    const listed = yield* Effect.either(s.store.listMeta())
-    let complete = listed._tag === "Right"
-    for (const key of listed._tag === "Right" ? listed.right : []) {
-      if (!key.startsWith(CONSUMER_META_PREFIX)) continue
-      const raw = yield* Effect.orElseSucceed(s.store.readMeta(key), () => undefined)
-      let stored: StoredConsumer | undefined
-      try {
-        stored = raw === undefined ? undefined : (JSON.parse(Buffer.from(raw).toString("utf8")) as StoredConsumer)
-      } catch {
-        stored = undefined
-      }
-      if (stored === undefined || typeof stored.name !== "string" || typeof stored.config !== "object" || stored.config === null) {
-        complete = false
-        js.log.error(`Error recovering consumer '${key.slice(CONSUMER_META_PREFIX.length)}' of stream '${s.name}': state is damaged`)
-        continue
-      }
-      const c = JsConsumer.make(s, stored, js.server.now(), terminate)
-      register(s, c)
-      // Saved ahead of its stream (a power cut took back unsynced messages): restored at
-      // the stream's end, and that is saved before anything new can take those sequences.
-      const last = s.store.state().last_seq
-      if (stored.state !== undefined && clampToStream(stored.state, last) !== stored.state) {
-        js.log.warn(`Consumer '${stored.name}' of stream '${s.name}' was saved past the stream's last sequence ${last} (messages lost in a power cut were never acknowledged); it resumes from there`)
-        yield* Effect.promise(() => c.save())
-      }
-      c.start()
-    }
-    if (complete) releaseUnwanted(s)
-  })
-
-/** What /jsz shows per consumer (with `consumers=true`). */
-export const consumerSnapshots = (s: JsStream): ConsumerSnapshot[] =>
-  [...(registry.get(s)?.values() ?? [])].map((c) => {
-    const st = c.machine.info()
-    const seqs = (q: SequenceInfo) => ({ consumerSeq: q.consumer_seq, streamSeq: q.stream_seq, lastActive: q.last_active })
-    return {
-      name: c.name,
-      created: c.created,
-      config: c.config as Readonly<Record<string, unknown>>,
-      delivered: seqs(st.delivered),
-      ackFloor: seqs(st.ack_floor),
-      numAckPending: st.num_ack_pending,
-      numRedelivered: st.num_redelivered,
-      numWaiting: st.num_waiting,
-      numPending: st.num_pending,
-      pushBound: c.isPush ? c.pushBound : undefined
-    }
-  })
 
 const seqInfo = (s: SequenceInfo): Response => ({
   consumer_seq: s.consumer_seq,
@@ -238,7 +77,7 @@ const withStream = (acc: JsAccount, name: string, kind: string, f: (s: JsStream)
 
 const withConsumer = (acc: JsAccount, stream: string, name: string, kind: string, f: (s: JsStream, c: JsConsumer) => Reply): Reply =>
   withStream(acc, stream, kind, (s) => {
-    const c = consumersOf(s).get(name)
+    const c = s.consumers.get(name)
     return c === undefined ? fail(kind, ConsumerErr.notFound) : f(s, c)
   })
 
@@ -254,9 +93,9 @@ export const handleConsumerApi = (js: JetStream, acc: JsAccount, rest: string, r
   if (op === "DURABLE" && t[2] === "CREATE" && t.length === 5) return create(js, acc, t[3], t[4], undefined, req, "consumer_create", true)
   if (op === "INFO" && t.length === 4) return withConsumer(acc, t[2], t[3], "consumer_info", (_s, c) => Effect.succeed(consumerInfo(js, c, "consumer_info")))
   if (op === "DELETE" && t.length === 4)
-    return withConsumer(acc, t[2], t[3], "consumer_delete", (_s, c) =>
+    return withConsumer(acc, t[2], t[3], "consumer_delete", (s, c) =>
       Effect.promise(async () => {
-        await unregister(c)
+        await s.consumers.remove(c)
         return { type: responseType("consumer_delete"), success: true }
       }))
   if ((op === "NAMES" || op === "LIST") && t.length === 3) return list(js, acc, t[2], req, op === "NAMES")
@@ -268,7 +107,7 @@ const list = (js: JetStream, acc: JsAccount, stream: string, req: Response, name
   return withStream(acc, stream, kind, (s) => {
     const offset = typeof req.offset === "number" && req.offset > 0 ? req.offset : 0
     const limit = namesOnly ? 1024 : 256
-    const all = [...consumersOf(s).values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+    const all = [...s.consumers.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
     const page = all.slice(offset, offset + limit)
     return Effect.succeed({
       type: responseType(kind),
@@ -298,7 +137,7 @@ const sortKeys = (c: ConsumerConfig): Response => {
 const workqueueConflict = (s: JsStream, cfg: ConsumerConfig, name: string): ApiError | undefined => {
   if (s.config.retention !== "workqueue") return undefined
   const mine = consumerFilters(cfg)
-  for (const other of consumersOf(s).values()) {
+  for (const other of s.consumers.values()) {
     if (other.name === name) continue
     const theirs = consumerFilters(other.config)
     if (mine.length === 0 || theirs.length === 0) return ConsumerErr.wqMultipleUnfiltered
@@ -343,7 +182,7 @@ const create = (
       const name = cfg.durable_name || cfg.name || generateName(js)
       cfg = applyConsumerDefaults({ ...cfg, name })
       const action = typeof req.action === "string" ? req.action : ""
-      const existing = consumersOf(s).get(name)
+      const existing = s.consumers.get(name)
       if (existing !== undefined) {
         if (sameConfig(existing.config, cfg)) return consumerInfo(js, existing, kind)
         if (action === "create") return errorResponse(kind, ConsumerErr.alreadyExists)
@@ -356,17 +195,16 @@ const create = (
       const stored: StoredConsumer =
         existing === undefined ? { name, created: now, config: cfg } : { name, created: existing.created, config: cfg, state: existing.machine.snapshot() }
       if (existing !== undefined) existing.stop()
-      const c = JsConsumer.make(s, stored, now, terminate)
-      register(s, c)
+      const c = s.consumers.make(stored, now)
       // Answered "created" only once it would be there after a restart.
       const unsaved = await c.save()
       if (unsaved !== undefined && existing === undefined) {
         c.stop()
-        await unregister(c)
+        await s.consumers.remove(c)
         return errorResponse(kind, ConsumerErr.storeFailed(unsaved.reason === "NoSpace" ? "insufficient storage" : "the consumer's state could not be written"))
       }
       c.start()
       // An update may narrow what the consumer holds (filters).
-      if (existing !== undefined) releaseUnwanted(s)
+      if (existing !== undefined) s.consumers.releaseUnwanted()
       return consumerInfo(js, c, kind)
     }))

@@ -17,10 +17,11 @@ import {
   type StreamView
 } from "../../core/consumer/index.js"
 import { statusHeaderBlock } from "../../core/nats/encode.js"
+import type { StreamConfig } from "../../core/jetstream/stream-config.js"
 import type { StoreError, StoredMsg, StreamStore } from "../../services/store.js"
 import type { Subscription } from "../../engine/principal.js"
+import type { StreamHost } from "./host.js"
 import { releaseUnheld } from "./interest.js"
-import type { JsStream } from "./stream.js"
 
 /** Meta keys of a stream's consumers: `jetstream.consumer.<name>`. */
 export const CONSUMER_META_PREFIX = "jetstream.consumer."
@@ -31,6 +32,24 @@ export interface StoredConsumer {
   readonly created: number
   readonly config: ConsumerConfig
   readonly state?: ConsumerSnapshot
+}
+
+/** What a consumer needs of its stream (the stream holds its consumers: see consumers.ts). */
+export interface ConsumerStream {
+  readonly name: string
+  readonly host: StreamHost
+  readonly store: StreamStore
+  readonly config: StreamConfig
+  readonly closed: boolean
+  readonly consumers: ConsumerSet
+}
+
+/** A stream's consumers, as one of them sees them. */
+export interface ConsumerSet {
+  /** Every registered consumer (this one too, until it is removed). */
+  values(): Iterable<JsConsumer>
+  /** Forget a consumer and let go of what only it held. */
+  remove(c: JsConsumer): Promise<void>
 }
 
 const metaOf = (m: StoredMsg): StoredMsgMeta => ({
@@ -114,18 +133,16 @@ export class JsConsumer {
   closed = false
 
   constructor(
-    readonly stream: JsStream,
+    readonly stream: ConsumerStream,
     readonly name: string,
     readonly created: number,
-    public machine: ConsumerMachine,
-    /** Called when the consumer removes itself (inactive past its threshold). */
-    private readonly onTerminate: (c: JsConsumer) => void
+    public machine: ConsumerMachine
   ) {}
 
-  static make(stream: JsStream, stored: StoredConsumer, now: number, onTerminate: (c: JsConsumer) => void): JsConsumer {
+  static make(stream: ConsumerStream, stored: StoredConsumer, now: number): JsConsumer {
     const opts = { stream: stream.name, name: stored.name, config: stored.config, view: storeView(stream.store) }
     const m = stored.state === undefined ? ConsumerMachine.create(opts, now) : ConsumerMachine.restore(opts, stored.state, now)
-    return new JsConsumer(stream, stored.name, stored.created, m, onTerminate)
+    return new JsConsumer(stream, stored.name, stored.created, m)
   }
 
   get config(): ConsumerConfig {
@@ -253,7 +270,8 @@ export class JsConsumer {
           this.advise(a)
           break
         case "terminate":
-          this.onTerminate(this)
+          // Inactive past its threshold: it removes itself.
+          void this.stream.consumers.remove(this)
           break
       }
     }
@@ -276,16 +294,13 @@ export class JsConsumer {
   private release(seqs: ReadonlyArray<number>): void {
     // Stopped (shutdown, replaced) is not gone: only a live consumer lets messages go.
     if (this.closed || this.stream.closed) return
-    releaseUnheld(this.stream.store, [...this.peers()], seqs)
+    releaseUnheld(this.stream.store, [...this.stream.consumers.values()], seqs)
   }
 
   /** Whether this consumer keeps message `seq` on `subject` in an interest stream. */
   holds(seq: number, subject: string): boolean {
     return this.machine.holds(seq, subject) || this.loading.has(seq)
   }
-
-  /** The consumers of this consumer's stream (set by the registry). */
-  peers: () => Iterable<JsConsumer> = () => [this]
 
   private advise(a: Extract<ConsumerAction, { type: "advisory" }>): void {
     const now = this.server.now()

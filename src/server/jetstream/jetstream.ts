@@ -1,27 +1,35 @@
 // The stream subsystem of a server: per-account stream registries on top of the
-// Store, recovery of stored streams at start, the `$JS.API.>` request loop (requests
-// are handled one at a time, in arrival order), max_age expiry, and what /jsz and
-// /healthz report.
-import { Effect, type Scope } from "effect"
+// Store, recovery of stored streams at start, the `$JS.API.>` subscriptions (each
+// request is queued for the API layer above, which start.ts runs), the work of the
+// subsystem's timer (max_age expiry, consumer deadlines, sync_interval, compaction),
+// and what /jsz and /healthz report.
+import { Effect } from "effect"
 import type { JetStreamOptions } from "../../config/options.js"
 import type { JetStreamSnapshot, StreamSnapshot } from "../../core/monitor/source.js"
 import { type ApiError, JsErr } from "../../core/jetstream/errors.js"
 import { type StreamConfig } from "../../core/jetstream/stream-config.js"
-import { Log, type LogService } from "../../services/log.js"
-import { Store, type StoreError, type StoreService, type StreamStore } from "../../services/store.js"
-import { type Alarm, startAlarm } from "../alarm.js"
+import type { GroupCommitService } from "../../services/group-commit.js"
+import type { LogService } from "../../services/log.js"
+import type { StoreError, StoreService, StreamStore } from "../../services/store.js"
+import type { Alarm } from "../alarm.js"
 import type { InternalPrincipal } from "../../engine/principal.js"
 import type { Server } from "../server.js"
-import { handleApi, handleDirectGet } from "./api.js"
-import { consumerCount, consumerSnapshots, notifyConsumers, restoreConsumers, saveAllConsumers, tickConsumers } from "./consumer-api.js"
-import { JsStream, type StreamHost } from "./stream.js"
+import type { StreamHost } from "./host.js"
+import { JsStream } from "./stream.js"
 
-/** Resolution of the subsystem's timers (ack_wait, pull expiry, heartbeats, max_age): the closest two runs may be. */
-const TICK_MS = 25
 /** How long after the first write since the last compaction removed messages' space is reclaimed. */
 export const COMPACT_AFTER_MS = 60_000
 
 export const STREAM_META = "jetstream.stream"
+
+/** A `$JS.API` request of an account, waiting for the API layer (answered one at a time, in arrival order). */
+export interface ApiRequest {
+  readonly acc: JsAccount
+  readonly subject: string
+  /** Where the response goes ("" when nobody waits for it). */
+  readonly reply: string
+  readonly body: string
+}
 
 export interface StoredStreamMeta {
   readonly account: string
@@ -46,6 +54,10 @@ export class JsAccount implements StreamHost {
 
   get server(): Server {
     return this.js.server
+  }
+
+  get groupCommit(): GroupCommitService {
+    return this.js.groupCommit
   }
 
   get syncAlways(): boolean {
@@ -97,7 +109,6 @@ export class JetStream {
   apiErrors = 0
   /** Streams that could not be recovered, in nats-server's words; the first one fails /healthz. */
   readonly problems: string[] = []
-  private queue: Promise<void> = Promise.resolve()
   /** The subsystem's timer (set by startJetStream); undefined until then. */
   alarm: Alarm | undefined
   /** When the `sync_interval` fsync is due (written since the last one); undefined: nothing to sync. */
@@ -111,7 +122,11 @@ export class JetStream {
     readonly server: Server,
     readonly options: JetStreamOptions,
     readonly store: StoreService,
-    readonly log: LogService
+    readonly log: LogService,
+    /** Whose rounds the streams' PubAcks wait for. */
+    readonly groupCommit: GroupCommitService,
+    /** Queues a request for the API layer, which answers it after those before it. */
+    private readonly request: (r: ApiRequest) => void
   ) {}
 
   wakeAt(at: number): void {
@@ -165,7 +180,12 @@ export class JetStream {
    */
   runDue(now: number): Effect.Effect<number | undefined> {
     return Effect.suspend(() => {
-      let next = tickConsumers(this, now) ?? Infinity
+      let next = Infinity
+      for (const a of this.accounts.values())
+        for (const s of a.streams.values()) {
+          const at = s.consumers.tick(now)
+          if (at !== undefined) next = Math.min(next, at)
+        }
       const work: Array<Effect.Effect<void>> = [this.expireDue(now)]
       if (this.syncAt !== undefined && this.syncAt <= now) {
         this.syncAt = undefined
@@ -230,43 +250,18 @@ export class JetStream {
       for (const subject of ["$JS.API.INFO", "$JS.API.STREAM.>", "$JS.API.CONSUMER.>"]) {
         const acc = a
         router.subscribe(principal, subject, undefined, (d) => {
-          this.enqueue(acc, d.subject, d.reply, d.buf.toString("utf8", d.payloadStart, d.end))
+          this.request({ acc, subject: d.subject, reply: d.reply, body: d.buf.toString("utf8", d.payloadStart, d.end) })
         })
       }
     }
     return a
   }
 
-  /** Requests run one at a time so that each sees the effects of the one before. */
-  private enqueue(acc: JsAccount, subject: string, reply: string, body: string): void {
-    this.queue = this.queue.then(() =>
-      Effect.runPromise(
-        handleApi(this, acc, subject, body).pipe(
-          Effect.catchAllDefect((d) => Effect.succeed({ type: "io.nats.jetstream.api.v1.error_response", error: JsErr.streamStoreFailed(String(d)) }))
-        )
-      ).then((res) => {
-        if (res === undefined) return
-        this.apiTotal++
-        acc.apiTotal++
-        if ("error" in res) {
-          this.apiErrors++
-          acc.apiErrors++
-        }
-        if (reply !== "") this.server.router.publish(acc.principal, reply, "", undefined, Buffer.from(JSON.stringify(res)))
-      })
-    ).catch((e: unknown) => {
-      // Never let one failed request stop the ones queued behind it.
-      this.log.error(`JetStream API request on '${subject}' failed: ${String(e)}`)
-    })
-  }
-
   makeStream(acc: JsAccount, meta: StoredStreamMeta, raw: JsStream["store"]): JsStream {
     const store = this.watched(raw)
     const expiry = store.nextExpiry()
     if (expiry !== undefined) this.wakeAt(expiry)
-    const s = new JsStream(acc, meta.config, meta.created, store, (st, d) =>
-      handleDirectGet(this, acc, st, d.subject, d.reply, d.buf.toString("utf8", d.payloadStart, d.end))
-    )
+    const s = new JsStream(acc, meta.config, meta.created, store)
     acc.streams.set(s.name, s)
     s.subscribe()
     return s
@@ -293,7 +288,7 @@ export class JetStream {
         }
         const stream = js.makeStream(js.account(meta.account), meta, st)
         yield* stream.restoreDedup(js.server.now())
-        yield* restoreConsumers(js, stream)
+        yield* stream.consumers.restore(js.log, () => js.server.now())
         const state = st.state()
         js.log.info(`  Restored ${state.messages} messages for stream '${meta.account} > ${meta.config.name}'`)
       }
@@ -339,7 +334,21 @@ export class JetStream {
         const at = s.store.nextExpiry()
         if (at !== undefined && at <= now) due.push(s)
       }
-    return Effect.forEach(due, (s) => Effect.ignore(Effect.tap(s.store.expire(now), () => notifyConsumers(s, true))), { discard: true })
+    return Effect.forEach(due, (s) => Effect.ignore(Effect.tap(s.store.expire(now), () => s.consumers.notify(true))), { discard: true })
+  }
+
+  /** Server shutdown: every consumer's latest state saved (before the stores close), then every stream closed. */
+  stop(): Effect.Effect<void> {
+    return Effect.zipRight(
+      Effect.promise(() => {
+        const saves: Array<Promise<unknown>> = []
+        for (const a of this.accounts.values()) for (const s of a.streams.values()) saves.push(...s.consumers.saveAll())
+        return Promise.all(saves)
+      }),
+      Effect.sync(() => {
+        for (const a of this.accounts.values()) for (const s of a.streams.values()) s.closed = true
+      })
+    )
   }
 
   healthError(): string | undefined {
@@ -407,34 +416,8 @@ const streamSnapshot = (s: JsStream): StreamSnapshot => {
       lastTs: st.last_ts,
       numSubjects: st.num_subjects,
       numDeleted: st.num_deleted,
-      consumerCount: consumerCount(s)
+      consumerCount: s.consumers.size
     },
-    consumers: consumerSnapshots(s)
+    consumers: s.consumers.snapshots()
   }
 }
-
-/** Start the subsystem on the given Store: recover streams, serve the API in every known account. */
-export const startJetStream = (
-  server: Server,
-  options: JetStreamOptions
-): Effect.Effect<JetStream, StoreError, Store | Log | Scope.Scope> =>
-  Effect.gen(function*() {
-    const store = yield* Store
-    const log = yield* Log
-    const js = new JetStream(server, options, store, log)
-    // One timer for every time-driven thing in the subsystem (max_age, ack_wait, pull
-    // expiry, heartbeats, inactivity, the sync_interval fsync, compaction), armed only
-    // when one of them is pending: Effect's Clock, so tests drive it with TestClock.
-    js.alarm = yield* startAlarm((now) => js.runDue(now), TICK_MS)
-    yield* js.recover()
-    for (const name of server.accounts.keys()) if (name !== server.options.systemAccount) js.account(name)
-    yield* Effect.addFinalizer(() =>
-      Effect.zipRight(
-        Effect.promise(() => saveAllConsumers(js)),
-        Effect.sync(() => {
-          for (const a of js.accounts.values()) for (const s of a.streams.values()) s.closed = true
-        })
-      )
-    )
-    return js
-  })

@@ -1,32 +1,31 @@
-// One stream at run time: its capture subscriptions, the publish checks (dedup,
-// expected-* headers, rollups, account limits), and the PubAcks, which are sent only
+// One stream at run time: its capture subscriptions, the publishes (what the pure
+// rules of core/stream/publish.ts decide — dedup, expected-* headers, rollups —
+// applied, with the account's limits), its consumers, and the PubAcks, which are sent only
 // once a `sync()` covering the message completed (one sync serves every publish that
-// arrived while the previous one ran: group commit) — or, with a `sync_interval`,
-// once a `flush()` handed it to the OS (the subsystem then fsyncs on a timer).
-import { Effect } from "effect"
+// arrived while the previous one ran: the GroupCommit service's rounds) — or, with a
+// `sync_interval`, once a `flush()` handed it to the OS (the subsystem then fsyncs on a timer).
+import { Cause, Effect, Exit, Option } from "effect"
 import type { PubAck } from "../../core/jetstream/api-schema.js"
-import { type ApiError, JsErr } from "../../core/jetstream/errors.js"
-import { Hdr, mayHaveJsHeaders, parseHeaders } from "../../core/jetstream/headers.js"
+import { type ApiError, JsErr, publishRefused } from "../../core/jetstream/errors.js"
+import { Hdr, parseHeaders, readPublishHeaders } from "../../core/jetstream/headers.js"
 import { NANOS_PER_MS, type StreamConfig } from "../../core/jetstream/stream-config.js"
-import type { StoreError, StreamStore } from "../../services/store.js"
-import type { Delivery, InternalPrincipal, Subscription } from "../../engine/principal.js"
-import type { Server } from "../server.js"
-import { notifyConsumers, wantsNext } from "./consumer-api.js"
-
-/** What a stream needs from its account: usage against the account limits, and a way to answer. */
-export interface StreamHost {
-  readonly server: Server
-  /** The account's JetStream principal: what streams subscribe and answer as. */
-  readonly principal: InternalPrincipal
-  /** Undefined when `bytes` more of this storage type fit in the account. */
-  readonly admit: (storage: "file" | "memory", bytes: number) => ApiError | undefined
-  /** True: a PubAck waits for the fsync (`sync_interval: always`); false: for the write to the OS. */
-  readonly syncAlways: boolean
-  /** Ask the subsystem's timer to run by then (a consumer's deadline). */
-  readonly wakeAt: (at: number) => void
-  /** A push consumer starts (+1) or stops (-1) watching its deliver subject's interest. */
-  readonly watchInterest: (delta: 1 | -1) => void
-}
+import {
+  decidePublish,
+  makePublishState,
+  published,
+  type PublishState,
+  type PublishView,
+  restoreMsgIds,
+  unpublished
+} from "../../core/stream/publish.js"
+import type { PurgeOptions } from "../../core/stream/retention.js"
+import type { Group } from "../../services/group-commit.js"
+import { type StoreError, storeError, type StreamStore } from "../../services/store.js"
+import type { Delivery, Subscription } from "../../engine/principal.js"
+import type { ConsumerStream } from "./consumer.js"
+import { StreamConsumers } from "./consumers.js"
+import { answerDirectGet } from "./direct-get.js"
+import type { StreamHost } from "./host.js"
 
 interface PendingAck {
   readonly reply: string
@@ -38,24 +37,36 @@ interface PendingAck {
   readonly duplicate: boolean
 }
 
-export class JsStream {
+export class JsStream implements ConsumerStream {
+  /** The stream's consumers: it tells them of new and removed messages. */
+  readonly consumers: StreamConsumers = new StreamConsumers(this)
   private subs: Subscription[] = []
   private directSubs: Subscription[] = []
-  /** Nats-Msg-Id -> [seq, ts ms]; insertion order is time order, so expiry trims the front. */
-  private readonly dedup = new Map<string, readonly [number, number]>()
-  private lastMsgId = ""
-  private acks: PendingAck[] = []
-  private syncing = false
+  /** The message ids within the duplicate window, and the last one stored. */
+  private readonly ids: PublishState = makePublishState()
+  /** What the publish rules read of the store. */
+  private readonly view: PublishView = {
+    outOfSpace: () => this.store.outOfSpace(),
+    lastSeq: () => this.store.state().last_seq,
+    lastSeqOf: (subject) => this.store.subjectsState(subject).get(subject)?.last ?? 0
+  }
+  /** PubAcks waiting for the round that makes their messages durable (group commit). */
+  private readonly acks: Group<PendingAck>
   closed = false
 
   constructor(
     readonly host: StreamHost,
     public config: StreamConfig,
     readonly created: number,
-    readonly store: StreamStore,
-    /** Answers a direct get (installed while `allow_direct`). */
-    private readonly onDirect: (stream: JsStream, d: Delivery) => void
-  ) {}
+    readonly store: StreamStore
+  ) {
+    this.acks = host.groupCommit.group<PendingAck, StoreError>({
+      commit: () => this.commit(),
+      settle: (batch, outcome) => this.settle(batch, outcome),
+      // Nothing pending any more: no later ack can be a duplicate of a refused message.
+      idle: () => this.refused.clear()
+    })
+  }
 
   get name(): string {
     return this.config.name
@@ -75,7 +86,7 @@ export class JsStream {
     for (const subject of this.config.subjects) this.subs.push(router.subscribe(principal, subject, undefined, (d) => this.capture(d)))
     if (this.config.allow_direct)
       for (const subject of [`$JS.API.DIRECT.GET.${this.name}`, `$JS.API.DIRECT.GET.${this.name}.>`])
-        this.directSubs.push(router.subscribe(principal, subject, "_sys_", (d) => this.onDirect(this, d)))
+        this.directSubs.push(router.subscribe(principal, subject, "_sys_", (d) => answerDirectGet(this.host, this.name, this.store, d)))
   }
 
   unsubscribe(): void {
@@ -90,7 +101,7 @@ export class JsStream {
    */
   restoreDedup(now: number): Effect.Effect<void> {
     const since = now - this.config.duplicate_window / NANOS_PER_MS
-    const found: Array<readonly [string, number, number]> = []
+    const found: Array<{ msgId: string; seq: number; ts: number }> = []
     const self = this
     return Effect.gen(function*() {
       const st = self.store.state()
@@ -101,47 +112,56 @@ export class JsStream {
         const hdrs = m.right.headers
         if (hdrs === undefined || hdrs.length === 0) continue
         const id = parseHeaders(hdrs, 0, hdrs.length).get(Hdr.msgId)
-        if (id !== undefined && id !== "") found.push([id, seq, m.right.ts])
+        if (id !== undefined && id !== "") found.push({ msgId: id, seq, ts: m.right.ts })
       }
-      for (let i = found.length - 1; i >= 0; i--) {
-        const [id, seq, ts] = found[i]
-        if (!self.dedup.has(id)) self.dedup.set(id, [seq, ts])
-        self.lastMsgId = id
-      }
+      restoreMsgIds(self.ids, found)
     })
   }
 
+  /** Every publish: the stream's rules decide (core/stream/publish.ts), this applies the decision. */
   private capture(d: Delivery): void {
     if (this.closed) return
     const { subject, reply, hdrLen, buf, start, end } = d
     const now = this.host.server.now()
     const headers = hdrLen > 0 ? buf.subarray(start, start + hdrLen) : undefined
     const payload = buf.subarray(start + Math.max(0, hdrLen), end)
-    const h = headers !== undefined && mayHaveJsHeaders(buf, start, start + hdrLen) ? parseHeaders(buf, start, start + hdrLen) : undefined
-    const msgId = h?.get(Hdr.msgId) ?? ""
-    if (msgId !== "") {
-      const dup = this.duplicateOf(msgId, now)
-      if (dup !== undefined) return this.ack(reply, { stream: this.name, seq: dup, duplicate: true }, msgId)
+    const h = headers !== undefined ? readPublishHeaders(buf, start, start + hdrLen) : undefined
+    const decision = decidePublish(this.ids, this.config, this.view, subject, h, now)
+    switch (decision.type) {
+      case "store":
+        return this.keep(subject, reply, headers, payload, decision.msgId, decision.rollup, now)
+      case "duplicate":
+        return this.ack(reply, { stream: this.name, seq: decision.seq, duplicate: true }, decision.msgId)
+      case "noSpace":
+        // The disk is full: refused before anything is stored, and a probe looks for space again.
+        this.probeSpace()
+        return this.fail(reply, JsErr.insufficientResources)
+      default:
+        return this.fail(reply, publishRefused(decision))
     }
-    // The disk is full: refused before anything is stored, and a probe looks for space again.
-    if (this.store.outOfSpace()) {
-      this.probeSpace()
-      return this.fail(reply, JsErr.insufficientResources)
-    }
-    const rejected = this.check(subject, h)
-    if (rejected !== undefined) return this.fail(reply, rejected)
+  }
+
+  /** A publish the rules let through: the account's limits, interest retention, then the store. */
+  private keep(
+    subject: string,
+    reply: string,
+    headers: Buffer | undefined,
+    payload: Buffer,
+    msgId: string,
+    rollup: PurgeOptions | undefined,
+    now: number
+  ): void {
     const size = (headers?.length ?? 0) + payload.length + subject.length
     const over = this.host.admit(this.config.storage, size)
     if (over !== undefined) return this.fail(reply, over)
-    if (this.config.retention === "interest" && !wantsNext(this, subject)) return this.skip(reply, msgId, size - subject.length, now)
+    if (this.config.retention === "interest" && !this.consumers.wantsNext(subject)) return this.skip(reply, msgId, size - subject.length, now)
     // Refusable when someone awaits the answer: should its sync fail, the publisher hears
     // "refused" and the store takes the message back out rather than write it later.
     const r = this.store.storeSync(subject, headers, payload, now, reply !== "")
     if (typeof r !== "number") return this.fail(reply, storeFailure(r))
-    const rollup = h?.get(Hdr.rollup)
-    if (rollup !== undefined) Effect.runSync(Effect.ignore(this.store.purge(rollup === "all" ? { keep: 1 } : { subject, keep: 1 })))
-    notifyConsumers(this, rollup !== undefined)
-    this.remember(msgId, r, now)
+    if (rollup !== undefined) Effect.runSync(Effect.ignore(this.store.purge(rollup)))
+    this.consumers.notify(rollup !== undefined)
+    published(this.ids, msgId, r, now)
     this.ack(reply, { stream: this.name, seq: r }, msgId)
   }
 
@@ -153,47 +173,8 @@ export class JsStream {
     if (this.config.max_msg_size > 0 && contentLen > this.config.max_msg_size) return this.fail(reply, JsErr.messageExceedsMaximum)
     const r = this.store.skipSync(now)
     if (typeof r !== "number") return this.fail(reply, storeFailure(r))
-    this.remember(msgId, r, now)
+    published(this.ids, msgId, r, now)
     this.ack(reply, { stream: this.name, seq: r }, msgId)
-  }
-
-  private remember(msgId: string, seq: number, now: number): void {
-    if (msgId === "") return
-    this.dedup.set(msgId, [seq, now])
-    this.lastMsgId = msgId
-  }
-
-  /** The publish-time checks on the stream's state, in nats-server's order. */
-  private check(subject: string, h: Map<string, string> | undefined): ApiError | undefined {
-    if (this.config.sealed) return JsErr.streamSealed
-    if (h === undefined) return undefined
-    const stream = h.get(Hdr.expectedStream)
-    if (stream !== undefined && stream !== this.name) return JsErr.streamNotMatch
-    const lastSeq = h.get(Hdr.expectedLastSeq)
-    const last = this.store.state().last_seq
-    if (lastSeq !== undefined && Number(lastSeq) !== last) return JsErr.streamWrongLastSequence(last)
-    const lastSubjSeq = h.get(Hdr.expectedLastSubjSeq)
-    if (lastSubjSeq !== undefined) {
-      const cur = this.store.subjectsState(subject).get(subject)?.last ?? 0
-      if (Number(lastSubjSeq) !== cur) return JsErr.streamWrongLastSequence(cur)
-    }
-    const lastId = h.get(Hdr.expectedLastMsgId)
-    if (lastId !== undefined && lastId !== this.lastMsgId) return JsErr.streamWrongLastMsgId(this.lastMsgId)
-    const rollup = h.get(Hdr.rollup)
-    if (rollup !== undefined) {
-      if (!this.config.allow_rollup_hdrs) return JsErr.streamRollupFailed("rollup not permitted")
-      if (rollup !== "sub" && rollup !== "all") return JsErr.streamRollupFailed(`rollup value invalid: ${rollup}`)
-    }
-    return undefined
-  }
-
-  private duplicateOf(msgId: string, now: number): number | undefined {
-    const windowMs = this.config.duplicate_window / NANOS_PER_MS
-    for (const [id, [, ts]] of this.dedup) {
-      if (ts > now - windowMs) break
-      this.dedup.delete(id)
-    }
-    return this.dedup.get(msgId)?.[0]
   }
 
   private fail(reply: string, error: ApiError): void {
@@ -206,58 +187,46 @@ export class JsStream {
     if (reply === "") return
     // The usual PubAck, `{"stream":…,"seq":n}`, without a JSON.stringify per message.
     const json = body.duplicate === undefined && body.error === undefined ? `${this.ackPrefix}${body.seq}}` : JSON.stringify(body)
-    this.acks.push({ reply, body: json, seq: body.seq, msgId, duplicate: body.duplicate === true })
-    if (!this.syncing) this.syncAndAck()
+    this.acks.join({ reply, body: json, seq: body.seq, msgId, duplicate: body.duplicate === true })
+  }
+
+  /** The round PubAcks wait for: one sync (or flush, with a `sync_interval`) covering every message they acknowledge. */
+  private commit(): Effect.Effect<void, StoreError> {
+    return this.host.syncAlways ? this.store.sync() : this.store.flush()
   }
 
   /**
-   * One sync (or flush) for every ack queued so far; acks queued meanwhile wait for the
-   * next. A failed write refuses the batch: the store has taken its messages back out
-   * (see `storeSync`'s `refusable`). A message a failed round took back while its ack
-   * waited here is refused too, even when the batch's own sync succeeded.
+   * After a round: each PubAck of the batch goes out, or its publisher is refused. A
+   * failed write refuses the batch: the store has taken its messages back out (see
+   * `storeSync`'s `refusable`). A message a failed round took back while its ack waited
+   * here is refused too, even when the batch's own sync succeeded.
    */
-  private syncAndAck(): void {
-    this.syncing = true
-    const batch = this.acks
-    this.acks = []
-    const done = this.host.syncAlways ? this.store.sync() : this.store.flush()
-    Effect.runPromise(Effect.either(done)).then((r) => {
-      const failed = r._tag === "Left" ? r.left : undefined
-      // A failed sync refuses what it took back; what an earlier round wrote stays, and is acknowledged.
-      const kept = this.host.syncAlways ? this.store.durableSeq() : this.store.writtenSeq()
-      let refusedAny = false
-      for (const a of batch) if (!a.duplicate && a.seq > 0 && this.store.takeRefused(a.seq)) this.refused.add(a.seq)
-      for (const a of batch) {
-        // A duplicate of a refused message is refused with it.
-        if (!this.refused.has(a.seq) && (failed === undefined || a.seq <= kept)) {
-          this.send(a.reply, Buffer.from(a.body))
-          continue
-        }
-        refusedAny = true
-        this.forget(a)
-        const noSpace = failed === undefined ? this.store.outOfSpace() : failed.reason === "NoSpace"
-        const error = noSpace ? JsErr.insufficientResources : JsErr.streamStoreFailed(failed?.message ?? "the write failed")
-        this.send(a.reply, Buffer.from(JSON.stringify({ error, stream: this.name, seq: 0 })))
+  private settle(batch: ReadonlyArray<PendingAck>, outcome: Exit.Exit<void, StoreError>): void {
+    const failed = Exit.isSuccess(outcome)
+      ? undefined
+      : Option.getOrElse(Cause.failureOption(outcome.cause), () => storeError("Io", Cause.pretty(outcome.cause)))
+    // A failed sync refuses what it took back; what an earlier round wrote stays, and is acknowledged.
+    const kept = this.host.syncAlways ? this.store.durableSeq() : this.store.writtenSeq()
+    let refusedAny = false
+    for (const a of batch) if (!a.duplicate && a.seq > 0 && this.store.takeRefused(a.seq)) this.refused.add(a.seq)
+    for (const a of batch) {
+      // A duplicate of a refused message is refused with it.
+      if (!this.refused.has(a.seq) && (failed === undefined || a.seq <= kept)) {
+        this.send(a.reply, Buffer.from(a.body))
+        continue
       }
-      if (refusedAny) notifyConsumers(this, true)
-      if (failed === undefined || failed.reason === "NoSpace") this.spaceSeen(failed === undefined)
-      if (this.acks.length > 0) this.syncAndAck()
-      else {
-        this.syncing = false
-        this.refused.clear()
-      }
-    })
+      refusedAny = true
+      unpublished(this.ids, a.msgId, a.seq)
+      const noSpace = failed === undefined ? this.store.outOfSpace() : failed.reason === "NoSpace"
+      const error = noSpace ? JsErr.insufficientResources : JsErr.streamStoreFailed(failed?.message ?? "the write failed")
+      this.send(a.reply, Buffer.from(JSON.stringify({ error, stream: this.name, seq: 0 })))
+    }
+    if (refusedAny) this.consumers.notify(true)
+    if (failed === undefined || failed.reason === "NoSpace") this.spaceSeen(failed === undefined)
   }
 
-  /** Refused sequences while acks are pending (their duplicates, queued later, are refused too). */
+  /** Refused sequences while acks are pending (their duplicates, acknowledged later, are refused too). */
   private readonly refused = new Set<number>()
-
-  /** A refused message is not a duplicate of anything: its id may be published again. */
-  private forget(a: PendingAck): void {
-    if (a.msgId === "" || this.dedup.get(a.msgId)?.[0] !== a.seq) return
-    this.dedup.delete(a.msgId)
-    if (this.lastMsgId === a.msgId) this.lastMsgId = [...this.dedup.keys()].pop() ?? ""
-  }
 
   private probing = false
   /** When the last probe for space started (ms). */
