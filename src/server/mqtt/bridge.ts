@@ -1,10 +1,11 @@
 // The MQTT bridge: one MqttSession per connection, driven synchronously from socket
 // chunks; each connection is a Principal of the engine, routed through its account's
-// Sublist like any NATS client. With the stream subsystem on, QoS 1/2 messages, sessions and retained
-// messages are kept in the account's `$MQTT_*` streams (persist.ts) and nothing that
-// depends on a write is said to a client before the write is durable; without it
-// they live in memory. Persistent sessions of disconnected clients stay subscribed
-// ("detached") and queue the QoS 1/2 messages published while they are away.
+// Sublist like any NATS client. QoS 1/2 messages of persistent sessions, session state and
+// retained messages are kept by the `MqttStore` port (store.ts): in the account's `$MQTT_*`
+// streams with the stream subsystem on, where nothing that depends on a write is said to a
+// client before the write is durable; in memory without it. Persistent sessions of
+// disconnected clients stay subscribed ("detached") and queue the QoS 1/2 messages
+// published while they are away.
 import type { Alarm } from "../alarm.js"
 import type { MqttOptions } from "../../config/options.js"
 import {
@@ -15,7 +16,6 @@ import {
   MAX_TOPIC_BYTES,
   type QoS,
   type RetainedCursor,
-  RetainedTree,
   type ServerPacket,
   recordTakeover,
   SendQueue,
@@ -35,7 +35,7 @@ import { encodeInto, encodePublishRange } from "./codec.js"
 import { HeldPayloads } from "./held.js"
 import { closedRecord, MqttConnection, type MqttDriver, mqttLogPrefix } from "./connection.js"
 import { traceMqttIn, traceMqttOut, traceMqttOutQos0 } from "./trace.js"
-import type { MqttAccountStore, MqttPersistence, RetainedMsg } from "./persist.js"
+import type { MqttAccountStore, MqttStoreService, RetainedMsg } from "./store.js"
 
 /** A fetch of stored messages for a session waits while more than this waits in its socket. */
 const FETCH_HIGH_WATER = 1024 * 1024
@@ -114,7 +114,6 @@ export class MqttBridge implements MqttDriver {
   totalConnections = 0
   // Client ids, retained messages and stored sessions are per account, as subjects are.
   private readonly byClientId = new Map<string, MqttConnection>()
-  private readonly retained = new Map<string, RetainedTree<RetainedMsg>>()
   /** Lookups of retained messages waiting for a later turn, oldest first, and this turn's budget. */
   private retainedDue: Array<RetainedDue> = []
   private retainedBudget = RETAINED_PER_TURN
@@ -148,8 +147,8 @@ export class MqttBridge implements MqttDriver {
   constructor(
     readonly server: Server,
     readonly options: MqttOptions,
-    /** The `$MQTT_*` streams; undefined when the stream subsystem is off (state in memory). */
-    readonly persistence: MqttPersistence | undefined = undefined
+    /** Where sessions, QoS 1/2 messages and retained messages are kept (the `MqttStore` port). */
+    readonly store: MqttStoreService
   ) {
     this.maxPacketBytes = server.options.maxPayload + MAX_TOPIC_BYTES + 8
     this.sessionConfig = {
@@ -185,48 +184,38 @@ export class MqttBridge implements MqttDriver {
     return this.byClientId.get(sessionKey(account, clientId))
   }
 
-  /** The account's `$MQTT_*` streams, once open. */
+  /** The account's store, once open (every connection's is, from `sessionReady` on). */
   private storeOf(account: string): MqttAccountStore | undefined {
-    return this.persistence?.ready(account)
+    return this.store.ready(account)
   }
 
-  /** Whether a connection's state is kept in streams (a persistent session of an account with streams). */
+  /** Where a persistent session's state is kept (undefined for a clean session: nothing of it outlives the connection). */
   private persisted(c: MqttConnection): MqttAccountStore | undefined {
     return c.session.cleanSession ? undefined : this.storeOf(c.account.name)
   }
 
-  /** Open an account's streams and take over the sessions stored in them. */
-  openAccount(account: string): Promise<void> {
-    if (this.persistence === undefined || this.storeOf(account) !== undefined) return Promise.resolve()
-    return this.persistence.open(account).then((store) => {
-      if (store === undefined) return
-      for (const [clientId, snap] of store.sessions) {
+  /** Where a persistent session's record is kept current for a restart (a durable store's). */
+  private recorded(c: MqttConnection): MqttAccountStore | undefined {
+    const store = this.persisted(c)
+    return store !== undefined && store.durable ? store : undefined
+  }
+
+  /** Open an account's store and take over the sessions stored in it. */
+  openAccount(account: string): Promise<MqttAccountStore> {
+    const ready = this.storeOf(account)
+    if (ready !== undefined) return Promise.resolve(ready)
+    return this.store.open(account).then((store) => {
+      for (const [clientId, snap] of store.takeSessions()) {
         const key = sessionKey(account, clientId)
         if (!this.byClientId.has(key) && !this.detached.has(key)) this.detach(key, account, snap, [...snap.queued])
       }
-      store.sessions.clear()
+      return store
     })
   }
 
-  /** After a restart: every account that has MQTT streams is opened and its sessions detached. */
+  /** After a restart: every account that has MQTT state stored is opened and its sessions detached. */
   openStoredAccounts(): Promise<void> {
-    const p = this.persistence
-    if (p === undefined) return Promise.resolve()
-    const names: string[] = []
-    for (const [name, acc] of p.js.accounts) if (acc.streams.has("$MQTT_sess")) names.push(name)
-    return Promise.all(names.map((n) => this.openAccount(n))).then(() => undefined)
-  }
-
-  private retainedOf(c: MqttConnection): RetainedTree<RetainedMsg> {
-    const name = c.account.name
-    const store = this.storeOf(name)
-    if (store !== undefined) return store.retained
-    let m = this.retained.get(name)
-    if (m === undefined) {
-      m = new RetainedTree()
-      this.retained.set(name, m)
-    }
-    return m
+    return Promise.all(this.store.storedAccounts().map((n) => this.openAccount(n))).then(() => undefined)
   }
 
   accept(conn: Conn): ConnHandlers {
@@ -312,13 +301,13 @@ export class MqttBridge implements MqttDriver {
         return this.close(c)
       case "publish":
         return this.publish(c, a.subject, a.payload, a.qos, a.confirm, now)
-      // retainedOf is the account's live map (the store's when its streams are open); the store keeps the durable copy.
+      // The account's store is open from `sessionReady` on; before it, only a will can be
+      // retained, which no session of the account could read yet: it is not kept.
       case "storeRetained":
-        this.retainedOf(c).set(a.topic, { topic: a.topic, payload: a.payload, qos: a.qos })
-        this.storeOf(c.account.name)?.storeRetained(a.topic, a.subject, a.payload, a.qos)
+        this.storeOf(c.account.name)?.setRetained(a.topic, a.subject, a.payload, a.qos)
         return
       case "deleteRetained":
-        if (this.retainedOf(c).delete(a.topic)) this.storeOf(c.account.name)?.deleteRetained(a.subject)
+        this.storeOf(c.account.name)?.deleteRetained(a.topic, a.subject)
         return
       case "accept":
         return this.onAccept(c, a.clientId, a.cleanSession)
@@ -326,8 +315,9 @@ export class MqttBridge implements MqttDriver {
         return this.subscribe(c, a.filter, a.subjects, a.qos)
       case "wantRetained": {
         const subs = c.filters.get(a.filter)
-        if (subs === undefined) return
-        const due: RetainedDue = { c, filter: a.filter, subs, cursor: this.retainedOf(c).match(a.filter) }
+        const store = this.storeOf(c.account.name)
+        if (subs === undefined || store === undefined) return
+        const due: RetainedDue = { c, filter: a.filter, subs, cursor: store.retained.match(a.filter) }
         // Behind lookups already waiting, so that retained messages keep the order of the SUBSCRIBEs.
         if (this.retainedDue.length > 0 || !this.sendRetained(due)) this.retainedDue.push(due)
         return
@@ -341,7 +331,7 @@ export class MqttBridge implements MqttDriver {
         const store = this.persisted(c)
         if (store === undefined) return
         store.writeSubscription(c.session.clientId, a.filter, a.qos)
-        return this.hold(c)
+        return this.hold(c, store)
       }
       case "fetch":
         for (const ref of a.refs) c.toFetch.push(ref)
@@ -378,7 +368,7 @@ export class MqttBridge implements MqttDriver {
     this.server.log.error(`${mqttLogPrefix(c)} - ${what} - User "${c.user}", Topic "${topic}"`)
   }
 
-  /** QoS 2 and subscription state of a persistent session: written now, output held until durable. */
+  /** QoS 2 state of a persistent session: written now, output held until durable. */
   private persist(c: MqttConnection, stream: string, key: string, record: unknown): void {
     const store = this.persisted(c)
     if (store === undefined) return
@@ -390,11 +380,12 @@ export class MqttBridge implements MqttDriver {
       const packetId = Number(key.slice(key.lastIndexOf("/") + 1))
       store.qos2State(stream as "$MQTT_qos2in" | "$MQTT_out", c.session.clientId, packetId, record !== undefined)
     }
-    this.hold(c)
+    this.hold(c, store)
   }
 
-  private hold(c: MqttConnection): void {
-    c.held = true
+  /** This turn's output of `c` depends on what was written to `store` this turn: it waits for the commit (when there is one to wait for). */
+  private hold(c: MqttConnection, store: MqttAccountStore): void {
+    if (store.durable) c.held = true
     this.markDirty(c)
   }
 
@@ -417,10 +408,10 @@ export class MqttBridge implements MqttDriver {
       c.outMsgs++
       // A QoS 2 packet id handed out must be on disk first: after a restart the message
       // goes out again under the same id, which the client uses to drop the duplicate.
-      if (packet.qos === 2 && !packet.dup && this.persisted(c) !== undefined) {
+      if (packet.qos === 2 && !packet.dup && this.recorded(c) !== undefined) {
         c.recordDirty = "now"
         c.held = true
-      } else if (packet.qos === 1 && this.persisted(c) !== undefined) this.markLazy(c)
+      } else if (packet.qos === 1) this.markLazy(c)
     }
     c.outBytes += encodeInto(c.out, packet, this.held)
     this.markDirty(c)
@@ -431,7 +422,7 @@ export class MqttBridge implements MqttDriver {
   /** The flush reached `c`: its session record first when stale, then whether its output must wait for the commit. */
   holdsOutput(c: MqttConnection): boolean {
     if (c.recordDirty === "now") this.writeRecord(c)
-    if ((c.held || c.awaiting > 0) && this.persistence !== undefined) {
+    if (c.held || c.awaiting > 0) {
       c.held = false
       return true
     }
@@ -449,12 +440,12 @@ export class MqttBridge implements MqttDriver {
   private flushed(): void {
     const batch = this.awaiting
     this.awaiting = undefined
-    if (batch === undefined && this.confirms.length === 0 && this.deferred.length === 0 && this.persistence?.hasRemovals() !== true) return
+    if (batch === undefined && this.confirms.length === 0 && this.deferred.length === 0 && !this.store.hasRemovals()) return
     const confirms = this.confirms
     this.confirms = []
     const deferred = this.deferred
     this.deferred = []
-    this.persistence!.commit((ok) => {
+    this.store.commit((ok) => {
       if (batch !== undefined)
         for (const [c, bufs] of batch) {
           c.awaiting--
@@ -490,7 +481,7 @@ export class MqttBridge implements MqttDriver {
 
   private writeRecord(c: MqttConnection): void {
     c.recordDirty = undefined
-    const store = this.persisted(c)
+    const store = this.recorded(c)
     if (store !== undefined && !c.session.isClosed) store.writeSession(c.session.snapshot())
   }
 
@@ -529,14 +520,15 @@ export class MqttBridge implements MqttDriver {
     }
     this.byClientId.set(key, c)
     const account = c.account.name
-    if (this.persistence === undefined || this.storeOf(account) !== undefined) return this.sessionReady(c, key, clean)
-    // First client of the account since start: its streams are opened (or created) first.
-    this.openAccount(account).then(() => {
-      if (!c.closed && this.byClientId.get(key) === c) this.sessionReady(c, key, clean)
+    const ready = this.storeOf(account)
+    if (ready !== undefined) return this.sessionReady(c, key, clean, ready)
+    // First client of the account since start: its store is opened (streams created) first.
+    this.openAccount(account).then((store) => {
+      if (!c.closed && this.byClientId.get(key) === c) this.sessionReady(c, key, clean, store)
     })
   }
 
-  private sessionReady(c: MqttConnection, key: string, clean: boolean): void {
+  private sessionReady(c: MqttConnection, key: string, clean: boolean, store: MqttAccountStore): void {
     const d = this.detached.get(key)
     let stored: SessionSnapshot | undefined
     if (d !== undefined) {
@@ -544,11 +536,10 @@ export class MqttBridge implements MqttDriver {
       for (const s of d.subs) this.removeSub(s)
       stored = { ...d.snapshot, queued: d.queue.toArray() }
     }
-    const store = this.storeOf(c.account.name)
     const owner = c.user
     if (clean) {
       // A clean session discards what was stored under the id [MQTT-3.1.2-6].
-      if (stored !== undefined) store?.deleteSession(stored, c.session.clientId)
+      if (stored !== undefined) store.deleteSession(stored, c.session.clientId)
       this.input(c, { type: "sessionReady", stored: undefined, owner })
       return
     }
@@ -557,24 +548,24 @@ export class MqttBridge implements MqttDriver {
     // (bounded by the in-flight window) may exceed max_pending without the client being slow;
     // cut for it, a client with a backlog would reconnect into the same cut forever.
     if (stored !== undefined) c.pendingAllowance += c.out.length
-    if (store !== undefined && !c.closed) {
+    if (!c.closed) {
       c.recordDirty = "now"
-      this.hold(c)
+      this.hold(c, store)
     }
   }
 
   private publish(c: MqttConnection, subject: string, payload: Uint8Array, qos: QoS, confirm: number | undefined, now: number): void {
     const buf = Buffer.isBuffer(payload) ? payload : Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength)
     const store = qos > 0 ? this.storeOf(c.account.name) : undefined
-    const later = c.deferred > 0 || (qos === 2 && confirm !== undefined && this.storeOf(c.account.name) !== undefined)
+    const later = c.deferred > 0 || (qos === 2 && confirm !== undefined && store?.durable === true)
     // A persistent session's QoS 2 PUBLISH: its de-duplication record goes to disk with it.
     const dedup = qos === 2 && confirm !== undefined ? this.persisted(c) : undefined
     let ref: number | undefined
-    if (store !== undefined && this.heldDurably(c, subject)) {
+    if (store !== undefined && store.durable && this.heldDurably(c, subject)) {
       // Kept until every persistent session it is routed to has it acknowledged.
       const inbound = dedup === undefined ? undefined : { clientId: c.session.clientId, packetId: confirm! }
       const r = store.storeMessage(subject, payload, qos, later, inbound)
-      if (typeof r !== "number") {
+      if (typeof r === "object") {
         this.server.log.error(`MQTT client "${c.session.clientId}": message on '${subject}' could not be stored: ${r.detail}`)
         if (confirm !== undefined) return this.storeFailed(c)
       } else ref = r
@@ -584,7 +575,7 @@ export class MqttBridge implements MqttDriver {
       // record is rewritten in the same commit, as for every QoS 2 state change.
       dedup.qos2State("$MQTT_qos2in", c.session.clientId, confirm!, true, ref)
       c.recordDirty = "now"
-      this.hold(c)
+      this.hold(c, dedup)
     }
     if (later) {
       // A QoS 2 message is forwarded only once the commit that makes its de-duplication
@@ -603,11 +594,12 @@ export class MqttBridge implements MqttDriver {
     }
     this.route(c, subject, buf, qos, ref, now)
     if (confirm === undefined || c.closed) return
-    // A routed message counts as accepted once what it depends on is on disk: with streams,
-    // the commit that follows this turn's flush (one for all of them) when anything was
-    // written this turn; at once when nothing was (no persistent session wanted it, no
-    // retained copy). The session keeps the acknowledgements in the order of the PUBLISHes.
-    if (store === undefined || (ref === undefined && !this.persistence!.hasWrites())) {
+    // A routed message counts as accepted once what it depends on is durable: with a durable
+    // store, the commit that follows this turn's flush (one for all of them) when anything
+    // was written this turn; at once when nothing was (no persistent session wanted it, no
+    // retained copy), or when the store is not durable. The session keeps the
+    // acknowledgements in the order of the PUBLISHes.
+    if (store === undefined || !store.durable || (ref === undefined && !this.store.hasWrites())) {
       return this.input(c, { type: "published", packetId: confirm }, now)
     }
     this.confirms.push(c, confirm)
@@ -779,9 +771,9 @@ export class MqttBridge implements MqttDriver {
       if (!c.session.cleanSession && c.session.isReady) {
         const snap = c.session.snapshot()
         const store = this.storeOf(account)
-        if (store !== undefined) {
+        if (store?.durable === true) {
           store.writeSession(snap)
-          this.persistence!.commit(() => {})
+          this.store.commit(() => {})
         }
         this.detach(key, account, snap, [...snap.queued], c.perms)
       }
@@ -927,7 +919,7 @@ export class MqttBridge implements MqttDriver {
 
   /** A persistent session's record is stale in a way that may wait: it is rewritten by the next tick, soon. */
   private markLazy(c: MqttConnection): void {
-    if (c.recordDirty !== undefined) return
+    if (c.recordDirty !== undefined || this.recorded(c) === undefined) return
     c.recordDirty = "lazy"
     this.wakeAt(this.server.now() + LAZY_RECORD_MS)
   }
@@ -949,7 +941,7 @@ export class MqttBridge implements MqttDriver {
       const after = c.closed ? undefined : c.session.nextDeadline()
       if (after !== undefined) next = Math.min(next, after)
     }
-    if (wrote) this.persistence!.commit(() => {})
+    if (wrote) this.store.commit(() => {})
     return next === Infinity ? undefined : next
   }
 
@@ -966,7 +958,6 @@ export class MqttBridge implements MqttDriver {
   /** Server shutdown: close every connection without publishing wills; stored state is synced. */
   shutdown(): Promise<void> {
     for (const c of [...this.connections.values()]) this.closeForShutdown(c)
-    const p = this.persistence
-    return p === undefined ? Promise.resolve() : new Promise((resolve) => p.commit(() => resolve()))
+    return new Promise((resolve) => this.store.commit(() => resolve()))
   }
 }
