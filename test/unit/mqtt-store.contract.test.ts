@@ -185,13 +185,17 @@ export const mqttStoreContract = (label: string, make: () => Promise<Backend>) =
       expect((await after.store.loadMessages([inFlight as number, waiting as number])).map((m) => text(m?.payload))).toEqual(["in flight", "queued"])
     })
 
-    it("owes a restored session the messages stored for its subscriptions after its record was written", async () => {
+    it("owes a restored session the messages stored for its subscriptions after its record was written, chosen as a live session chooses", async () => {
       const { svc, store } = await start()
       store.writeSubscription("dev-1", "late/#", 1)
-      store.writeSession(snapshot({ subscriptions: [{ filter: "late/#", qos: 1 }] }))
+      store.writeSubscription("dev-1", "#", 1)
+      store.writeSession(snapshot({ subscriptions: [{ filter: "late/#", qos: 1 }, { filter: "#", qos: 1 }] }))
       // Stored and not yet routed: the record's cursor stays below it.
       const later = keep(store, "late.x", "after the record", 2, true)
-      const other = keep(store, "elsewhere", "not for it", 1)
+      // Regression: recovery matched stored subjects by NATS rules, so `#` took a `$` topic,
+      // which no live session receives through a filter starting with a wildcard [MQTT-4.7.2-1].
+      keep(store, "$SYS.x", "not for a wildcard filter", 1, true)
+      const other = keep(store, "elsewhere", "for #", 1)
       expect(await committed(svc)).toBe(true)
       const after = await restart()
       const back = after.store.takeSessions().get("dev-1")
@@ -200,8 +204,7 @@ export const mqttStoreContract = (label: string, make: () => Promise<Backend>) =
         return
       }
       // Granted at the subscription's QoS 1 (its own QoS is learnt when it is fetched).
-      expect(back?.queued.map((q) => [q.ref, q.topic, q.qos])).toEqual([[later, "late/x", 1]])
-      expect(other).not.toBe(later)
+      expect(back?.queued.map((q) => [q.ref, q.topic, q.qos])).toEqual([[later, "late/x", 1], [other, "elsewhere", 1]])
     })
 
     it("forgets a deleted session: record, subscriptions, QoS 2 state and its hold on stored messages", async () => {

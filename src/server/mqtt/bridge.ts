@@ -12,18 +12,17 @@ import {
   type ClientPacket,
   defaultSessionConfig,
   type FlapRecord,
-  filterMatchesSubject,
   MAX_TOPIC_BYTES,
+  MqttSession,
   type QoS,
   type RetainedCursor,
   type ServerPacket,
   recordTakeover,
-  SendQueue,
   type SessionAction,
   type SessionConfig,
+  type SessionDeps,
   type SessionInput,
   type SessionSnapshot,
-  subjectToTopic,
   subscriptionSubjects
 } from "../../core/mqtt/index.js"
 import type { Conn, ConnHandlers } from "../../services/transport.js"
@@ -84,21 +83,15 @@ interface RetainedDue {
   readonly cursor: RetainedCursor<RetainedMsg>
 }
 
-/** A persistent session whose client is away: still subscribed, queueing QoS 1/2 messages. */
-interface Detached {
-  readonly key: string
+/**
+ * A persistent session whose client is away: its MqttSession in the `away` phase, subscribed
+ * (for its QoS 1/2 filters) as its account's "mqtt-sessions" principal.
+ */
+interface Away {
   readonly account: string
-  readonly snapshot: SessionSnapshot
-  /** What it was owed and not yet sent, oldest first; stored messages without their payloads. */
-  readonly queue: SendQueue
-  readonly filters: ReadonlyArray<{ readonly filter: string; readonly qos: QoS; readonly subjects: ReadonlyArray<string> }>
-  /**
-   * The owner's permissions when known (it disconnected since the start): nothing it may not
-   * receive is queued. Sessions loaded after a restart are filtered when they resume.
-   */
-  readonly perms: ClientPermissions | undefined
-  subs: Array<Subscription>
-  /** The last routed message taken (its Delivery seq): overlapping filters keep it once. */
+  readonly session: MqttSession
+  readonly subs: Array<Subscription>
+  /** The last routed message taken (its Delivery seq): overlapping filters take it once. */
   lastSeq: number
 }
 
@@ -120,7 +113,7 @@ export class MqttBridge implements MqttDriver {
   private retainedSteps = RETAINED_STEPS_PER_TURN
   private retainedTurnScheduled = false
   /** Persistent (clean-session 0) sessions of disconnected clients. */
-  private readonly detached = new Map<string, Detached>()
+  private readonly detached = new Map<string, Away>()
   private readonly offlineClients = new Map<string, InternalPrincipal>()
   /** Connection, packet id pairs (flat) of publishes to confirm once this turn's writes are durable. */
   private confirms: Array<MqttConnection | number> = []
@@ -171,12 +164,13 @@ export class MqttBridge implements MqttDriver {
    * session is not away.
    */
   awayQueue(clientId: string, account: string = GLOBAL_ACCOUNT): { messages: number; bytes: number; bytesInMemory: number } | undefined {
-    const d = this.detached.get(sessionKey(account, clientId))
-    if (d === undefined) return undefined
-    let inMemory = 0
-    for (const q of d.queue.toArray()) inMemory += q.payload?.length ?? 0
-    for (const o of d.snapshot.outbound) inMemory += o.payload?.length ?? 0
-    return { messages: d.queue.length, bytes: d.queue.bytes, bytesInMemory: inMemory }
+    return this.detached.get(sessionKey(account, clientId))?.session.awayQueue()
+  }
+
+  /** New session limits (a reload): for new sessions and the away ones (connected ones take them from `reloadMqtt`). */
+  setSessionConfig(config: SessionConfig): void {
+    this.sessionConfig = config
+    for (const d of this.detached.values()) d.session.setLimits(config)
   }
 
   /** The open connection of a client id in an account. */
@@ -207,7 +201,7 @@ export class MqttBridge implements MqttDriver {
     return this.store.open(account).then((store) => {
       for (const [clientId, snap] of store.takeSessions()) {
         const key = sessionKey(account, clientId)
-        if (!this.byClientId.has(key) && !this.detached.has(key)) this.detach(key, account, snap, [...snap.queued])
+        if (!this.byClientId.has(key) && !this.detached.has(key)) this.detach(key, account, snap)
       }
       return store
     })
@@ -534,7 +528,7 @@ export class MqttBridge implements MqttDriver {
     if (d !== undefined) {
       this.detached.delete(key)
       for (const s of d.subs) this.removeSub(s)
-      stored = { ...d.snapshot, queued: d.queue.toArray() }
+      stored = d.session.snapshot()
     }
     const owner = c.user
     if (clean) {
@@ -775,48 +769,26 @@ export class MqttBridge implements MqttDriver {
           store.writeSession(snap)
           this.store.commit(() => {})
         }
-        this.detach(key, account, snap, [...snap.queued], c.perms)
+        this.detach(key, account, snap, c.perms)
       }
     }
   }
 
-  /** Keep a persistent session subscribed while its client is away. */
-  private detach(
-    key: string,
-    account: string,
-    snapshot: SessionSnapshot,
-    queued: Array<SessionSnapshot["queued"][number]>,
-    perms: ClientPermissions | undefined = undefined
-  ): void {
-    const filters: Array<Detached["filters"][number]> = []
-    for (const s of snapshot.subscriptions) {
-      const subjects = subscriptionSubjects(s.filter)
-      if (subjects.ok) filters.push({ filter: s.filter, qos: s.qos, subjects: subjects.value })
-    }
-    const queue = new SendQueue()
-    for (const q of queued) queue.push({ ...q })
-    // Stored messages wait on disk, not in memory: the session fetches them when it resumes.
-    const outbound = snapshot.outbound.map((o) => {
-      if (typeof o.ref !== "number" || o.phase !== "publish" || o.payload === undefined) return o
-      this.held.release(o.payload)
-      return { ...o, payload: undefined }
-    })
-    const d: Detached = { key, account, snapshot: { ...snapshot, outbound, queued: [] }, queue, filters, perms, subs: [], lastSeq: 0 }
-    for (const q of queue.toArray()) {
-      if (typeof q.ref === "number" && q.payload !== undefined) {
-        this.held.release(q.payload)
-        q.payload = undefined
-      }
-    }
+  /** Keep a persistent session subscribed while its client is away (`perms`: its owner's, when known). */
+  private detach(key: string, account: string, snapshot: SessionSnapshot, perms: ClientPermissions | undefined = undefined): void {
+    const session = MqttSession.away(snapshot, this.server.now(), this.awayDeps(perms), this.sessionConfig)
+    const d: Away = { account, session, subs: [], lastSeq: 0 }
     let client = this.offlineClients.get(account)
     if (client === undefined) {
       client = this.server.router.internal(account, "mqtt-sessions")
       this.offlineClients.set(account, client)
     }
-    for (const f of filters) {
-      if (f.qos === 0) continue // QoS 0 messages are not kept for an absent client
-      for (const subject of f.subjects) {
-        const sub = this.server.router.subscribe(client, subject, undefined, (m: Delivery) => this.deliverDetached(d, m))
+    for (const s of snapshot.subscriptions) {
+      const subjects = subscriptionSubjects(s.filter)
+      // QoS 0 messages are not kept for an absent client.
+      if (!subjects.ok || s.qos === 0) continue
+      for (const subject of subjects.value) {
+        const sub = this.server.router.subscribe(client, subject, undefined, (m: Delivery) => this.deliverAway(d, m))
         sub.holdsMessages = true
         d.subs.push(sub)
       }
@@ -824,34 +796,40 @@ export class MqttBridge implements MqttDriver {
     this.detached.set(key, d)
   }
 
-  private deliverDetached(d: Detached, m: Delivery): void {
+  /**
+   * What an away session depends on: nothing its owner may not receive is queued for it
+   * (sessions loaded after a restart are filtered when they resume), and the payloads it
+   * lets go return to their slabs.
+   */
+  private awayDeps(perms: ClientPermissions | undefined): SessionDeps {
+    return {
+      random: this.server.env.random,
+      released: (payload) => this.held.release(payload),
+      canReceive: perms === undefined ? undefined : (subject) => perms.canSubscribe(subject)
+    }
+  }
+
+  private deliverAway(d: Away, m: Delivery): void {
     if (d.lastSeq === m.seq) return
     d.lastSeq = m.seq
     if (m.origin.qos === 0) return
     const { subject, buf, end } = m
-    let best = 0
-    for (const f of d.filters) if (f.qos > best && filterMatchesSubject(f.filter, f.subjects, subject)) best = f.qos
-    const qos = Math.min(best, m.origin.qos) as QoS
-    if (qos === 0) return
-    // What the owner may not receive is not kept for it (its subscribe permissions, deny included).
-    if (d.perms !== undefined && !d.perms.canSubscribe(subject)) return
     const from = m.payloadStart
     const ref = m.origin.ref
+    // The session keeps what it queues: a copy, not a view pinning the whole read chunk; a
+    // stored message waits in the store (the view only tells its size).
+    const payload = ref !== undefined ? buf.subarray(from, end) : Buffer.from(buf.subarray(from, end))
+    const s = d.session
+    const taken = s.storedTaken
+    const actions = s.step({ type: "deliver", subject, payload, qos: m.origin.qos, ref }, m.now)
     const store = this.storeOf(d.account)
-    // At the session's bounds the oldest message waiting gives way to the newest.
-    const size = end - from
-    const limits = this.sessionConfig
-    const q = d.queue
-    while (q.length >= limits.maxQueued || ((limits.maxQueuedBytes ?? 0) > 0 && q.length > 0 && q.bytes + size > limits.maxQueuedBytes!)) {
-      const old = q.shift()!
-      if (typeof old.ref === "number") store?.unref(old.ref)
-      this.queueDropped(d.snapshot.clientId, d.account)
+    for (const a of actions) {
+      // At the session's bounds the oldest message waiting gave way to the newest.
+      if (a.type !== "drop") continue
+      if (typeof a.ref === "number") store?.unref(a.ref)
+      if (a.reason === "queue_full") this.queueDropped(s.clientId, d.account)
     }
-    // A stored message waits on disk; one with no stream behind it is copied (not a view
-    // pinning the whole read chunk it came in).
-    const payload = ref !== undefined ? undefined : Buffer.from(buf.subarray(from, end))
-    q.push({ qos, topic: subjectToTopic(subject), payload, size, retain: false, ref })
-    if (ref !== undefined) store?.ref(ref)
+    if (ref !== undefined && s.storedTaken !== taken) store?.ref(ref)
   }
 
   /** Messages dropped at a session's queue bounds (/varz mqtt.queue_dropped); logged at most every 10 s per session. */

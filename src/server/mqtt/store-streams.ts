@@ -30,10 +30,11 @@ import {
   storedSubjectOf,
   subjectToTopic,
   subscriptionSubjects,
+  bestGrant,
+  type Grant,
   type QoS,
   type SessionSnapshot
 } from "../../core/mqtt/index.js"
-import { matchLiteral } from "../../core/subject/subject.js"
 import type { LogService } from "../../services/log.js"
 import type { StoreError, StreamStore } from "../../services/store.js"
 import { normalizeStreamConfig } from "../../core/jetstream/stream-config.js"
@@ -396,18 +397,15 @@ export class StreamsAccountStore implements MqttAccountStore {
           queued.push(m)
         }
         // Messages stored after the record was written that its QoS 1/2 subscriptions match
-        // (each from when it was made).
-        const filters: string[] = []
-        const grant: Array<{ readonly subject: string; readonly qos: QoS; readonly from: number }> = []
+        // (each from when it was made), at the QoS they grant, as a live session would choose it.
+        const grants: Array<Grant & { readonly from: number }> = []
         for (const s of subs) {
           if (s.q === 0) continue
           const subjects = subscriptionSubjects(s.f)
-          if (!subjects.ok) continue
-          for (const x of subjects.value) {
-            filters.push(msgSubject(x))
-            grant.push({ subject: msgSubject(x), qos: s.q, from: Math.max(rec.cursor, s.c) + 1 })
-          }
+          if (subjects.ok) grants.push({ filter: s.f, subjects: subjects.value, qos: s.q, from: Math.max(rec.cursor, s.c) + 1 })
         }
+        const filters = grants.flatMap((g) => g.subjects.map(msgSubject))
+        const active: Array<Grant> = []
         // From the index alone: the message's own QoS is learnt when it is fetched (and lowers
         // the grant then), its payload stays on disk until the session's window has room.
         let from = rec.cursor + 1
@@ -417,9 +415,10 @@ export class StreamsAccountStore implements MqttAccountStore {
           const seq = e.seq
           from = seq + 1
           if (seen.has(seq)) continue
-          let best = 0
-          for (const g of grant) if (g.qos > best && seq >= g.from && matchLiteral(e.subject, g.subject)) best = g.qos
-          if (best === 0) continue
+          active.length = 0
+          for (const g of grants) if (seq >= g.from) active.push(g)
+          const best = bestGrant(active, storedSubjectOf(e.subject))
+          if (best <= 0) continue
           seen.add(seq)
           queued.push({ qos: best as 1 | 2, topic: subjectToTopic(storedSubjectOf(e.subject)), payload: undefined, size: e.size, retain: false, ref: seq })
         }
