@@ -256,11 +256,6 @@ export class MqttSession {
     return this.out.inflight.size
   }
 
-  /** Outbound QoS 1/2 messages the session still owes: in flight plus queued. */
-  get pendingCount(): number {
-    return this.out.inflight.size + this.out.queue.length
-  }
-
   step(input: SessionInput, now: number): SessionAction[] {
     this.actions = []
     if (this.phase !== "closed") this.dispatch(input, now)

@@ -690,11 +690,13 @@ export class MqttBridge implements MqttDriver {
     }
     const ref = d.origin.ref
     const store = ref === undefined ? undefined : this.persisted(c)
-    const before = store === undefined ? 0 : c.session.pendingCount
+    const taken = c.session.storedTaken
     // Held until acknowledged: a copy in a reusable slab, not a view pinning the read chunk.
     this.input(c, { type: "deliver", subject, payload: this.held.hold(buf, from, end), qos, ref }, d.now)
-    // A persistent session that took the stored message holds it until acknowledged.
-    if (store !== undefined && c.session.pendingCount > before) store.ref(ref!)
+    // A persistent session that took the stored message holds it until acknowledged or
+    // dropped (taking it may have pushed the oldest waiting one out: the count of pending
+    // messages would not tell).
+    if (store !== undefined && c.session.storedTaken !== taken) store.ref(ref!)
   }
 
   /** Retained messages for a new subscription, within this turn's budget; true when all went out. */
