@@ -4,7 +4,7 @@
 // (max_pending, write_deadline). A connection whose output may have to wait (MQTT's,
 // for the commit of this turn's writes) says so when the flush reaches it and keeps
 // those bytes itself; the loop is the same for everyone.
-import type { OutBuf } from "../core/nats/outbuf.js"
+import type { OutBuf } from "../core/outbuf.js"
 import { Principal } from "./principal.js"
 
 /** The socket side of a connection as the Outbound writes to it (a transport's Conn is one). */

@@ -9,7 +9,7 @@ import { NatsParser, type NatsOpHandler, type ParseError } from "../core/nats/pa
 import { isValidLiteralSubject, isValidSubject, matchLiteral, subjectIsSubsetMatch, subjectsCollide } from "../core/subject/subject.js"
 import { Sublist, type SublistResult } from "../core/subject/sublist.js"
 import * as V5 from "../core/mqtt/v5/index.js"
-import { encode, MalformedPacket, MAX_REMAINING_LENGTH, MqttParser } from "../server/mqtt/codec.js"
+import { encode, MalformedPacket, MAX_REMAINING_LENGTH, MqttParser } from "../core/mqtt/codec.js"
 import type { FuzzTarget } from "./engine.js"
 import { refMatch } from "../sim/reference.js"
 
@@ -192,7 +192,7 @@ const reencode = (p: ClientPacket): Buffer | undefined => {
 export const mqttTarget: FuzzTarget = {
   name: "mqtt",
   maxLength: 2048,
-  coverage: ["/src/server/mqtt/codec"],
+  coverage: ["/src/core/mqtt/codec"],
   seeds: [
     frame(0x10, str("MQTT"), [4, 0xee, 0, 30], str("dev-1"), str("will/t"), str("bye"), str("user"), str("pw")),
     frame(0x10, str("MQTT"), [4, 0x02, 0, 0], str("")),

@@ -7,7 +7,7 @@
 import type { ServerOptions } from "../config/options.js"
 import type { ClosedConnSnapshot } from "../core/monitor/source.js"
 import { encodeInfo } from "../core/nats/encode.js"
-import { SlabPool } from "../core/nats/outbuf.js"
+import { SlabPool } from "../core/outbuf.js"
 import { type Conn, type ConnHandlers, type Listener, TlsHandshakeError } from "../services/transport.js"
 import type { LogService } from "../services/log.js"
 import { NATS_COMPAT_VERSION, VERSION } from "../version.js"

@@ -8,7 +8,8 @@ import type { LogService } from "../services/log.js"
 import type { Conn, ConnHandlers } from "../services/transport.js"
 import type { JetStream } from "../server/jetstream/jetstream.js"
 import { MqttBridge } from "../server/mqtt/bridge.js"
-import { MqttPersistence } from "../server/mqtt/persist.js"
+import { makeMemoryStore } from "../server/mqtt/store-memory.js"
+import { StreamsStore } from "../server/mqtt/store-streams.js"
 import type { MqttConnection } from "../server/mqtt/connection.js"
 import type { Server } from "../server/server.js"
 import { MqttConn, MqttDevice, type QoS } from "./mqtt-client.js"
@@ -89,9 +90,9 @@ export class MqttSim {
   /** A server life starts: a bridge on it, its streams reopened from the disk first. */
   async boot(server: Server, js: JetStream | undefined, log: LogService, alive: () => boolean, drive: Drive): Promise<void> {
     const options: MqttOptions = { ...defaultOptions.mqtt!, host: "127.0.0.1", port: 1883 }
-    const persistence = js === undefined ? undefined : new MqttPersistence(js, log)
+    const persistence = js === undefined ? undefined : new StreamsStore(js, log)
     if (persistence !== undefined && this.plant === "commit-before-sync") plantCommitBeforeSync(persistence)
-    const bridge = new MqttBridge(server, options, persistence)
+    const bridge = new MqttBridge(server, options, persistence ?? makeMemoryStore())
     if (persistence !== undefined && this.plant === "forget-pubrel") plantForgetPubrel(persistence)
     if (persistence !== undefined) await drive("MQTT recovery", Effect.promise(() => bridge.openStoredAccounts()))
     this.bridge = bridge
@@ -348,19 +349,22 @@ export class MqttSim {
 }
 
 /** A broken recovery: restored sessions forget the QoS 2 ids they still owe a PUBREL. */
-const plantForgetPubrel = (p: MqttPersistence): void => {
+const plantForgetPubrel = (p: StreamsStore): void => {
   const open = p.open.bind(p)
   p.open = (account) =>
     open(account).then((store) => {
-      if (store !== undefined) {
-        for (const [id, s] of store.sessions) store.sessions.set(id, { ...s, outbound: s.outbound.filter((o) => o.phase !== "pubrel") })
+      const take = store.takeSessions.bind(store)
+      store.takeSessions = () => {
+        const sessions = take()
+        for (const [id, s] of sessions) sessions.set(id, { ...s, outbound: s.outbound.filter((o) => o.phase !== "pubrel") })
+        return sessions
       }
       return store
     })
 }
 
 /** A broken bridge: its group commit answers before the fsync (writes only handed to the OS). */
-const plantCommitBeforeSync = (p: MqttPersistence): void => {
+const plantCommitBeforeSync = (p: StreamsStore): void => {
   // The commit reads `syncInterval`: a number means "flush, do not fsync".
   const js = p.js
   ;(p as { js: JetStream }).js = Object.create(js, { options: { value: { ...js.options, syncInterval: 1_000_000 } } }) as JetStream

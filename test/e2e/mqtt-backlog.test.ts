@@ -96,6 +96,44 @@ describe("an away session's backlog", () => {
   })
 })
 
+/** A subscriber that never acknowledges: a raw socket, so nothing sends PUBACK behind the test's back. */
+const silentSubscriber = async (clientId: string, filter: string): Promise<{ socket: net.Socket; publishes: Array<string> }> => {
+  const publishes: Array<string> = []
+  const parser = MqttPacket.parser({ protocolVersion: 4 })
+  let subacked = false
+  parser.on("packet", (p) => {
+    if (p.cmd === "publish") publishes.push(String(p.payload))
+    if (p.cmd === "suback") subacked = true
+  })
+  const socket = await new Promise<net.Socket>((resolve, reject) => {
+    const s = net.connect({ host: "127.0.0.1", port: js!.srv.serving.mqtt!.port }, () => resolve(s))
+    s.on("error", reject)
+  })
+  socket.on("data", (chunk) => parser.parse(chunk))
+  const send = (p: MqttPacket.Packet) => socket.write(MqttPacket.generate(p, { protocolVersion: 4 }))
+  send({ cmd: "connect", protocolId: "MQTT", protocolVersion: 4, clean: false, clientId, keepalive: 0 })
+  send({ cmd: "subscribe", messageId: 1, subscriptions: [{ topic: filter, qos: 1 }] })
+  await eventually(() => subacked, "the SUBACK")
+  return { socket, publishes }
+}
+
+describe("a connected session's queue at its bounds", () => {
+  it("regression: the newest messages it took when the oldest gave way are still held when it goes away", async () => {
+    // One in flight, two waiting: the fourth and fifth messages push out the second and third.
+    await start({ maxAckPending: 1, maxQueuedMessages: 2 })
+    const sub = await silentSubscriber("bound-sub", "bd/x")
+    const pub = await client("pub-bound", true)
+    for (let i = 1; i <= 5; i++) await pub.client.publishAsync("bd/x", `m${i}`, { qos: 1 })
+    await eventually(() => sub.publishes.length === 1, "the first message")
+    // Unacknowledged, it goes away: what it holds waits on disk for it.
+    sub.socket.destroy()
+    await eventually(() => bridge().awayQueue("bound-sub") !== undefined, "the session to be away")
+    const back = await client("bound-sub")
+    await back.waitFor((m) => m.topic === "bd/x", 3, "the held messages")
+    expect(back.received.filter((m) => m.topic === "bd/x").map((m) => m.payload)).toEqual(["m1", "m4", "m5"])
+  })
+})
+
 describe("a resumed backlog", () => {
   it("drains on the first connection however large, paced by the client's reading, not cut off as a slow consumer", async () => {
     // max_pending far below the backlog: the whole resend at once would be over it.

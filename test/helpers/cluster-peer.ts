@@ -6,7 +6,7 @@ import * as net from "node:net"
 import type { NatsConnection } from "@nats-io/transport-node"
 import { encodeConnect, encodeInfo, PONG } from "../../src/core/cluster/encode.js"
 import { type PeerKind, PeerParser } from "../../src/core/cluster/parser.js"
-import { OutBuf } from "../../src/core/nats/outbuf.js"
+import { OutBuf } from "../../src/core/outbuf.js"
 import { type Msg, type PeerRec, peerRecorder, sub, unsub } from "./cluster-ops.js"
 import { eventually } from "./server.js"
 

@@ -10,7 +10,7 @@ import {
   writeRouteUnsub
 } from "../../src/core/cluster/encode.js"
 import type { PeerMsg } from "../../src/core/cluster/parser.js"
-import { OutBuf } from "../../src/core/nats/outbuf.js"
+import { OutBuf } from "../../src/core/outbuf.js"
 
 // The encoders write the same bytes nats-server 2.9.10 was observed to send (the expected
 // strings below are copied from its wire traffic).

@@ -2,7 +2,7 @@ import * as fc from "fast-check"
 import { describe, expect, it } from "vitest"
 import { writeLeafMsg, writeLeafSub, writeLeafUnsub, writeRouteMsg, writeRouteSub, writeRouteUnsub } from "../../src/core/cluster/encode.js"
 import { type PeerKind, PeerParser } from "../../src/core/cluster/parser.js"
-import { OutBuf } from "../../src/core/nats/outbuf.js"
+import { OutBuf } from "../../src/core/outbuf.js"
 import { msg, type PeerRec, peerRecorder, sub, unsub } from "../helpers/cluster-ops.js"
 import { bytewise, chunksOf } from "../helpers/chunks.js"
 

@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest"
 import { encodeConnect, encodeInfo, PING, PONG, writeLeafMsg, writeLeafSub, writeLeafUnsub, writeRouteMsg, writeRouteSub, writeRouteUnsub } from "../../src/core/cluster/encode.js"
 import { decodeLeafConnect, decodeLeafInfo, decodeRouteConnect, decodeRouteInfo } from "../../src/core/cluster/handshake.js"
 import { type PeerKind, PeerParser } from "../../src/core/cluster/parser.js"
-import { OutBuf } from "../../src/core/nats/outbuf.js"
+import { OutBuf } from "../../src/core/outbuf.js"
 import { msg, type PeerRec, peerRecorder, sub, unsub } from "../helpers/cluster-ops.js"
 
 // A transcript of what nats-server 2.9.10 sent on a route (server B soliciting server A of

@@ -2,7 +2,7 @@
 // a burst, max_pending judged where each kind's policy says, the write deadline, and the
 // gate a peer whose output waits for a commit plugs in.
 import { describe, expect, it } from "vitest"
-import { OutBuf } from "../../src/core/nats/outbuf.js"
+import { OutBuf } from "../../src/core/outbuf.js"
 import { NATS_POLICY, Outbound, type OutboundPolicy, Peer, type Sink, SlowConsumer } from "../../src/engine/outbound.js"
 import { Account, type Delivery, type Subscription } from "../../src/engine/principal.js"
 

@@ -4,8 +4,8 @@ import { describe, expect, it } from "vitest"
 import { type ClientPacket, MqttSession, type SessionAction } from "../../src/core/mqtt/index.js"
 import { seededRandom } from "../helpers/mqtt-session.js"
 import { frame, str, u16 } from "../helpers/mqtt-wire.js"
-import { OutBuf } from "../../src/core/nats/outbuf.js"
-import { decodePacket, headerViolation, MalformedPacket, MAX_REMAINING_LENGTH, MqttParser } from "../../src/server/mqtt/codec.js"
+import { OutBuf } from "../../src/core/outbuf.js"
+import { decodePacket, headerViolation, MalformedPacket, MAX_REMAINING_LENGTH, MqttParser } from "../../src/core/mqtt/codec.js"
 
 const connectBody = (flags: number, ...fields: Buffer[]): Buffer =>
   Buffer.concat([str("MQTT"), Buffer.from([4, flags, 0, 30]), ...fields])
@@ -394,7 +394,7 @@ describe("encodePublish", () => {
   it("writes the same bytes as mqtt-packet for any topic, payload size, QoS and flags", async () => {
     const fc = (await import("fast-check")).default
     const MqttPacket = await import("mqtt-packet")
-    const { encodePublish, PUBLISH_BY_REFERENCE } = await import("../../src/server/mqtt/codec.js")
+    const { encodePublish, PUBLISH_BY_REFERENCE } = await import("../../src/core/mqtt/codec.js")
     fc.assert(
       fc.property(
         fc.string({ minLength: 1, maxLength: 40, unit: "grapheme" }),
@@ -439,7 +439,7 @@ describe("encodePublish", () => {
 describe("encode of the acknowledgements", () => {
   it("writes PUBACK, PUBREC, PUBREL and PUBCOMP as mqtt-packet does, for every packet id edge", async () => {
     const MqttPacket = await import("mqtt-packet")
-    const { encode } = await import("../../src/server/mqtt/codec.js")
+    const { encode } = await import("../../src/core/mqtt/codec.js")
     for (const cmd of ["puback", "pubrec", "pubrel", "pubcomp"] as const) {
       for (const messageId of [1, 2, 255, 256, 4660, 65535]) {
         expect(encode({ cmd, messageId }).equals(MqttPacket.generate({ cmd, messageId }))).toBe(true)
@@ -450,7 +450,7 @@ describe("encode of the acknowledgements", () => {
   it("writes SUBACK (any number of return codes, failures too) and UNSUBACK as mqtt-packet does", async () => {
     const fc = (await import("fast-check")).default
     const MqttPacket = await import("mqtt-packet")
-    const { encode } = await import("../../src/server/mqtt/codec.js")
+    const { encode } = await import("../../src/core/mqtt/codec.js")
     fc.assert(
       fc.property(
         fc.integer({ min: 1, max: 65535 }),
@@ -469,7 +469,7 @@ describe("encode of the acknowledgements", () => {
 
   it("writes CONNACK (every return code, session present or not) and PINGRESP as mqtt-packet does", async () => {
     const MqttPacket = await import("mqtt-packet")
-    const { encode } = await import("../../src/server/mqtt/codec.js")
+    const { encode } = await import("../../src/core/mqtt/codec.js")
     for (const returnCode of [0, 1, 2, 3, 4, 5]) {
       for (const sessionPresent of [false, true]) {
         if (returnCode !== 0 && sessionPresent) continue // [MQTT-3.2.2-4]

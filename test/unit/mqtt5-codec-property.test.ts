@@ -5,7 +5,7 @@
 // own PacketError.
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"
-import { OutBuf } from "../../src/core/nats/outbuf.js"
+import { OutBuf } from "../../src/core/outbuf.js"
 import {
   Decoder,
   decodePacket,

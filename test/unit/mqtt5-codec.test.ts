@@ -3,7 +3,7 @@
 // the other reason codes the decoder ends a connection with, the short forms, and what
 // the encoder refuses to write.
 import { describe, expect, it } from "vitest"
-import { OutBuf, type Pinner } from "../../src/core/nats/outbuf.js"
+import { OutBuf, type Pinner } from "../../src/core/outbuf.js"
 import {
   connectProtocolLevel,
   type Connect,

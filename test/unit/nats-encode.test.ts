@@ -14,7 +14,7 @@ import {
   writeMsg,
   writeStatusHmsg
 } from "../../src/core/nats/encode.js"
-import { OutBuf, SlabPool } from "../../src/core/nats/outbuf.js"
+import { OutBuf, SlabPool } from "../../src/core/outbuf.js"
 import { NatsParser } from "../../src/core/nats/parser.js"
 
 const text = (out: OutBuf): string => (out.take() ?? Buffer.alloc(0)).toString("utf8")

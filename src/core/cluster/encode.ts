@@ -3,7 +3,7 @@
 // are the ones nats-server 2.9.10 sends and accepts (docs/cluster-protocol.md).
 
 import { BY_REFERENCE } from "../nats/encode.js"
-import { INT_ROOM, putBytes, putInt, putUtf8, type OutBuf } from "../nats/outbuf.js"
+import { INT_ROOM, putBytes, putInt, putUtf8, type OutBuf } from "../outbuf.js"
 import type { PeerMsg } from "./parser.js"
 
 export { encodeInfo, PING, PONG } from "../nats/encode.js"

@@ -1,6 +1,28 @@
-// QoS 1/2 bookkeeping of one MQTT session, with no clock and no I/O: packet ids,
-// the outbound in-flight window (bounded by `max_ack_pending`) and its redelivery
-// deadlines, and the inbound QoS 2 ids awaiting PUBREL.
+// QoS 1/2 bookkeeping of one MQTT session, with no clock and no I/O: the QoS a message
+// goes to a session with, packet ids, the outbound in-flight window (bounded by
+// `max_ack_pending`) and its redelivery deadlines, and the inbound QoS 2 ids awaiting PUBREL.
+import { filterMatchesSubject } from "./topic.js"
+
+/** A subscription as the QoS choice sees it: its filter, the NATS subjects it stands for, the QoS granted. */
+export interface Grant {
+  readonly filter: string
+  readonly subjects: ReadonlyArray<string>
+  readonly qos: number
+}
+
+/**
+ * The QoS the subscriptions matching `subject` grant a message on it: the highest when
+ * several overlap, since the session takes the message once (what nats-server does, and
+ * allowed by MQTT-3.3.5-1); -1 when none matches. The message goes out at the lower of
+ * this and the QoS it was published with. Every place that chooses a message's QoS for a
+ * session asks this: a connected session, an away one, and a session restored from the
+ * streams for the messages stored after its record.
+ */
+export const bestGrant = (grants: Iterable<Grant>, subject: string): number => {
+  let best = -1
+  for (const g of grants) if (g.qos > best && filterMatchesSubject(g.filter, g.subjects, subject)) best = g.qos
+  return best
+}
 
 /** Packet ids run 1..65535; 0 is never used [MQTT-2.3.1-1]. */
 export const MAX_PACKET_ID = 65535

@@ -4,10 +4,10 @@
 //
 // Overlapping subscriptions: the shell inputs each routed message once per session;
 // the session delivers it once, at the highest QoS granted by any matching filter
-// (capped by the message's QoS) — what nats-server does, and allowed by MQTT-3.3.5-1.
-import { AckOrder, type InboundAck, InQos2, type OutFlight, OutWindow, type Queued } from "./qos.js"
+// (capped by the message's QoS, `bestGrant`) — what nats-server does, and allowed by
+// MQTT-3.3.5-1. A persistent session outlives its connection in the `away` phase.
+import { AckOrder, bestGrant, type Grant, type InboundAck, InQos2, type OutFlight, OutWindow, type Queued } from "./qos.js"
 import {
-  filterMatchesSubject,
   subjectToTopic,
   subscriptionSubjects,
   topicMatchesFilter,
@@ -109,11 +109,15 @@ export const CloseReason = {
   AuthenticationFailure: "Authentication Failure"
 } as const
 
-type Phase = "awaitConnect" | "connecting" | "connected" | "closed"
+/**
+ * `awaitConnect` -> `connecting` (CONNECT accepted, the shell loads the stored session) ->
+ * `connected` -> `closed`. `away`: a persistent session whose client is not connected (see
+ * `MqttSession.away`); it is made from a snapshot and ends when a connection resumes it.
+ */
+type Phase = "awaitConnect" | "connecting" | "connected" | "away" | "closed"
 
-interface Subscription {
+interface Subscription extends Grant {
   readonly qos: QoS
-  readonly subjects: ReadonlyArray<string>
 }
 
 const minQos = (a: number, b: number): QoS => Math.min(a, b) as QoS
@@ -123,8 +127,11 @@ export class MqttSession {
   private readyValue = false
   private clientIdValue = ""
   private clean = true
-  /** The user the connection authenticated as (from `sessionReady`; "" without auth): the owner of what it stores. */
-  private owner = ""
+  /**
+   * The user the connection authenticated as (from `sessionReady`; "" without auth): the owner
+   * of what it stores. Undefined only in an away session stored before owners were kept.
+   */
+  private owner: string | undefined = ""
   private keepaliveMs = 0
   private lastActivity: number
   private readonly openedAt: number
@@ -152,6 +159,8 @@ export class MqttSession {
   private lastDeliverVersion = -1
   /** Bumped on every change to `subs`. */
   private subsVersion = 0
+  /** Stored messages (numeric refs) taken for delivery so far. */
+  private storedTakenValue = 0
 
   constructor(
     now: number,
@@ -162,6 +171,53 @@ export class MqttSession {
     this.openedAt = now
     this.lastActivity = now
     this.out = new OutWindow(config.maxAckPending, config.maxQueued, config.maxQueuedBytes ?? 0)
+  }
+
+  /**
+   * A persistent session whose client is away, from what it kept (`snapshot()` of the
+   * connection that ended, or a session stored before a restart): its subscriptions stay,
+   * what was in flight stays in flight, and the QoS 1/2 messages routed to it (`deliver`)
+   * queue behind, within max_queued_messages / max_queued_bytes (the oldest give way:
+   * `drop`). Stored messages wait in the store, not in memory: their payloads are let go
+   * (`released`) and fetched when a connection resumes the session with its `snapshot()`.
+   * It takes no other input and has no deadline.
+   */
+  static away(stored: SessionSnapshot, now: number, deps: SessionDeps, config: SessionConfig): MqttSession {
+    const s = new MqttSession(now, deps, config)
+    s.phase = "away"
+    s.readyValue = true
+    s.clean = false
+    s.clientIdValue = stored.clientId
+    s.owner = stored.owner
+    for (const sub of stored.subscriptions) {
+      const subjects = subscriptionSubjects(sub.filter)
+      if (subjects.ok) s.subs.set(sub.filter, { filter: sub.filter, qos: sub.qos, subjects: subjects.value })
+    }
+    for (const o of stored.outbound) {
+      const payload = o.phase === "publish" && typeof o.ref === "number" ? s.letGo(o.payload) : o.payload
+      s.out.add({ ...o, payload, deadline: now + config.ackWaitMs })
+    }
+    for (const q of stored.queued) {
+      const payload = typeof q.ref === "number" ? s.letGo(q.payload) : q.payload
+      s.out.queue.push({ qos: q.qos, topic: q.topic, payload, size: q.size, retain: q.retain, ref: q.ref })
+    }
+    for (const id of stored.inboundQos2) s.inQos2.ids.set(id, { confirmed: true })
+    s.out.setLastId(stored.lastPacketId)
+    return s
+  }
+
+  /** A stored message's payload is not kept in memory: released, it is fetched again when needed. */
+  private letGo(payload: Uint8Array | undefined): undefined {
+    if (payload !== undefined) this.deps.released?.(payload)
+    return undefined
+  }
+
+  /** What an away session holds: messages waiting, their bytes, and how many of those bytes are in memory. */
+  awayQueue(): { readonly messages: number; readonly bytes: number; readonly bytesInMemory: number } {
+    let inMemory = 0
+    for (const q of this.out.queue.toArray()) inMemory += q.payload?.length ?? 0
+    for (const e of this.out.inflight.values()) inMemory += e.payload?.length ?? 0
+    return { messages: this.out.queue.length, bytes: this.out.queue.bytes, bytesInMemory: inMemory }
   }
 
   get clientId(): string {
@@ -185,6 +241,16 @@ export class MqttSession {
     return this.clean
   }
 
+  /**
+   * How many stored messages (numeric refs) the session took for delivery, so far: when a
+   * `deliver` step changes it, the session holds the message until it is acknowledged or
+   * dropped (the shell counts its holders). Taking one can push the oldest waiting one out
+   * at the queue's bounds, so the number of messages pending does not tell.
+   */
+  get storedTaken(): number {
+    return this.storedTakenValue
+  }
+
   /** Unacknowledged outbound messages. */
   get inflightCount(): number {
     return this.out.inflight.size
@@ -193,11 +259,6 @@ export class MqttSession {
   /** A resumed session's resend [MQTT-4.4.0-1] waits for stored payloads (`fetch`): it goes out with the last `fetched`. */
   get resendPending(): boolean {
     return this.resumePending
-  }
-
-  /** Outbound QoS 1/2 messages the session still owes: in flight plus queued. */
-  get pendingCount(): number {
-    return this.out.inflight.size + this.out.queue.length
   }
 
   step(input: SessionInput, now: number): SessionAction[] {
@@ -213,6 +274,7 @@ export class MqttSession {
   nextDeadline(): number | undefined {
     switch (this.phase) {
       case "closed":
+      case "away":
         return undefined
       case "awaitConnect":
         return this.config.connectTimeoutMs === undefined ? undefined : this.openedAt + this.config.connectTimeoutMs
@@ -230,7 +292,7 @@ export class MqttSession {
     return {
       clientId: this.clientIdValue,
       owner: this.owner,
-      subscriptions: [...this.subs].map(([filter, s]) => ({ filter, qos: s.qos })),
+      subscriptions: [...this.subs.values()].map((s) => ({ filter: s.filter, qos: s.qos })),
       outbound: this.out.inSendOrder().map((e) => ({
         packetId: e.packetId,
         qos: e.qos,
@@ -255,6 +317,8 @@ export class MqttSession {
   }
 
   private dispatch(input: SessionInput, now: number): void {
+    // Away, only routed messages reach it (they queue).
+    if (this.phase === "away" && input.type !== "deliver") return
     switch (input.type) {
       case "packet":
         this.lastActivity = now
@@ -447,7 +511,7 @@ export class MqttSession {
         this.persistSubscription(sub.filter, undefined)
         continue
       }
-      this.subs.set(sub.filter, { qos: sub.qos, subjects: subjects.value })
+      this.subs.set(sub.filter, { filter: sub.filter, qos: sub.qos, subjects: subjects.value })
       this.subsVersion++
     }
     for (const o of s.outbound) {
@@ -619,7 +683,7 @@ export class MqttSession {
       }
       const g = minQos(qos, MAX_QOS)
       // An identical filter replaces the existing subscription [MQTT-3.8.4-3].
-      this.subs.set(filter, { qos: g, subjects: subjects.value })
+      this.subs.set(filter, { filter, qos: g, subjects: subjects.value })
       this.subsVersion++
       granted.push(g)
       added.push(filter)
@@ -661,10 +725,7 @@ export class MqttSession {
    */
   private grantFor(subject: string): number {
     if (subject !== this.lastDeliverSubject || this.lastDeliverVersion !== this.subsVersion) {
-      let best = -1
-      for (const [filter, s] of this.subs) {
-        if (s.qos > best && filterMatchesSubject(filter, s.subjects, subject)) best = s.qos
-      }
+      const best = bestGrant(this.subs.values(), subject)
       if (subject !== this.lastDeliverSubject) this.lastDeliverTopic = subjectToTopic(subject)
       this.lastDeliverSubject = subject
       this.lastDeliverBest = best
@@ -674,11 +735,26 @@ export class MqttSession {
   }
 
   private onDeliver(subject: string, payload: Uint8Array, msgQos: number, ref: string | number | undefined, now: number) {
+    if (this.phase === "away") return this.queueAway(subject, payload, msgQos, ref)
     if (this.phase !== "connected") return
     const best = this.grantFor(subject)
     if (best < 0) return
     // Forwarded to an established subscription: retain is 0 [MQTT-3.3.1-9].
     this.deliverOut(this.lastDeliverTopic, payload, minQos(msgQos, best), false, ref, now)
+  }
+
+  /**
+   * Away: a QoS 1/2 message the client may receive queues for it (QoS 0 is not kept for an
+   * absent client); a stored one without its payload, which waits in the store.
+   */
+  private queueAway(subject: string, payload: Uint8Array, msgQos: number, ref: string | number | undefined): void {
+    const qos = minQos(msgQos, this.grantFor(subject))
+    if (qos !== 1 && qos !== 2) return
+    if (!(this.deps.canReceive?.(subject) ?? true)) return
+    const stored = typeof ref === "number"
+    if (stored) this.storedTakenValue++
+    const kept = stored ? undefined : payload
+    this.enqueue({ qos, topic: this.lastDeliverTopic, payload: kept, size: payload.length, retain: false, ref })
   }
 
   // ---- the hot paths: the same decisions as `step`, without building actions ----
@@ -755,6 +831,7 @@ export class MqttSession {
       return
     }
     const q: Queued = { qos, topic, payload, size: payload.length, retain, ref }
+    if (typeof ref === "number") this.storedTakenValue++
     if (this.out.queue.length === 0 && this.resendWaiting === 0 && this.trySend(q, now)) return
     this.enqueue(q)
   }

@@ -1,7 +1,7 @@
 // Encoders for what the server sends to NATS clients: MSG/HMSG into an OutBuf on the
 // hot path, and the fixed protocol lines (INFO, PING, PONG, +OK, -ERR, status HMSGs).
 
-import { INT_ROOM, putBytes, putInt, putUtf8, type OutBuf } from "./outbuf.js"
+import { INT_ROOM, putBytes, putInt, putUtf8, type OutBuf } from "../outbuf.js"
 import type { ParseErrorKind } from "./parser.js"
 
 const Ch = { SPACE: 32, CR: 13, LF: 10, H: 72, M: 77, S: 83, G: 71 } as const

@@ -10,7 +10,7 @@ import { decodeRouteConnect, decodeRouteInfo, type RouteInfoOp } from "../../cor
 import { type ParseError, PeerParser, type PeerInterest, type PeerMsg, type PeerOpHandler } from "../../core/cluster/parser.js"
 import type { RouteSnapshot } from "../../core/monitor/source.js"
 import { writeErr } from "../../core/nats/encode.js"
-import { OutBuf } from "../../core/nats/outbuf.js"
+import { OutBuf } from "../../core/outbuf.js"
 import { NATS_POLICY, Peer, type SlowConsumer } from "../../engine/outbound.js"
 import type { ClientPermissions } from "../../engine/permissions.js"
 import type { Account, Delivery } from "../../engine/principal.js"

@@ -1,142 +1,44 @@
-// The MQTT bridge: one MqttSession per connection, driven synchronously from socket
-// chunks; each connection is a Principal of the engine, routed through its account's
-// Sublist like any NATS client. With the stream subsystem on, QoS 1/2 messages, sessions and retained
-// messages are kept in the account's `$MQTT_*` streams (persist.ts) and nothing that
-// depends on a write is said to a client before the write is durable; without it
-// they live in memory. Persistent sessions of disconnected clients stay subscribed
-// ("detached") and queue the QoS 1/2 messages published while they are away.
+// The MQTT connection driver: one MqttSession per connection, driven synchronously from
+// socket chunks, its actions carried out at once; each connection is a Principal of the
+// engine, routed through its account's Sublist like any NATS client. Around it: who holds
+// which client id and the sessions of absent clients (registry.ts), the output that waits
+// for commits (commit-gate.ts), retained messages and stored backlogs paced to the turn and
+// to the socket (pacing.ts), and where state is kept, the `MqttStore` port (store.ts): the
+// account's `$MQTT_*` streams with the stream subsystem on, memory without it.
 import type { Alarm } from "../alarm.js"
 import type { MqttOptions } from "../../config/options.js"
 import {
   type ClientPacket,
   defaultSessionConfig,
-  type FlapRecord,
-  filterMatchesSubject,
   MAX_TOPIC_BYTES,
   type QoS,
-  type RetainedCursor,
-  RetainedTree,
   type ServerPacket,
-  recordTakeover,
-  SendQueue,
   type SessionAction,
   type SessionConfig,
   type SessionInput,
-  type SessionSnapshot,
-  subjectToTopic,
-  subscriptionSubjects
+  type SessionSnapshot
 } from "../../core/mqtt/index.js"
+import { encodeInto, encodePublishRange } from "../../core/mqtt/codec.js"
 import type { Conn, ConnHandlers } from "../../services/transport.js"
-import type { ClientPermissions } from "../../engine/permissions.js"
-import { type Delivery, GLOBAL_ACCOUNT, type InternalPrincipal, type Subscription } from "../../engine/principal.js"
+import { type Delivery, GLOBAL_ACCOUNT, type Subscription } from "../../engine/principal.js"
 import type { Server } from "../server.js"
 import { ClosedReason } from "../reasons.js"
-import { encodeInto, encodePublishRange } from "./codec.js"
-import { HeldPayloads } from "./held.js"
+import { MqttCommitGate } from "./commit-gate.js"
 import { closedRecord, MqttConnection, type MqttDriver, mqttLogPrefix } from "./connection.js"
+import { HeldPayloads } from "./held.js"
+import { BacklogPump, RetainedLookups } from "./pacing.js"
+import { MqttRegistry } from "./registry.js"
+import type { MqttAccountStore, MqttStoreService } from "./store.js"
 import { traceMqttIn, traceMqttOut, traceMqttOutQos0 } from "./trace.js"
-import type { MqttAccountStore, MqttPersistence, RetainedMsg } from "./persist.js"
-
-/** A fetch of stored messages for a session waits while more than this waits in its socket. */
-const FETCH_HIGH_WATER = 1024 * 1024
-/** Stored messages read back at a time for a session, at most (and about this many bytes). */
-const FETCH_BATCH = 64
-const FETCH_BATCH_BYTES = 1024 * 1024
-
-/** Takeovers of one client id within this window beyond the limit count as flapping (logged). */
-/**
- * How long a persistent session's stale record (acknowledged QoS 1 messages) may wait
- * before it is rewritten: acks of a burst share one write.
- */
-export const LAZY_RECORD_MS = 250
-const FLAP_WINDOW_MS = 10_000
-const FLAP_MAX_TAKEOVERS = 3
-
-const sessionKey = (account: string, clientId: string): string => `${account}\n${clientId}`
-
-/**
- * An inbound message waiting for a commit before it is forwarded: a QoS 2 message, for
- * its de-duplication record, or any message its publisher sent after one.
- */
-interface Deferred {
-  readonly c: MqttConnection
-  readonly subject: string
-  readonly buf: Buffer
-  readonly qos: QoS
-  readonly ref: number | undefined
-  readonly confirm: number | undefined
-}
-
-/**
- * Retained messages sent for new subscriptions per event-loop turn, and retained-tree
- * nodes visited: a SUBSCRIBE matching more is answered over several turns, so other
- * clients are served in between.
- */
-const RETAINED_PER_TURN = 1000
-const RETAINED_STEPS_PER_TURN = 50_000
-
-/** Retained messages still due to a new subscription (a lookup paused at the turn's budget). */
-interface RetainedDue {
-  readonly c: MqttConnection
-  readonly filter: string
-  /** The subscription they are for: a later SUBSCRIBE of the same filter or an UNSUBSCRIBE ends them. */
-  readonly subs: Array<Subscription>
-  readonly cursor: RetainedCursor<RetainedMsg>
-}
-
-/** A persistent session whose client is away: still subscribed, queueing QoS 1/2 messages. */
-interface Detached {
-  readonly key: string
-  readonly account: string
-  readonly snapshot: SessionSnapshot
-  /** What it was owed and not yet sent, oldest first; stored messages without their payloads. */
-  readonly queue: SendQueue
-  readonly filters: ReadonlyArray<{ readonly filter: string; readonly qos: QoS; readonly subjects: ReadonlyArray<string> }>
-  /**
-   * The owner's permissions when known (it disconnected since the start): nothing it may not
-   * receive is queued. Sessions loaded after a restart are filtered when they resume.
-   */
-  readonly perms: ClientPermissions | undefined
-  subs: Array<Subscription>
-  /** The last routed message taken (its Delivery seq): overlapping filters keep it once. */
-  lastSeq: number
-}
 
 export class MqttBridge implements MqttDriver {
   readonly connections = new Map<number, MqttConnection>()
   /** The shell's timer that runs tick() (set by the listener). */
   alarm: Alarm | undefined = undefined
-  /** Asks the shell to run tick() by then. */
-  wakeAt(at: number): void {
-    this.alarm?.wakeAt(at)
-  }
   /** MQTT connections accepted since start (for /varz total_connections). */
   totalConnections = 0
-  // Client ids, retained messages and stored sessions are per account, as subjects are.
-  private readonly byClientId = new Map<string, MqttConnection>()
-  private readonly retained = new Map<string, RetainedTree<RetainedMsg>>()
-  /** Lookups of retained messages waiting for a later turn, oldest first, and this turn's budget. */
-  private retainedDue: Array<RetainedDue> = []
-  private retainedBudget = RETAINED_PER_TURN
-  private retainedSteps = RETAINED_STEPS_PER_TURN
-  private retainedTurnScheduled = false
-  /** Persistent (clean-session 0) sessions of disconnected clients. */
-  private readonly detached = new Map<string, Detached>()
-  private readonly offlineClients = new Map<string, InternalPrincipal>()
-  /** Connection, packet id pairs (flat) of publishes to confirm once this turn's writes are durable. */
-  private confirms: Array<MqttConnection | number> = []
-  /** Publishes to forward and acknowledge once this turn's writes are durable (see Deferred). */
-  private deferred: Array<Deferred> = []
-  /** Limits of new sessions; a configuration reload replaces it (reload.ts). */
-  sessionConfig: SessionConfig
   /** Protocol trace (-V) of MQTT packets; a reload may turn it on or off. */
   tracing: boolean
-  private readonly flaps = new Map<string, FlapRecord>()
-  /** Output held this turn for the commit that follows the flush (see `holdsOutput`). */
-  private awaiting: Array<readonly [MqttConnection, Array<Buffer>]> | undefined = undefined
-  private readonly flushedFn = () => this.flushed()
-  /** Payloads of QoS 1/2 messages in the sessions' windows (see held.ts). */
-  private readonly held = new HeldPayloads()
   /** The largest packet accepted: max_payload plus room for a full-length topic and the header fields. */
   maxPacketBytes: number
   /** Memory held by partial packets of every connection (see MqttParser.held), and how many hold one. */
@@ -144,15 +46,21 @@ export class MqttBridge implements MqttDriver {
   partialPackets = 0
   host: string
   port: number
+  /** Payloads of QoS 1/2 messages in the sessions' windows (see held.ts). */
+  private readonly held = new HeldPayloads()
+  private readonly registry: MqttRegistry
+  private readonly gate: MqttCommitGate
+  private readonly retained: RetainedLookups
+  private readonly backlog: BacklogPump
 
   constructor(
     readonly server: Server,
     readonly options: MqttOptions,
-    /** The `$MQTT_*` streams; undefined when the stream subsystem is off (state in memory). */
-    readonly persistence: MqttPersistence | undefined = undefined
+    /** Where sessions, QoS 1/2 messages and retained messages are kept (the `MqttStore` port). */
+    readonly store: MqttStoreService
   ) {
     this.maxPacketBytes = server.options.maxPayload + MAX_TOPIC_BYTES + 8
-    this.sessionConfig = {
+    const sessionConfig: SessionConfig = {
       ...defaultSessionConfig,
       ackWaitMs: options.ackWaitMs,
       maxAckPending: options.maxAckPending,
@@ -164,69 +72,49 @@ export class MqttBridge implements MqttDriver {
     this.host = options.host
     this.port = options.port
     this.tracing = server.log.traceEnabled
+    this.registry = new MqttRegistry(server, store, this.held, sessionConfig)
+    this.gate = new MqttCommitGate(server, store, this)
+    this.retained = new RetainedLookups(server, this)
+    this.backlog = new BacklogPump(store, this)
+  }
+
+  /** Asks the shell to run tick() by then. */
+  wakeAt(at: number): void {
+    this.alarm?.wakeAt(at)
+  }
+
+  /** Limits of new sessions; a configuration reload replaces them (`setSessionConfig`). */
+  get sessionConfig(): SessionConfig {
+    return this.registry.sessionConfig
+  }
+
+  /** New session limits (a reload): for new sessions and the away ones (connected ones take them from `reloadMqtt`). */
+  setSessionConfig(config: SessionConfig): void {
+    this.registry.setSessionConfig(config)
+  }
+
+  /** Messages dropped at a session's queue bounds (/varz mqtt.queue_dropped). */
+  get queueDrops(): number {
+    return this.registry.queueDrops
   }
 
   /**
    * What a persistent session whose client is away holds for it: messages, their bytes, and
-   * how many of those bytes are in memory (stored messages wait on disk). Undefined when the
-   * session is not away.
+   * how many of those bytes are in memory (stored messages wait in the store). Undefined when
+   * the session is not away.
    */
   awayQueue(clientId: string, account: string = GLOBAL_ACCOUNT): { messages: number; bytes: number; bytesInMemory: number } | undefined {
-    const d = this.detached.get(sessionKey(account, clientId))
-    if (d === undefined) return undefined
-    let inMemory = 0
-    for (const q of d.queue.toArray()) inMemory += q.payload?.length ?? 0
-    for (const o of d.snapshot.outbound) inMemory += o.payload?.length ?? 0
-    return { messages: d.queue.length, bytes: d.queue.bytes, bytesInMemory: inMemory }
+    return this.registry.awayQueue(clientId, account)
   }
 
   /** The open connection of a client id in an account. */
   connectedClient(clientId: string, account: string = GLOBAL_ACCOUNT): MqttConnection | undefined {
-    return this.byClientId.get(sessionKey(account, clientId))
+    return this.registry.connected(clientId, account)
   }
 
-  /** The account's `$MQTT_*` streams, once open. */
-  private storeOf(account: string): MqttAccountStore | undefined {
-    return this.persistence?.ready(account)
-  }
-
-  /** Whether a connection's state is kept in streams (a persistent session of an account with streams). */
-  private persisted(c: MqttConnection): MqttAccountStore | undefined {
-    return c.session.cleanSession ? undefined : this.storeOf(c.account.name)
-  }
-
-  /** Open an account's streams and take over the sessions stored in them. */
-  openAccount(account: string): Promise<void> {
-    if (this.persistence === undefined || this.storeOf(account) !== undefined) return Promise.resolve()
-    return this.persistence.open(account).then((store) => {
-      if (store === undefined) return
-      for (const [clientId, snap] of store.sessions) {
-        const key = sessionKey(account, clientId)
-        if (!this.byClientId.has(key) && !this.detached.has(key)) this.detach(key, account, snap, [...snap.queued])
-      }
-      store.sessions.clear()
-    })
-  }
-
-  /** After a restart: every account that has MQTT streams is opened and its sessions detached. */
+  /** After a restart: every account that has MQTT state stored is opened and its sessions are away until their clients come. */
   openStoredAccounts(): Promise<void> {
-    const p = this.persistence
-    if (p === undefined) return Promise.resolve()
-    const names: string[] = []
-    for (const [name, acc] of p.js.accounts) if (acc.streams.has("$MQTT_sess")) names.push(name)
-    return Promise.all(names.map((n) => this.openAccount(n))).then(() => undefined)
-  }
-
-  private retainedOf(c: MqttConnection): RetainedTree<RetainedMsg> {
-    const name = c.account.name
-    const store = this.storeOf(name)
-    if (store !== undefined) return store.retained
-    let m = this.retained.get(name)
-    if (m === undefined) {
-      m = new RetainedTree()
-      this.retained.set(name, m)
-    }
-    return m
+    return this.registry.openStoredAccounts()
   }
 
   accept(conn: Conn): ConnHandlers {
@@ -273,11 +161,7 @@ export class MqttBridge implements MqttDriver {
           this.input(c, { type: "protocolError", reason: `packet of ${Math.max(announced, buffered)} bytes over the limit of ${this.maxPacketBytes}` }, now)
         }
       },
-      onDrain: () => {
-        if (!c.waitingDrain) return
-        c.waitingDrain = false
-        this.pump(c)
-      },
+      onDrain: () => this.backlog.drained(c),
       onClose: () => {
         if (!c.closed) {
           // The socket is gone: the session still runs its loss (will) but nothing is written.
@@ -312,24 +196,21 @@ export class MqttBridge implements MqttDriver {
         return this.close(c)
       case "publish":
         return this.publish(c, a.subject, a.payload, a.qos, a.confirm, now)
-      // retainedOf is the account's live map (the store's when its streams are open); the store keeps the durable copy.
+      // The account's store is open from `sessionReady` on; before it, only a will can be
+      // retained, which no session of the account could read yet: it is not kept.
       case "storeRetained":
-        this.retainedOf(c).set(a.topic, { topic: a.topic, payload: a.payload, qos: a.qos })
-        this.storeOf(c.account.name)?.storeRetained(a.topic, a.subject, a.payload, a.qos)
+        this.gate.storeOf(c.account.name)?.setRetained(a.topic, a.subject, a.payload, a.qos)
         return
       case "deleteRetained":
-        if (this.retainedOf(c).delete(a.topic)) this.storeOf(c.account.name)?.deleteRetained(a.subject)
+        this.gate.storeOf(c.account.name)?.deleteRetained(a.topic, a.subject)
         return
       case "accept":
         return this.onAccept(c, a.clientId, a.cleanSession)
       case "subscribe":
         return this.subscribe(c, a.filter, a.subjects, a.qos)
       case "wantRetained": {
-        const subs = c.filters.get(a.filter)
-        if (subs === undefined) return
-        const due: RetainedDue = { c, filter: a.filter, subs, cursor: this.retainedOf(c).match(a.filter) }
-        // Behind lookups already waiting, so that retained messages keep the order of the SUBSCRIBEs.
-        if (this.retainedDue.length > 0 || !this.sendRetained(due)) this.retainedDue.push(due)
+        const store = this.gate.storeOf(c.account.name)
+        if (store !== undefined) this.retained.want(c, a.filter, store)
         return
       }
       case "unsubscribe":
@@ -338,28 +219,27 @@ export class MqttBridge implements MqttDriver {
         return this.persist(c, a.stream, a.key, a.record)
       case "persistSubscription": {
         // Written now; the SUBACK (or UNSUBACK) waits for the commit.
-        const store = this.persisted(c)
+        const store = this.gate.persisted(c)
         if (store === undefined) return
         store.writeSubscription(c.session.clientId, a.filter, a.qos)
-        return this.hold(c)
+        return this.gate.hold(c, store)
       }
       case "fetch":
-        for (const ref of a.refs) c.toFetch.push(ref)
-        return this.pump(c)
+        return this.backlog.fetch(c, a.refs)
       case "ack":
       case "drop": {
-        if (a.type === "drop" && a.reason === "queue_full") this.queueDropped(c.session.clientId, c.account.name)
-        const store = this.persisted(c)
+        if (a.type === "drop" && a.reason === "queue_full") this.registry.queueDropped(c.session.clientId, c.account.name)
+        const store = this.gate.persisted(c)
         if (store !== undefined && typeof a.ref === "number") {
           store.unref(a.ref)
-          this.markLazy(c)
+          this.gate.markLazy(c)
         }
         return
       }
       case "denied":
         return this.logDenied(c, a.op, a.topic)
       case "discardStored": {
-        const store = this.storeOf(c.account.name)
+        const store = this.gate.storeOf(c.account.name)
         store?.deleteSession(a.stored, a.stored.clientId)
         this.server.log.warn(
           `${mqttLogPrefix(c)} - session of user "${a.stored.owner ?? ""}" not resumed by user "${c.user}": discarded, a new session starts`
@@ -378,9 +258,9 @@ export class MqttBridge implements MqttDriver {
     this.server.log.error(`${mqttLogPrefix(c)} - ${what} - User "${c.user}", Topic "${topic}"`)
   }
 
-  /** QoS 2 and subscription state of a persistent session: written now, output held until durable. */
+  /** QoS 2 state of a persistent session: written now, output held until durable. */
   private persist(c: MqttConnection, stream: string, key: string, record: unknown): void {
-    const store = this.persisted(c)
+    const store = this.gate.persisted(c)
     if (store === undefined) return
     // The session record is rewritten in the same commit: a stale one would still list a
     // QoS 2 message whose PUBCOMP removed its $MQTT_out record, and a restart would resend
@@ -390,24 +270,7 @@ export class MqttBridge implements MqttDriver {
       const packetId = Number(key.slice(key.lastIndexOf("/") + 1))
       store.qos2State(stream as "$MQTT_qos2in" | "$MQTT_out", c.session.clientId, packetId, record !== undefined)
     }
-    this.hold(c)
-  }
-
-  private hold(c: MqttConnection): void {
-    c.held = true
-    this.markDirty(c)
-  }
-
-  /** `c` has output this turn: the Outbound writes (or holds) it, then the bridge commits what waits for that. */
-  private markDirty(c: MqttConnection): void {
-    if (c.dirty) return
-    this.server.outbound.markDirty(c)
-    this.scheduleFlush()
-  }
-
-  /** The end of this turn's flush has work: confirms, deferred publishes, held output. */
-  private scheduleFlush(): void {
-    this.server.outbound.afterFlush(this.flushedFn)
+    this.gate.hold(c, store)
   }
 
   private send(c: MqttConnection, packet: ServerPacket): void {
@@ -415,92 +278,28 @@ export class MqttBridge implements MqttDriver {
     if (this.tracing) traceMqttOut(this.server.log, c, packet)
     if (packet.cmd === "publish") {
       c.outMsgs++
-      // A QoS 2 packet id handed out must be on disk first: after a restart the message
-      // goes out again under the same id, which the client uses to drop the duplicate.
-      if (packet.qos === 2 && !packet.dup && this.persisted(c) !== undefined) {
-        c.recordDirty = "now"
-        c.held = true
-      } else if (packet.qos === 1 && this.persisted(c) !== undefined) this.markLazy(c)
+      this.gate.sending(c, packet.qos, packet.dup)
     }
     c.outBytes += encodeInto(c.out, packet, this.held)
-    this.markDirty(c)
+    this.gate.markDirty(c)
   }
 
-  // ---- the Outbound's flush: one write per connection per turn; output that depends on this turn's writes waits for their commit ----
+  // ---- MqttDriver: the Outbound's flush (through the commit gate), and a connection cut off ----
 
-  /** The flush reached `c`: its session record first when stale, then whether its output must wait for the commit. */
   holdsOutput(c: MqttConnection): boolean {
-    if (c.recordDirty === "now") this.writeRecord(c)
-    if ((c.held || c.awaiting > 0) && this.persistence !== undefined) {
-      c.held = false
-      return true
-    }
-    c.held = false
-    if (c.out.length > 0) c.lastActivity = this.server.now()
-    return false
+    return this.gate.holdsOutput(c)
   }
 
   awaitCommit(c: MqttConnection, bufs: Array<Buffer>): void {
-    ;(this.awaiting ??= []).push([c, bufs])
-    c.awaiting++
+    this.gate.awaitCommit(c, bufs)
   }
 
-  /** After the flush: one commit for every write of this turn, then the output and acknowledgements that waited for it. */
-  private flushed(): void {
-    const batch = this.awaiting
-    this.awaiting = undefined
-    if (batch === undefined && this.confirms.length === 0 && this.deferred.length === 0 && this.persistence?.hasRemovals() !== true) return
-    const confirms = this.confirms
-    this.confirms = []
-    const deferred = this.deferred
-    this.deferred = []
-    this.persistence!.commit((ok) => {
-      if (batch !== undefined)
-        for (const [c, bufs] of batch) {
-          c.awaiting--
-          if (c.closed) continue
-          if (!ok) this.storeFailed(c)
-          else {
-            c.lastActivity = this.server.now()
-            this.server.outbound.writeBufs(c, bufs)
-          }
-        }
-      for (let i = 0; i < confirms.length; i += 2) {
-        const c = confirms[i] as MqttConnection
-        if (c.closed) continue
-        if (ok) this.input(c, { type: "published", packetId: confirms[i + 1] as number })
-        else this.storeFailed(c)
-      }
-      if (deferred.length > 0) this.routeDeferred(deferred, ok)
-    })
-  }
-
-  /** Its output reached the socket: a fetch that waited for that goes on if the socket took it. */
   written(c: MqttConnection, queued: number): void {
-    if (c.waitingDrain && queued <= FETCH_HIGH_WATER) {
-      c.waitingDrain = false
-      this.pump(c)
-    }
+    this.backlog.written(c, queued)
   }
 
   /** A subscriber that does not read is cut off at max_pending, as NATS clients are; its will goes out. */
   cutOff(c: MqttConnection): void {
-    this.input(c, { type: "connectionLost" })
-  }
-
-  private writeRecord(c: MqttConnection): void {
-    c.recordDirty = undefined
-    const store = this.persisted(c)
-    if (store !== undefined && !c.session.isClosed) store.writeSession(c.session.snapshot())
-  }
-
-  /** The streams could not make a write durable: the client is cut off and retries (nothing was confirmed). */
-  private storeFailed(c: MqttConnection): void {
-    if (c.closed) return
-    c.reasonOverride = "Store Failure"
-    // What queued behind the failed write may acknowledge state that is not on disk
-    // (PUBRECs of later QoS 2 publishes): the client hears nothing more and resends.
-    c.out.clear()
     this.input(c, { type: "connectionLost" })
   }
 
@@ -510,45 +309,36 @@ export class MqttBridge implements MqttDriver {
     this.server.outbound.flushNow(c)
   }
 
+  // ---- a CONNECT accepted: the client id taken (over), the account's store open, the session resumed ----
+
   private onAccept(c: MqttConnection, clientId: string, clean: boolean): void {
-    const now = this.server.now()
-    const key = sessionKey(c.account.name, clientId)
-    const older = this.byClientId.get(key)
-    if (older !== undefined && older !== c) {
-      const flap = recordTakeover(this.flaps.get(key), now, FLAP_WINDOW_MS, FLAP_MAX_TAKEOVERS)
-      this.flaps.set(key, flap.record)
-      if (flap.flapping) {
-        // Two clients fighting over one id would take it from each other forever: past the
-        // limit the newcomer is turned away (CONNACK 3, "try later") and the connected one stays.
-        this.server.log.warn(`MQTT client id "${clientId}" is flapping between connections: refusing the new one`)
-        return this.input(c, { type: "refused", code: 3 })
-      }
-      // The older connection is closed (its will goes out) [MQTT-3.1.4-2].
-      this.server.log.warn(`${mqttLogPrefix(c, clientId)} - Replacing the connection of the same client id (mid:${older.cid})`)
-      this.input(older, { type: "takenOver" })
+    const claim = this.registry.claim(c, clientId, this.server.now())
+    if (claim.kind === "flapping") {
+      // Two clients fighting over one id would take it from each other forever: past the
+      // limit the newcomer is turned away (CONNACK 3, "try later") and the connected one stays.
+      this.server.log.warn(`MQTT client id "${clientId}" is flapping between connections: refusing the new one`)
+      return this.input(c, { type: "refused", code: 3 })
     }
-    this.byClientId.set(key, c)
-    const account = c.account.name
-    if (this.persistence === undefined || this.storeOf(account) !== undefined) return this.sessionReady(c, key, clean)
-    // First client of the account since start: its streams are opened (or created) first.
-    this.openAccount(account).then(() => {
-      if (!c.closed && this.byClientId.get(key) === c) this.sessionReady(c, key, clean)
+    if (claim.kind === "takeover") {
+      // The older connection is closed (its will goes out) [MQTT-3.1.4-2].
+      this.server.log.warn(`${mqttLogPrefix(c, clientId)} - Replacing the connection of the same client id (mid:${claim.older.cid})`)
+      this.input(claim.older, { type: "takenOver" })
+    }
+    this.registry.register(c, clientId)
+    const ready = this.gate.storeOf(c.account.name)
+    if (ready !== undefined) return this.sessionReady(c, clean, ready)
+    // First client of the account since start: its store is opened (streams created) first.
+    this.registry.openAccount(c.account.name).then((store) => {
+      if (!c.closed && this.registry.holds(c)) this.sessionReady(c, clean, store)
     })
   }
 
-  private sessionReady(c: MqttConnection, key: string, clean: boolean): void {
-    const d = this.detached.get(key)
-    let stored: SessionSnapshot | undefined
-    if (d !== undefined) {
-      this.detached.delete(key)
-      for (const s of d.subs) this.removeSub(s)
-      stored = { ...d.snapshot, queued: d.queue.toArray() }
-    }
-    const store = this.storeOf(c.account.name)
+  private sessionReady(c: MqttConnection, clean: boolean, store: MqttAccountStore): void {
+    const stored = this.registry.resume(c.account.name, c.session.clientId)
     const owner = c.user
     if (clean) {
       // A clean session discards what was stored under the id [MQTT-3.1.2-6].
-      if (stored !== undefined) store?.deleteSession(stored, c.session.clientId)
+      if (stored !== undefined) store.deleteSession(stored, c.session.clientId)
       this.input(c, { type: "sessionReady", stored: undefined, owner })
       return
     }
@@ -557,26 +347,28 @@ export class MqttBridge implements MqttDriver {
     // (bounded by the in-flight window) may exceed max_pending without the client being slow;
     // cut for it, a client with a backlog would reconnect into the same cut forever.
     if (stored !== undefined) c.pendingAllowance += c.out.length
-    if (store !== undefined && !c.closed) {
+    if (!c.closed) {
       c.recordDirty = "now"
-      this.hold(c)
+      this.gate.hold(c, store)
     }
   }
 
+  // ---- publishing: stored first when a persistent session will hold it, then routed, then confirmed ----
+
   private publish(c: MqttConnection, subject: string, payload: Uint8Array, qos: QoS, confirm: number | undefined, now: number): void {
     const buf = Buffer.isBuffer(payload) ? payload : Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength)
-    const store = qos > 0 ? this.storeOf(c.account.name) : undefined
-    const later = c.deferred > 0 || (qos === 2 && confirm !== undefined && this.storeOf(c.account.name) !== undefined)
+    const store = qos > 0 ? this.gate.storeOf(c.account.name) : undefined
+    const later = c.deferred > 0 || (qos === 2 && confirm !== undefined && store?.durable === true)
     // A persistent session's QoS 2 PUBLISH: its de-duplication record goes to disk with it.
-    const dedup = qos === 2 && confirm !== undefined ? this.persisted(c) : undefined
+    const dedup = qos === 2 && confirm !== undefined ? this.gate.persisted(c) : undefined
     let ref: number | undefined
-    if (store !== undefined && this.heldDurably(c, subject)) {
+    if (store !== undefined && store.durable && this.heldDurably(c, subject)) {
       // Kept until every persistent session it is routed to has it acknowledged.
       const inbound = dedup === undefined ? undefined : { clientId: c.session.clientId, packetId: confirm! }
       const r = store.storeMessage(subject, payload, qos, later, inbound)
-      if (typeof r !== "number") {
+      if (typeof r === "object") {
         this.server.log.error(`MQTT client "${c.session.clientId}": message on '${subject}' could not be stored: ${r.detail}`)
-        if (confirm !== undefined) return this.storeFailed(c)
+        if (confirm !== undefined) return this.gate.storeFailed(c)
       } else ref = r
     }
     if (dedup !== undefined) {
@@ -584,38 +376,21 @@ export class MqttBridge implements MqttDriver {
       // record is rewritten in the same commit, as for every QoS 2 state change.
       dedup.qos2State("$MQTT_qos2in", c.session.clientId, confirm!, true, ref)
       c.recordDirty = "now"
-      this.hold(c)
+      this.gate.hold(c, dedup)
     }
-    if (later) {
-      // A QoS 2 message is forwarded only once the commit that makes its de-duplication
-      // record (and its stored copy) durable is done, and after its PUBREC: a crash before
-      // then leaves the publisher to resend, and the resend is known as one. What the same
-      // client publishes after it waits behind it, so its messages keep their order.
-      c.deferred++
-      this.deferred.push({ c, subject, buf, qos, ref, confirm })
-      this.scheduleFlush()
-      return
-    }
+    if (later) return this.gate.defer(c, subject, buf, qos, ref, confirm)
     if (qos === 2 && confirm !== undefined) {
-      // Without streams the PUBREC has nothing to wait for: it goes first, then the copies.
+      // Without a durable store the PUBREC has nothing to wait for: it goes first, then the copies.
       if (!c.closed) this.input(c, { type: "published", packetId: confirm }, now)
       return this.route(c, subject, buf, qos, ref, now)
     }
     this.route(c, subject, buf, qos, ref, now)
     if (confirm === undefined || c.closed) return
-    // A routed message counts as accepted once what it depends on is on disk: with streams,
-    // the commit that follows this turn's flush (one for all of them) when anything was
-    // written this turn; at once when nothing was (no persistent session wanted it, no
-    // retained copy). The session keeps the acknowledgements in the order of the PUBLISHes.
-    if (store === undefined || (ref === undefined && !this.persistence!.hasWrites())) {
-      return this.input(c, { type: "published", packetId: confirm }, now)
-    }
-    this.confirms.push(c, confirm)
-    this.scheduleFlush()
+    this.gate.confirm(c, confirm, store, ref, now)
   }
 
   /** Route a message from `c` through the engine, with its QoS and stored copy (`ref`) for the MQTT subscribers. */
-  private route(c: MqttConnection, subject: string, buf: Buffer, qos: QoS, ref: number | undefined, now: number): void {
+  route(c: MqttConnection, subject: string, buf: Buffer, qos: QoS, ref: number | undefined, now: number): void {
     const router = this.server.router
     const d = router.message(c, now)
     d.subject = subject
@@ -628,35 +403,9 @@ export class MqttBridge implements MqttDriver {
     d.origin.ref = ref
     router.route(d)
     if (ref === undefined) return
-    const store = this.storeOf(c.account.name)
+    const store = this.gate.storeOf(c.account.name)
     store?.routed(ref)
     store?.releaseIfUnheld(ref)
-  }
-
-  /**
-   * Messages held back until this commit, in the order they came: a QoS 2 one is
-   * acknowledged (PUBREC) and then forwarded; the others are forwarded and then
-   * acknowledged (their stored copies are in this commit). They are forwarded even when
-   * the commit failed or the publisher has gone: a QoS 2 message's de-duplication record
-   * in memory (and perhaps on disk) says "received", so the publisher's resend would not
-   * bring it again. A failed commit still cuts the publisher off, unacknowledged.
-   */
-  private routeDeferred(list: ReadonlyArray<Deferred>, ok: boolean): void {
-    const now = this.server.now()
-    for (const d of list) {
-      const c = d.c
-      c.deferred--
-      const ackFirst = d.qos === 2
-      if (ackFirst) this.confirmDeferred(c, d.confirm, ok)
-      this.route(c, d.subject, d.buf, d.qos, d.ref, now)
-      if (!ackFirst) this.confirmDeferred(c, d.confirm, ok)
-    }
-  }
-
-  private confirmDeferred(c: MqttConnection, confirm: number | undefined, ok: boolean): void {
-    if (confirm === undefined || c.closed) return
-    if (ok) this.input(c, { type: "published", packetId: confirm })
-    else this.storeFailed(c)
   }
 
   /**
@@ -671,6 +420,8 @@ export class MqttBridge implements MqttDriver {
     return false
   }
 
+  // ---- subscriptions and deliveries ----
+
   private subscribe(c: MqttConnection, filter: string, subjects: ReadonlyArray<string>, qos: QoS): void {
     this.unsubscribe(c, filter)
     const list: Array<Subscription> = []
@@ -681,6 +432,13 @@ export class MqttBridge implements MqttDriver {
       list.push(sub)
     }
     c.filters.set(filter, list)
+  }
+
+  private unsubscribe(c: MqttConnection, filter: string): void {
+    const list = c.filters.get(filter)
+    if (list === undefined) return
+    c.filters.delete(filter)
+    for (const s of list) s.principal.removeSub(s)
   }
 
   /** A message routed to one of `c`'s subscriptions (the router checked permissions and that it is open). */
@@ -699,55 +457,21 @@ export class MqttBridge implements MqttDriver {
       if (this.tracing) traceMqttOutQos0(this.server.log, c, topic, end - from)
       c.outMsgs++
       c.outBytes += encodePublishRange(c.out, topic, buf, from, end, 0, false, false, undefined)
-      this.markDirty(c)
+      this.gate.markDirty(c)
       return
     }
     const ref = d.origin.ref
-    const store = ref === undefined ? undefined : this.persisted(c)
-    const before = store === undefined ? 0 : c.session.pendingCount
+    const store = ref === undefined ? undefined : this.gate.persisted(c)
+    const taken = c.session.storedTaken
     // Held until acknowledged: a copy in a reusable slab, not a view pinning the read chunk.
     this.input(c, { type: "deliver", subject, payload: this.held.hold(buf, from, end), qos, ref }, d.now)
-    // A persistent session that took the stored message holds it until acknowledged.
-    if (store !== undefined && c.session.pendingCount > before) store.ref(ref!)
+    // A persistent session that took the stored message holds it until acknowledged or
+    // dropped (taking it may have pushed the oldest waiting one out: the count of pending
+    // messages would not tell).
+    if (store !== undefined && c.session.storedTaken !== taken) store.ref(ref!)
   }
 
-  /** Retained messages for a new subscription, within this turn's budget; true when all went out. */
-  private sendRetained(due: RetainedDue): boolean {
-    const { c, filter } = due
-    if (c.closed || c.filters.get(filter) !== due.subs) return true
-    // The budget is per turn: renewed at the next one, which also sends what is left.
-    this.nextRetainedTurn()
-    if (this.retainedBudget <= 0 || this.retainedSteps <= 0) return false
-    const messages: Array<RetainedMsg> = []
-    const before = due.cursor.steps
-    const done = due.cursor.take(messages, this.retainedBudget, this.retainedSteps)
-    this.retainedBudget -= messages.length
-    this.retainedSteps -= due.cursor.steps - before
-    if (messages.length > 0) this.input(c, { type: "retained", filter, messages })
-    return done
-  }
-
-  private nextRetainedTurn(): void {
-    if (this.retainedTurnScheduled) return
-    this.retainedTurnScheduled = true
-    this.server.env.scheduleFlush(() => {
-      this.retainedTurnScheduled = false
-      this.retainedBudget = RETAINED_PER_TURN
-      this.retainedSteps = RETAINED_STEPS_PER_TURN
-      while (this.retainedDue.length > 0 && this.sendRetained(this.retainedDue[0])) this.retainedDue.shift()
-    })
-  }
-
-  private unsubscribe(c: MqttConnection, filter: string): void {
-    const list = c.filters.get(filter)
-    if (list === undefined) return
-    c.filters.delete(filter)
-    for (const s of list) this.removeSub(s)
-  }
-
-  private removeSub(s: Subscription): void {
-    s.principal.removeSub(s)
-  }
+  // ---- a connection's end ----
 
   /** The session ended: flush what it said last (CONNACK refusal, …), then end the socket. */
   private close(c: MqttConnection): void {
@@ -759,7 +483,7 @@ export class MqttBridge implements MqttDriver {
     this.finish(c)
   }
 
-  /** Forget a connection once: routing entries, the client id, and a /connz closed record. */
+  /** Forget a connection once: routing entries, the client id (a persistent session goes away), and a /connz closed record. */
   private finish(c: MqttConnection): void {
     if (!this.connections.delete(c.cid)) return
     c.closed = true
@@ -767,174 +491,21 @@ export class MqttBridge implements MqttDriver {
     const record = closedRecord(c, this.server.now())
     if (this.server.log.debugEnabled) this.server.log.debug(`${mqttLogPrefix(c)} - Client connection closed: ${record.reason}`)
     this.server.closed.push(record)
-    for (const list of c.filters.values()) for (const s of list) this.removeSub(s)
+    for (const list of c.filters.values()) for (const s of list) s.principal.removeSub(s)
     c.filters.clear()
     // What it had not said yet (output held for a commit) is never said: the flush skips it.
     c.out.clear()
-    const id = c.session.clientId
-    const account = c.account.name
-    const key = sessionKey(account, id)
-    if (id !== "" && this.byClientId.get(key) === c) {
-      this.byClientId.delete(key)
-      if (!c.session.cleanSession && c.session.isReady) {
-        const snap = c.session.snapshot()
-        const store = this.storeOf(account)
-        if (store !== undefined) {
-          store.writeSession(snap)
-          this.persistence!.commit(() => {})
-        }
-        this.detach(key, account, snap, [...snap.queued], c.perms)
+    if (!this.registry.holds(c)) return
+    let snap: SessionSnapshot | undefined
+    if (!c.session.cleanSession && c.session.isReady) {
+      snap = c.session.snapshot()
+      const store = this.gate.storeOf(c.account.name)
+      if (store?.durable === true) {
+        store.writeSession(snap)
+        this.store.commit(() => {})
       }
     }
-  }
-
-  /** Keep a persistent session subscribed while its client is away. */
-  private detach(
-    key: string,
-    account: string,
-    snapshot: SessionSnapshot,
-    queued: Array<SessionSnapshot["queued"][number]>,
-    perms: ClientPermissions | undefined = undefined
-  ): void {
-    const filters: Array<Detached["filters"][number]> = []
-    for (const s of snapshot.subscriptions) {
-      const subjects = subscriptionSubjects(s.filter)
-      if (subjects.ok) filters.push({ filter: s.filter, qos: s.qos, subjects: subjects.value })
-    }
-    const queue = new SendQueue()
-    for (const q of queued) queue.push({ ...q })
-    // Stored messages wait on disk, not in memory: the session fetches them when it resumes.
-    const outbound = snapshot.outbound.map((o) => {
-      if (typeof o.ref !== "number" || o.phase !== "publish" || o.payload === undefined) return o
-      this.held.release(o.payload)
-      return { ...o, payload: undefined }
-    })
-    const d: Detached = { key, account, snapshot: { ...snapshot, outbound, queued: [] }, queue, filters, perms, subs: [], lastSeq: 0 }
-    for (const q of queue.toArray()) {
-      if (typeof q.ref === "number" && q.payload !== undefined) {
-        this.held.release(q.payload)
-        q.payload = undefined
-      }
-    }
-    let client = this.offlineClients.get(account)
-    if (client === undefined) {
-      client = this.server.router.internal(account, "mqtt-sessions")
-      this.offlineClients.set(account, client)
-    }
-    for (const f of filters) {
-      if (f.qos === 0) continue // QoS 0 messages are not kept for an absent client
-      for (const subject of f.subjects) {
-        const sub = this.server.router.subscribe(client, subject, undefined, (m: Delivery) => this.deliverDetached(d, m))
-        sub.holdsMessages = true
-        d.subs.push(sub)
-      }
-    }
-    this.detached.set(key, d)
-  }
-
-  private deliverDetached(d: Detached, m: Delivery): void {
-    if (d.lastSeq === m.seq) return
-    d.lastSeq = m.seq
-    if (m.origin.qos === 0) return
-    const { subject, buf, end } = m
-    let best = 0
-    for (const f of d.filters) if (f.qos > best && filterMatchesSubject(f.filter, f.subjects, subject)) best = f.qos
-    const qos = Math.min(best, m.origin.qos) as QoS
-    if (qos === 0) return
-    // What the owner may not receive is not kept for it (its subscribe permissions, deny included).
-    if (d.perms !== undefined && !d.perms.canSubscribe(subject)) return
-    const from = m.payloadStart
-    const ref = m.origin.ref
-    const store = this.storeOf(d.account)
-    // At the session's bounds the oldest message waiting gives way to the newest.
-    const size = end - from
-    const limits = this.sessionConfig
-    const q = d.queue
-    while (q.length >= limits.maxQueued || ((limits.maxQueuedBytes ?? 0) > 0 && q.length > 0 && q.bytes + size > limits.maxQueuedBytes!)) {
-      const old = q.shift()!
-      if (typeof old.ref === "number") store?.unref(old.ref)
-      this.queueDropped(d.snapshot.clientId, d.account)
-    }
-    // A stored message waits on disk; one with no stream behind it is copied (not a view
-    // pinning the whole read chunk it came in).
-    const payload = ref !== undefined ? undefined : Buffer.from(buf.subarray(from, end))
-    q.push({ qos, topic: subjectToTopic(subject), payload, size, retain: false, ref })
-    if (ref !== undefined) store?.ref(ref)
-  }
-
-  /** Messages dropped at a session's queue bounds (/varz mqtt.queue_dropped); logged at most every 10 s per session. */
-  queueDrops = 0
-  private readonly dropLog = new Map<string, { at: number; count: number }>()
-
-  private queueDropped(clientId: string, account: string): void {
-    this.queueDrops++
-    const key = sessionKey(account, clientId)
-    const now = this.server.now()
-    const l = this.dropLog.get(key)
-    if (l !== undefined && now - l.at < 10_000) {
-      l.count++
-      return
-    }
-    const since = l === undefined ? 1 : l.count + 1
-    this.dropLog.set(key, { at: now, count: 0 })
-    if (this.dropLog.size > 10_000) this.dropLog.delete(this.dropLog.keys().next().value as string)
-    const c = this.sessionConfig
-    this.server.log.warn(
-      `MQTT session "${clientId}": its queue is full (max_queued_messages ${c.maxQueued}, max_queued_bytes ${c.maxQueuedBytes ?? 0}); ` +
-        `the oldest message waiting was dropped (${since} since the last report)`
-    )
-  }
-
-  /**
-   * Read stored messages back for a session (its \`fetch\`), at the pace its socket drains:
-   * a batch at a time (about 1 MiB), the next one only when fewer than \`FETCH_HIGH_WATER\`
-   * bytes wait in the socket. A resumed backlog of any size costs a batch of memory, and the
-   * client is never cut off as a slow consumer by its own resend.
-   */
-  private pump(c: MqttConnection): void {
-    if (c.fetchBusy || c.closed || c.toFetch.length === 0) return
-    // What the last batch made is still to be written (this turn's output, or output waiting
-    // for a commit), or is in the socket above the mark: the next batch waits. A write of the
-    // output (writeBufs) or the socket's drain takes it up again.
-    if (c.out.length > 0 || c.awaiting > 0 || c.held || c.conn.writableLength() > FETCH_HIGH_WATER) {
-      c.waitingDrain = true
-      return
-    }
-    const store = this.storeOf(c.account.name)
-    const batch: number[] = []
-    let bytes = 0
-    while (c.toFetch.length > 0 && batch.length < FETCH_BATCH && bytes < FETCH_BATCH_BYTES) {
-      const seq = c.toFetch.shift()!
-      batch.push(seq)
-      bytes += store?.sizeOf(seq) ?? 0
-    }
-    if (store === undefined) {
-      return this.input(c, { type: "fetched", messages: batch.map((ref) => ({ ref, payload: undefined })) })
-    }
-    c.fetchBusy = true
-    store.loadMessages(batch).then((loaded) => {
-      c.fetchBusy = false
-      if (c.closed) return
-      // The buffers read are the payloads (their own memory, freed once acknowledged).
-      const messages = batch.map((ref, i) => {
-        const m = loaded[i]
-        return m === undefined ? { ref, payload: undefined } : { ref, payload: m.payload, qos: m.qos }
-      })
-      const resending = c.session.resendPending
-      const before = c.out.length
-      this.input(c, { type: "fetched", messages })
-      // The resumed session's resend waited for these payloads and went out now: allowed
-      // over max_pending as one from memory is (see sessionReady).
-      if (resending && !c.session.resendPending) c.pendingAllowance += Math.max(0, c.out.length - before)
-      this.pump(c)
-    })
-  }
-
-  /** A persistent session's record is stale in a way that may wait: it is rewritten by the next tick, soon. */
-  private markLazy(c: MqttConnection): void {
-    if (c.recordDirty !== undefined) return
-    c.recordDirty = "lazy"
-    this.wakeAt(this.server.now() + LAZY_RECORD_MS)
+    this.registry.release(c, snap)
   }
 
   /**
@@ -948,13 +519,13 @@ export class MqttBridge implements MqttDriver {
       const at = c.session.nextDeadline()
       if (at !== undefined && at <= now && !c.closed) this.input(c, { type: "tick" })
       if (c.recordDirty === "lazy" && !c.closed) {
-        this.writeRecord(c)
+        this.gate.writeRecord(c)
         wrote = true
       }
       const after = c.closed ? undefined : c.session.nextDeadline()
       if (after !== undefined) next = Math.min(next, after)
     }
-    if (wrote) this.persistence!.commit(() => {})
+    if (wrote) this.store.commit(() => {})
     return next === Infinity ? undefined : next
   }
 
@@ -971,7 +542,6 @@ export class MqttBridge implements MqttDriver {
   /** Server shutdown: close every connection without publishing wills; stored state is synced. */
   shutdown(): Promise<void> {
     for (const c of [...this.connections.values()]) this.closeForShutdown(c)
-    const p = this.persistence
-    return p === undefined ? Promise.resolve() : new Promise((resolve) => p.commit(() => resolve()))
+    return new Promise((resolve) => this.store.commit(() => resolve()))
   }
 }

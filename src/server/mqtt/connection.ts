@@ -18,9 +18,9 @@ import { type OutboundPolicy, Peer, type SlowConsumer } from "../../engine/outbo
 import { type Account, type Delivery, type Principal, type Subscription } from "../../engine/principal.js"
 import type { Server } from "../server.js"
 import { type MqttCredentials, mqttAuthenticator } from "./auth.js"
-import { MqttParser } from "./codec.js"
+import { MqttParser } from "../../core/mqtt/codec.js"
 import type { HeldPayloads } from "./held.js"
-import { OutBuf } from "../../core/nats/outbuf.js"
+import { OutBuf } from "../../core/outbuf.js"
 
 /**
  * Credentials and permissions of the NATS side: the user name and password of CONNECT

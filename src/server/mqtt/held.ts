@@ -17,7 +17,7 @@
 // (its session closed, or it moved to a stored session) only keeps its slab from reuse:
 // the slab is garbage once no payload in it is reachable.
 
-import type { Pinner } from "../../core/nats/outbuf.js"
+import type { Pinner } from "../../core/outbuf.js"
 
 /** Bytes per slab: the size of a socket read, so a held payload pins no more than its chunk did. */
 export const HELD_SLAB = 64 * 1024

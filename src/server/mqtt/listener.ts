@@ -10,7 +10,9 @@ import type { Server } from "../server.js"
 import type { JetStream } from "../jetstream/jetstream.js"
 import { startAlarm } from "../alarm.js"
 import { MqttBridge } from "./bridge.js"
-import { MqttPersistence } from "./persist.js"
+import { MqttStore } from "./store.js"
+import { layerMemory } from "./store-memory.js"
+import { layerStreams } from "./store-streams.js"
 
 /** Keepalive is counted in seconds: deadlines this close together are served by one run. */
 export const MQTT_TICK_MS = 250
@@ -56,19 +58,25 @@ export const mqttTlsFailure = (server: Server, peer: Peer, error: TlsHandshakeEr
   })
 }
 
+/** MQTT state in the `$MQTT_*` streams when the stream subsystem runs, else in memory. */
 export const startMqtt = (
   server: Server,
   options: MqttOptions,
   jetstream?: JetStream | undefined
 ): Effect.Effect<MqttBridge, TransportError, Transport | Scope.Scope> =>
+  serveMqtt(server, options).pipe(Effect.provide(jetstream === undefined ? layerMemory : layerStreams(jetstream)))
+
+const serveMqtt = (
+  server: Server,
+  options: MqttOptions
+): Effect.Effect<MqttBridge, TransportError, Transport | MqttStore | Scope.Scope> =>
   Effect.gen(function*() {
     const transport = yield* Transport
-    const persistence = jetstream === undefined ? undefined : new MqttPersistence(jetstream, jetstream.log)
-    const bridge = new MqttBridge(server, options, persistence)
+    const bridge = new MqttBridge(server, options, yield* MqttStore)
     // Keep-alives, redeliveries, CONNECT timeouts and stale session records: woken when one is due.
     bridge.alarm = yield* startAlarm((now) => bridge.tick(now), MQTT_TICK_MS)
     // Sessions stored before a restart are subscribed again before the first client connects.
-    if (persistence !== undefined) yield* Effect.promise(() => bridge.openStoredAccounts())
+    yield* Effect.promise(() => bridge.openStoredAccounts())
     // MQTT clients expect TLS from the first byte (mqtts://), unlike NATS's INFO-then-upgrade.
     const tls = options.tls === undefined ? undefined : { ...options.tls, handshakeFirst: true }
     const listener = yield* transport.listen(options.host, options.port, (conn) => bridge.accept(conn), tls, {

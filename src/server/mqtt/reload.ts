@@ -24,7 +24,7 @@ export const reloadMqtt = (bridge: MqttBridge, previous: MqttAuthenticator, next
     maxQueuedBytes: m.maxQueuedBytes,
     connectTimeoutMs: m.authorization?.timeoutMs ?? next.authTimeoutMs
   }
-  bridge.sessionConfig = config
+  bridge.setSessionConfig(config)
   bridge.maxPacketBytes = next.maxPayload + MAX_TOPIC_BYTES + 8
   bridge.tracing = server.log.traceEnabled
   const auth = mqttAuthenticator(server)

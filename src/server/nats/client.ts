@@ -6,7 +6,7 @@
 import type { ServerOptions } from "../../config/options.js"
 import type { ConnSnapshot } from "../../core/monitor/source.js"
 import { noRespondersHmsg, OK, PING, PONG, writeErr, writeMsg } from "../../core/nats/encode.js"
-import { OutBuf, type SlabPool } from "../../core/nats/outbuf.js"
+import { OutBuf, type SlabPool } from "../../core/outbuf.js"
 import { NatsParser, type NatsOpHandler, type ParseError } from "../../core/nats/parser.js"
 import { isValidLiteralSubject, isValidQueueName, isValidSubject } from "../../core/subject/subject.js"
 import { ClientPermissions, publishViolation, subscribeViolation } from "../../engine/permissions.js"

@@ -6,7 +6,7 @@
 // path has its own writer: properties that are the same for every receiver are encoded
 // once per message (`encodeMessageProperties`), the per-delivery ones (Topic Alias,
 // remaining Message Expiry Interval, Subscription Identifiers) are written around them.
-import { OutBuf, type Pinner, putBytes } from "../../nats/outbuf.js"
+import { OutBuf, type Pinner, putBytes } from "../../outbuf.js"
 import { utf8Length } from "../topic.js"
 import { encodableStringLength, propertiesLength, propertyId, putBinary, putProperties, putString, putU16, putU32, putVbi } from "./properties.js"
 import { reasonAllowed, reasonName, type ReasonPacket } from "./reason.js"

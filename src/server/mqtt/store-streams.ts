@@ -1,9 +1,10 @@
 // MQTT state in the five `$MQTT_*` streams of each account (spec 2.9), when the stream
-// subsystem runs. Writes are synchronous appends (`storeSync`) made durable by a group
-// commit: the bridge says nothing to a client that depends on a write until the commit
-// covering it completed. Everything a running bridge reads (retained messages, stored
-// sessions) is loaded once, when the account's streams are opened, and kept in memory.
-import { Effect, Either } from "effect"
+// subsystem runs: the `MqttStore` port's `layerStreams`. Writes are synchronous appends
+// (`storeSync`) made durable by a group commit: the bridge says nothing to a client that
+// depends on a write until the commit covering it completed. Everything a running bridge
+// reads (retained messages, stored sessions) is loaded once, when the account's streams
+// are opened, and kept in memory. An account without streams keeps its state in memory.
+import { Effect, Either, Layer } from "effect"
 import {
   decodeSessionRecord,
   encodeSessionRecord,
@@ -29,22 +30,19 @@ import {
   storedSubjectOf,
   subjectToTopic,
   subscriptionSubjects,
+  bestGrant,
+  type Grant,
   type QoS,
   type SessionSnapshot
 } from "../../core/mqtt/index.js"
-import { matchLiteral } from "../../core/subject/subject.js"
 import type { LogService } from "../../services/log.js"
 import type { StoreError, StreamStore } from "../../services/store.js"
 import { normalizeStreamConfig } from "../../core/jetstream/stream-config.js"
 import { handleApi, storeName } from "../jetstream/api.js"
 import { type JetStream, type JsAccount, STREAM_META, type StoredStreamMeta } from "../jetstream/jetstream.js"
 import type { JsStream } from "../jetstream/stream.js"
-
-export interface RetainedMsg {
-  readonly topic: string
-  readonly payload: Uint8Array
-  readonly qos: number
-}
+import { type InboundId, type LoadedMessage, type MqttAccountStore, MqttStore, type MqttStoreService, type RetainedMsg } from "./store.js"
+import { MemoryAccountStore } from "./store-memory.js"
 
 /** Every stream keeps one record per subject, except `$MQTT_msgs` (removed when delivered). */
 const streamConfig = (name: MqttStreamName) => ({
@@ -73,11 +71,12 @@ const tokenAt = (subject: string, fromEnd: number): string => {
 }
 
 /** The MQTT streams of one account, and what was loaded from them. */
-export class MqttAccountStore {
+export class StreamsAccountStore implements MqttAccountStore {
+  readonly durable = true
   /** Retained messages by topic (the live view; `$MQTT_rmsgs` is its durable copy). */
   readonly retained = new RetainedTree<RetainedMsg>()
-  /** Sessions read from `$MQTT_sess` at open, by client id; the bridge takes them over. */
-  readonly sessions = new Map<string, SessionSnapshot>()
+  /** Sessions read from `$MQTT_sess` at open, by client id, until the bridge takes them. */
+  private sessions = new Map<string, SessionSnapshot>()
   /** `$MQTT_msgs` sequence -> number of persistent sessions holding it. */
   private readonly refs = new Map<number, number>()
   /** Messages nobody holds any more, removed once the commit after their release completed. */
@@ -90,10 +89,16 @@ export class MqttAccountStore {
   private unroutedHead = 0
 
   constructor(
-    readonly owner: MqttPersistence,
+    readonly owner: StreamsStore,
     readonly name: string,
     private readonly streams: Readonly<Record<MqttStreamName, JsStream>>
   ) {}
+
+  takeSessions(): Map<string, SessionSnapshot> {
+    const s = this.sessions
+    this.sessions = new Map()
+    return s
+  }
 
   private store(name: MqttStreamName): StreamStore {
     const st = this.streams[name].store
@@ -119,7 +124,7 @@ export class MqttAccountStore {
     payload: Uint8Array,
     qos: QoS,
     routedLater = false,
-    inbound?: { readonly clientId: string; readonly packetId: number }
+    inbound?: InboundId
   ): number | StoreError {
     const header = inbound === undefined
       ? qosHeader(qos)
@@ -136,7 +141,7 @@ export class MqttAccountStore {
   }
 
   /** Stored messages read back for a session (its `fetch`): payload and QoS, undefined when gone. */
-  loadMessages(seqs: ReadonlyArray<number>): Promise<Array<{ readonly payload: Buffer; readonly qos: QoS } | undefined>> {
+  loadMessages(seqs: ReadonlyArray<number>): Promise<Array<LoadedMessage | undefined>> {
     const msgs = this.streams[MqttStream.msgs].store
     return Effect.runPromise(
       Effect.forEach(seqs, (seq) =>
@@ -217,14 +222,16 @@ export class MqttAccountStore {
     if (typeof r !== "number") this.owner.log.error(`MQTT: could not remove ${seqs.length} messages from ${MqttStream.msgs}: ${r.detail}`)
   }
 
-  /** The durable copy of a change the bridge made to `retained`. */
-  storeRetained(topic: string, subject: string, payload: Uint8Array, qos: QoS): void {
+  setRetained(topic: string, subject: string, payload: Uint8Array, qos: QoS): void {
+    this.retained.set(topic, { topic, payload, qos })
     const r = this.put(MqttStream.rmsgs, retainedSubject(subject), qosHeader(qos), payload)
     if (typeof r !== "number") this.owner.log.error(`MQTT: retained message for '${topic}' not stored: ${r.detail}`)
   }
 
-  deleteRetained(subject: string): void {
+  deleteRetained(topic: string, subject: string): boolean {
+    if (!this.retained.delete(topic)) return false
     this.drop(MqttStream.rmsgs, retainedSubject(subject))
+    return true
   }
 
   writeSession(snap: SessionSnapshot): void {
@@ -390,18 +397,15 @@ export class MqttAccountStore {
           queued.push(m)
         }
         // Messages stored after the record was written that its QoS 1/2 subscriptions match
-        // (each from when it was made).
-        const filters: string[] = []
-        const grant: Array<{ readonly subject: string; readonly qos: QoS; readonly from: number }> = []
+        // (each from when it was made), at the QoS they grant, as a live session would choose it.
+        const grants: Array<Grant & { readonly from: number }> = []
         for (const s of subs) {
           if (s.q === 0) continue
           const subjects = subscriptionSubjects(s.f)
-          if (!subjects.ok) continue
-          for (const x of subjects.value) {
-            filters.push(msgSubject(x))
-            grant.push({ subject: msgSubject(x), qos: s.q, from: Math.max(rec.cursor, s.c) + 1 })
-          }
+          if (subjects.ok) grants.push({ filter: s.f, subjects: subjects.value, qos: s.q, from: Math.max(rec.cursor, s.c) + 1 })
         }
+        const filters = grants.flatMap((g) => g.subjects.map(msgSubject))
+        const active: Array<Grant> = []
         // From the index alone: the message's own QoS is learnt when it is fetched (and lowers
         // the grant then), its payload stays on disk until the session's window has room.
         let from = rec.cursor + 1
@@ -411,9 +415,10 @@ export class MqttAccountStore {
           const seq = e.seq
           from = seq + 1
           if (seen.has(seq)) continue
-          let best = 0
-          for (const g of grant) if (g.qos > best && seq >= g.from && matchLiteral(e.subject, g.subject)) best = g.qos
-          if (best === 0) continue
+          active.length = 0
+          for (const g of grants) if (seq >= g.from) active.push(g)
+          const best = bestGrant(active, storedSubjectOf(e.subject))
+          if (best <= 0) continue
           seen.add(seq)
           queued.push({ qos: best as 1 | 2, topic: subjectToTopic(storedSubjectOf(e.subject)), payload: undefined, size: e.size, retain: false, ref: seq })
         }
@@ -440,9 +445,11 @@ export class MqttAccountStore {
 }
 
 /** The MQTT stores of every account, and the group commit they share. */
-export class MqttPersistence {
-  private readonly accounts = new Map<string, MqttAccountStore>()
-  private readonly opening = new Map<string, Promise<MqttAccountStore | undefined>>()
+export class StreamsStore implements MqttStoreService {
+  private readonly accounts = new Map<string, StreamsAccountStore>()
+  /** Accounts that have no streams (or whose streams could not be opened): their state is in memory. */
+  private readonly inMemory = new Map<string, MemoryAccountStore>()
+  private readonly opening = new Map<string, Promise<MqttAccountStore>>()
   /** Stores written since the last commit started. */
   readonly touched = new Set<StreamStore>()
   private waiting: Array<(ok: boolean) => void> = []
@@ -454,25 +461,22 @@ export class MqttPersistence {
     return this.js.server.now()
   }
 
-  /** The account's store when it is open (undefined while opening or when it cannot be). */
+  /** The account's store when it is open (undefined while it opens). */
   ready(account: string): MqttAccountStore | undefined {
-    return this.accounts.get(account)
+    return this.accounts.get(account) ?? this.inMemory.get(account)
   }
 
-  /** Open (creating when missing) and load the MQTT streams of an account; undefined when streams are off for it. */
-  open(account: string): Promise<MqttAccountStore | undefined> {
-    const have = this.accounts.get(account)
+  /** Open (creating when missing) and load the MQTT streams of an account; in memory when streams are off for it. */
+  open(account: string): Promise<MqttAccountStore> {
+    const have = this.ready(account)
     if (have !== undefined) return Promise.resolve(have)
     let p = this.opening.get(account)
     if (p === undefined) {
       p = Effect.runPromise(this.openEffect(account)).then(
-        (s) => {
-          if (s !== undefined) this.accounts.set(account, s)
-          return s
-        },
+        (s) => this.opened(account, s),
         (e: unknown) => {
           this.log.error(`MQTT: streams of account '${account}' could not be opened: ${String(e)}; QoS 1/2 state stays in memory`)
-          return undefined
+          return this.opened(account, undefined)
         }
       )
       this.opening.set(account, p)
@@ -480,7 +484,24 @@ export class MqttPersistence {
     return p
   }
 
-  private openEffect(account: string): Effect.Effect<MqttAccountStore | undefined, StoreError> {
+  private opened(account: string, s: StreamsAccountStore | undefined): MqttAccountStore {
+    this.opening.delete(account)
+    if (s !== undefined) {
+      this.accounts.set(account, s)
+      return s
+    }
+    const m = new MemoryAccountStore()
+    this.inMemory.set(account, m)
+    return m
+  }
+
+  storedAccounts(): ReadonlyArray<string> {
+    const names: string[] = []
+    for (const [name, acc] of this.js.accounts) if (acc.streams.has(MqttStream.sess)) names.push(name)
+    return names
+  }
+
+  private openEffect(account: string): Effect.Effect<StreamsAccountStore | undefined, StoreError> {
     const self = this
     return Effect.gen(function*() {
       if (!self.js.enabledFor(account)) return undefined
@@ -502,7 +523,7 @@ export class MqttPersistence {
         s.unsubscribe()
         streams[name] = s
       }
-      const store = new MqttAccountStore(self, account, streams as Record<MqttStreamName, JsStream>)
+      const store = new StreamsAccountStore(self, account, streams as Record<MqttStreamName, JsStream>)
       yield* store.load()
       return store
     })
@@ -543,7 +564,7 @@ export class MqttPersistence {
     return this.touched.size > 0
   }
 
-  /** Removals wait for a commit (see `MqttAccountStore.removeMessage`); the bridge asks for one when any do. */
+  /** Removals wait for a commit (see `StreamsAccountStore.removeMessage`); the bridge asks for one when any do. */
   hasRemovals(): boolean {
     for (const a of this.accounts.values()) if (a.hasRemovals()) return true
     return false
@@ -555,7 +576,7 @@ export class MqttPersistence {
     this.touched.clear()
     const cbs = this.waiting
     this.waiting = []
-    const removals: Array<readonly [MqttAccountStore, Array<number>]> = []
+    const removals: Array<readonly [StreamsAccountStore, Array<number>]> = []
     for (const a of this.accounts.values()) if (a.hasRemovals()) removals.push([a, a.takeRemovals()])
     // With a sync_interval duration, "durable" means handed to the OS, as for stream publishes.
     const everyWrite = typeof this.js.options.syncInterval !== "number"
@@ -569,3 +590,6 @@ export class MqttPersistence {
     })
   }
 }
+
+/** MQTT state in the `$MQTT_*` streams of each account that has streams (in memory for the others). */
+export const layerStreams = (js: JetStream): Layer.Layer<MqttStore> => Layer.sync(MqttStore, () => new StreamsStore(js, js.log))

@@ -3,9 +3,9 @@
 // packet is written in place into the connection's output (the server does not load
 // mqtt-packet, whose encoder keeps 65,536 cached Buffers in the heap; the tests check our
 // bytes against it). Decoded packets use mqtt-packet's field names.
-import type { ClientPacket, ConnectFlags, ServerPacket } from "../../core/mqtt/index.js"
-import { OutBuf, type Pinner, putBytes } from "../../core/nats/outbuf.js"
-import { DEFAULT_MAX_TOPIC_LEVELS } from "../../core/mqtt/topic.js"
+import type { ClientPacket, ConnectFlags, ServerPacket } from "./types.js"
+import { OutBuf, type Pinner, putBytes } from "../outbuf.js"
+import { DEFAULT_MAX_TOPIC_LEVELS } from "./topic.js"
 
 /**
  * Payloads from this size on are written by reference (their own writev slot), not
