@@ -3,13 +3,13 @@
 // scenario's protocol (see systems.ts). A new scenario: a Job kind in
 // loadgen/jobs.ts, its runner in the load generator, and a row here.
 import type { Job } from "./loadgen/jobs.js"
-import type { Ports } from "./systems.js"
+import type { Ports, Protocol } from "./systems.js"
 
 /**
  * What a scenario needs of a system: core NATS, MQTT (QoS 0/1), MQTT QoS 2, the MQTT
  * → NATS bridge (one subject space for both), or JetStream.
  */
-export type Protocol = "nats" | "mqtt" | "mqtt-qos2" | "bridge" | "jetstream"
+export type { Protocol } from "./systems.js"
 
 export interface Metric {
   readonly key: string

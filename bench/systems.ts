@@ -6,7 +6,9 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs"
 import { createRequire } from "node:module"
 import * as path from "node:path"
 import type { Readiness } from "./proc.js"
-import type { Protocol } from "./scenarios.js"
+
+/** The protocols a scenario speaks and a system serves. */
+export type Protocol = "nats" | "mqtt" | "mqtt-qos2" | "bridge" | "jetstream"
 
 export interface Ports {
   readonly nats: number

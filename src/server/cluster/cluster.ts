@@ -7,7 +7,7 @@
 // published here after its local subscribers (`forward`): it goes once to each server
 // with interest, a queue group to one member cluster-wide (a local one first). Clients
 // learn the other servers' client URLs (INFO connect_urls) from here.
-import type { ClusterOptions, ServerOptions } from "../../config/options.js"
+import type { ClusterOptions } from "../../config/options.js"
 import { encodeInfo } from "../../core/cluster/encode.js"
 import type { RouteConnectOp, RouteInfoOp } from "../../core/cluster/handshake.js"
 import { RemoteInterest } from "../../core/cluster/interest.js"
@@ -21,11 +21,9 @@ import type { Conn, ConnHandlers } from "../../services/transport.js"
 import { NATS_COMPAT_VERSION, VERSION } from "../../version.js"
 import { passwordMatches } from "../nats/auth.js"
 import { ErrText } from "../reasons.js"
-import type { SlabPool } from "../../core/outbuf.js"
-import type { Outbound } from "../../engine/outbound.js"
-import type { Router } from "../../engine/router.js"
-import type { LogService } from "../../services/log.js"
-import { Route, RouteClosed } from "./route.js"
+import { type ClusterHost, Route, RouteClosed, type RouteMesh, type Solicit } from "./route.js"
+
+export type { ClusterHost, Solicit } from "./route.js"
 
 /** The first wait before connecting again to a route that went away or could not be reached. */
 export const ROUTE_RECONNECT_MS = 1_000
@@ -44,26 +42,6 @@ export const reconnectDelay = (attempts: number, random: () => number): number =
   return Math.round(full * (1 - 0.25 * random()))
 }
 
-/** A route this server connects to: configured (retried for ever) or learned from another server (implicit). */
-export interface Solicit {
-  /** For logs: the URL without credentials. */
-  readonly url: string
-  readonly host: string
-  readonly port: number
-  readonly user: string | undefined
-  readonly password: string | undefined
-  readonly configured: boolean
-  /** Failed attempts in a row. */
-  attempts: number
-  /** When to try next (while there is no connection). */
-  nextAt: number
-  dialing: boolean
-  route: Route | undefined
-  /** The server it reached last time: while a route to that server exists (accepted), no need to call. */
-  remoteId: string | undefined
-  /** It is this server itself: never called again. */
-  self: boolean
-}
 
 /** What the cluster needs from its shell: connecting out, and waking its timer. */
 export interface ClusterEnv {
@@ -73,34 +51,6 @@ export interface ClusterEnv {
   readonly wakeAt: (at: number) => void
 }
 
-/** What the cluster and its routes need from the server they belong to (server.ts implements it). */
-export interface ClusterHost {
-  readonly router: Router
-  readonly outbound: Outbound
-  readonly log: LogService
-  readonly slabs: SlabPool
-  readonly env: { readonly now: () => number; readonly nanos: () => number; readonly random: () => number }
-  readonly options: ServerOptions
-  readonly serverId: string
-  readonly serverName: string
-  /** The client listener. */
-  readonly host: string
-  readonly port: number
-  readonly shuttingDown: boolean
-  readonly accounts: ReadonlyMap<string, Account>
-  // Totals for /varz.
-  inMsgs: number
-  inBytes: number
-  outMsgs: number
-  outBytes: number
-  allocateCid(): number
-  /** `n` unguessable bytes as base64url (the server's Entropy). */
-  randomId(n: number): string
-  /** The machine's addresses (a client listener on 0.0.0.0 is reached at each). */
-  machineAddresses(): ReadonlyArray<{ readonly address: string; readonly family: string }>
-  /** The cluster's client URLs changed: clients hear of it (INFO connect_urls). */
-  connectUrlsChanged(): void
-}
 
 /** One subject (and queue group) some local subscriptions are on, and how many. */
 interface LocalEntry {
@@ -113,7 +63,7 @@ const hostPort = (host: string, port: number): string => (host.includes(":") ? `
 
 const isAnyAddress = (h: string | undefined): boolean => h === undefined || h === "" || h === "0.0.0.0" || h === "::"
 
-export class Cluster implements RemoteRouting, InterestWatcher {
+export class Cluster implements RemoteRouting, InterestWatcher, RouteMesh {
   /** Every open route connection, by rid (registered or still in its handshake). */
   readonly routes = new Map<number, Route>()
   /** The route kept to each remote server, by its server id. */

@@ -6,17 +6,88 @@
 // Outbound flusher writes once per event-loop turn. The handshake rules, duplicates and
 // reconnects are the cluster's (cluster.ts): the route reports to it.
 import { encodeConnect, PING, PONG, writeRouteMsg, writeRouteSub, writeRouteUnsub } from "../../core/cluster/encode.js"
-import { decodeRouteConnect, decodeRouteInfo, type RouteInfoOp } from "../../core/cluster/handshake.js"
+import { decodeRouteConnect, decodeRouteInfo, type RouteConnectOp, type RouteInfoOp } from "../../core/cluster/handshake.js"
 import { type ParseError, PeerParser, type PeerInterest, type PeerMsg, type PeerOpHandler } from "../../core/cluster/parser.js"
 import type { RouteSnapshot } from "../../core/monitor/source.js"
 import { writeErr } from "../../core/nats/encode.js"
-import { OutBuf } from "../../core/outbuf.js"
-import { NATS_POLICY, Peer, type SlowConsumer } from "../../engine/outbound.js"
+import { OutBuf, type SlabPool } from "../../core/outbuf.js"
+import { NATS_POLICY, type Outbound, Peer, type SlowConsumer } from "../../engine/outbound.js"
 import type { ClientPermissions } from "../../engine/permissions.js"
 import type { Account, Delivery } from "../../engine/principal.js"
 import type { Conn } from "../../services/transport.js"
 import { ClosedReason, ErrText } from "../reasons.js"
-import type { Cluster, Solicit } from "./cluster.js"
+import type { ServerOptions } from "../../config/options.js"
+import type { RemoteInterest } from "../../core/cluster/interest.js"
+import type { Router } from "../../engine/router.js"
+import type { LogService } from "../../services/log.js"
+
+/** What the cluster and its routes need from the server they belong to (server.ts implements it). */
+export interface ClusterHost {
+  readonly router: Router
+  readonly outbound: Outbound
+  readonly log: LogService
+  readonly slabs: SlabPool
+  readonly env: { readonly now: () => number; readonly nanos: () => number; readonly random: () => number }
+  readonly options: ServerOptions
+  readonly serverId: string
+  readonly serverName: string
+  /** The client listener. */
+  readonly host: string
+  readonly port: number
+  readonly shuttingDown: boolean
+  readonly accounts: ReadonlyMap<string, Account>
+  // Totals for /varz.
+  inMsgs: number
+  inBytes: number
+  outMsgs: number
+  outBytes: number
+  allocateCid(): number
+  /** `n` unguessable bytes as base64url (the server's Entropy). */
+  randomId(n: number): string
+  /** The machine's addresses (a client listener on 0.0.0.0 is reached at each). */
+  machineAddresses(): ReadonlyArray<{ readonly address: string; readonly family: string }>
+  /** The cluster's client URLs changed: clients hear of it (INFO connect_urls). */
+  connectUrlsChanged(): void
+}
+
+/** A route this server connects to: configured (retried for ever) or learned from another server (implicit). */
+export interface Solicit {
+  /** For logs: the URL without credentials. */
+  readonly url: string
+  readonly host: string
+  readonly port: number
+  readonly user: string | undefined
+  readonly password: string | undefined
+  readonly configured: boolean
+  /** Failed attempts in a row. */
+  attempts: number
+  /** When to try next (while there is no connection). */
+  nextAt: number
+  dialing: boolean
+  route: Route | undefined
+  /** The server it reached last time: while a route to that server exists (accepted), no need to call. */
+  remoteId: string | undefined
+  /** It is this server itself: never called again. */
+  self: boolean
+}
+
+/** What a route needs of the mesh it belongs to (the Cluster implements it). */
+export interface RouteMesh {
+  readonly server: ClusterHost
+  readonly interest: RemoteInterest<Route>
+  readonly handshakeTimeoutMs: number
+  slowConsumers: number
+  infoFor(r: Route): Buffer
+  connectFor(r: Route): Record<string, unknown>
+  admit(r: Route, c: RouteConnectOp): { reason: RouteClosed; errText: string } | undefined
+  checkInfo(r: Route, info: RouteInfoOp): RouteClosed | undefined
+  register(r: Route): void
+  infoUpdate(r: Route, info: RouteInfoOp): void
+  routeClosed(r: Route, reason: RouteClosed): void
+  remoteSub(r: Route, i: PeerInterest): void
+  remoteUnsub(r: Route, i: PeerInterest): void
+  forward(d: Delivery, served: ReadonlyArray<string>): number
+}
 
 /** Why a route closed, in the words nats-server logs (`Router connection closed: <reason>`). */
 export const RouteClosed = {
@@ -89,7 +160,7 @@ export class Route extends Peer implements PeerOpHandler {
   private lastAccount: Account
 
   constructor(
-    readonly cluster: Cluster,
+    readonly cluster: RouteMesh,
     readonly rid: number,
     readonly conn: Conn,
     /** We connected to it (a configured or learned route) rather than accepted it. */
