@@ -57,6 +57,9 @@ const STARTUP_LIMIT_MS = 30_000
 /** Run one simulation (async: JetStream's stores and Promises settle between events). */
 export const runSim = (config: SimConfig): Promise<SimResult> => withMicrotaskScheduler(() => new Sim(config).run())
 
+/** The longest a stream waits between probes for space (PROBE_MAX_MS in server/jetstream/stream.ts), and some slack. */
+const PROBE_BOUND_MS = 65_000
+
 class Sim {
   private readonly rng: Rng
   private readonly net: SimNetwork
@@ -511,13 +514,21 @@ class Sim {
     // Only space is asked about: a random write or fsync failure would refuse it too (seed 1617773215).
     const errorRate = this.disk!.errorRate
     this.disk!.errorRate = 0
-    const acks = c.acks
-    c.publish("js.a", 1, () => 16)
-    this.trace(`j${c.id} JS PUB js.a x1 (space is back: must be acknowledged)`)
-    for (let i = 0; i < 400 && c.pending.size > 0 && c.state === "ready"; i++) await this.advance(25)
+    // The server notices within its probe period, which backs off (up to a minute) while
+    // space keeps running out (seed 916289366): a publisher retrying every second is
+    // taken again within that bound.
+    let acked = false
+    for (let waited = 0; !acked && waited <= PROBE_BOUND_MS && c.state === "ready"; waited += 1_000) {
+      const acks = c.acks
+      c.publish("js.a", 1, () => 16)
+      if (waited === 0) this.trace(`j${c.id} JS PUB js.a x1 (space is back: must be acknowledged within ${PROBE_BOUND_MS / 1000} s)`)
+      for (let i = 0; i < 400 && c.pending.size > 0 && c.state === "ready"; i++) await this.advance(25)
+      acked = c.acks > acks
+      if (!acked) await this.advance(1_000)
+    }
     this.disk!.errorRate = errorRate
     if (c.state !== "ready") return
-    if (c.acks === acks) this.violations.push(`after the disk had space again (no restart), j${c.id}'s publish was not acknowledged`)
+    if (!acked) this.violations.push(`after the disk had space again (no restart), j${c.id}'s publishes were not acknowledged within ${PROBE_BOUND_MS / 1000} s`)
     else this.stats.writesResumed++
   }
 
