@@ -107,3 +107,53 @@ describe("packets", () => {
     expect(publishes(sent(a)).map((p) => (p.cmd === "publish" ? p.topic : "pubrel"))).toEqual(["pubrel", "t/3"])
   })
 })
+
+describe("a large stored message in flight is not kept in memory (issue #15, item 8)", () => {
+  const subscribed = (config: Record<string, number>) => {
+    const f = connected({ connect: persistent, config: { ackWaitMs: 1000, ...config } })
+    f.session.step(pkt({ cmd: "subscribe", messageId: 1, subscriptions: [{ topic: "t/#", qos: 2 }] }), 0)
+    return f
+  }
+
+  it("lets go of a stored payload over keepSentPayloadMax once sent, and reads it back for the ack_wait resend", () => {
+    const { session } = subscribed({ keepSentPayloadMax: 4 })
+    const a = session.step({ type: "deliver", subject: "t.big", payload: bytes("large payload"), qos: 1, ref: 21 }, 0)
+    expect(publishes(sent(a))).toEqual([{ cmd: "publish", topic: "t/big", payload: bytes("large payload"), qos: 1, retain: false, dup: false, messageId: 1 }])
+    expect(session.snapshot().outbound[0].payload).toBeUndefined()
+    // Small ones, and ones the store does not have (no numeric ref), stay.
+    session.step({ type: "deliver", subject: "t.small", payload: bytes("tiny"), qos: 1, ref: 22 }, 0)
+    session.step({ type: "deliver", subject: "t.mem", payload: bytes("not stored"), qos: 1 }, 0)
+    expect(session.snapshot().outbound.map((o) => o.payload)).toEqual([undefined, bytes("tiny"), bytes("not stored")])
+    // ack_wait passes: what is in memory goes again at once, the large one is fetched first.
+    const due = session.step({ type: "tick" }, 1000)
+    expect(publishes(sent(due)).map((p) => (p.cmd === "publish" ? [p.topic, p.dup] : p.cmd))).toEqual([["t/small", true], ["t/mem", true]])
+    expect(ofType(due, "fetch")).toEqual([{ type: "fetch", refs: [21] }])
+    // Asked once, however many ticks pass before the answer.
+    expect(ofType(session.step({ type: "tick" }, 1500), "fetch")).toEqual([])
+    const back = session.step({ type: "fetched", messages: [{ ref: 21, payload: bytes("large payload"), qos: 1 }] }, 1600)
+    expect(publishes(sent(back))).toEqual([{ cmd: "publish", topic: "t/big", payload: bytes("large payload"), qos: 1, retain: false, dup: true, messageId: 1 }])
+    expect(session.snapshot().outbound[0].payload).toBeUndefined()
+    // The PUBACK completes it as usual.
+    expect(ofType(session.step(pkt({ cmd: "puback", messageId: 1 }), 1700), "ack")).toEqual([{ type: "ack", ref: 21 }])
+  })
+
+  it("keeps every payload until acknowledged without keepSentPayloadMax", () => {
+    const { session } = subscribed({})
+    session.step({ type: "deliver", subject: "t.big", payload: bytes("large payload"), qos: 1, ref: 21 }, 0)
+    expect(session.snapshot().outbound[0].payload).toEqual(bytes("large payload"))
+  })
+
+  it("lets go of a QoS 2 payload at PUBREC: only the PUBREL is resent from then on [MQTT-4.3.3]", () => {
+    const released: Uint8Array[] = []
+    const { session } = connected({ connect: persistent, config: { ackWaitMs: 1000 }, deps: { released: (p: Uint8Array) => released.push(p) } })
+    session.step(pkt({ cmd: "subscribe", messageId: 1, subscriptions: [{ topic: "t/#", qos: 2 }] }), 0)
+    session.step({ type: "deliver", subject: "t.two", payload: bytes("two"), qos: 2, ref: 31 }, 0)
+    session.step(pkt({ cmd: "pubrec", messageId: 1 }), 10)
+    expect(released).toEqual([bytes("two")])
+    expect(session.snapshot().outbound[0]).toMatchObject({ phase: "pubrel", payload: undefined })
+    expect(publishes(sent(session.step({ type: "tick" }, 1010)))).toEqual([{ cmd: "pubrel", messageId: 1 }])
+    // Released once: PUBCOMP does not release it again.
+    session.step(pkt({ cmd: "pubcomp", messageId: 1 }), 1020)
+    expect(released).toHaveLength(1)
+  })
+})

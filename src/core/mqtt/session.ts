@@ -43,6 +43,14 @@ export interface SessionConfig {
   readonly maxEarlyPackets: number
   /** Close a connection that sends no CONNECT within this time (none when undefined). */
   readonly connectTimeoutMs?: number | undefined
+  /**
+   * A stored message (numeric ref) whose payload is larger than this is not kept in
+   * memory once sent: a resend reads it back from the store (`fetch`). The window then
+   * costs memory in proportion to its count, not to the sizes of its messages (undefined:
+   * every payload stays until acknowledged). The shell must not need the payload back
+   * after the send action (it is not `released`: the shell's own write keeps it alive).
+   */
+  readonly keepSentPayloadMax?: number | undefined
 }
 
 export const defaultSessionConfig: SessionConfig = {
@@ -648,6 +656,8 @@ export class MqttSession {
     if (e === undefined || e.qos !== 2) return
     if (e.phase === "publish") {
       e.phase = "pubrel"
+      // Received: from here on only the PUBREL is resent [MQTT-4.3.3], the payload is not read again.
+      e.payload = this.letGo(e.payload)
       if (e.ref !== undefined) this.emit({ type: "ack", ref: e.ref })
       this.emit({ type: "persist", stream: "$MQTT_out", key: this.recordKey(id), record: { packetId: id } })
     }
@@ -855,7 +865,16 @@ export class MqttSession {
     if (packetId === undefined) return false
     const e = this.out.addSent(q, packetId, now + this.config.ackWaitMs)
     this.send({ cmd: "publish", topic: e.topic, payload: q.payload!, qos: e.qos, retain: e.retain, dup: false, messageId: packetId })
+    this.afterSend(e)
     return true
+  }
+
+  /** A large stored payload just sent is let go: the store has it for a resend (`keepSentPayloadMax`). */
+  private afterSend(e: OutFlight): void {
+    const max = this.config.keepSentPayloadMax
+    if (max !== undefined && typeof e.ref === "number" && e.payload !== undefined && e.payload.length > max) {
+      e.payload = undefined
+    }
   }
 
   private fillWindow(now: number): void {
@@ -885,12 +904,13 @@ export class MqttSession {
   }
 
   private resend(e: OutFlight, now: number): void {
-    // Not in memory (fetch pending): it goes when it comes, under a new deadline then.
-    if (e.phase === "publish" && e.payload === undefined) return
     this.out.touch(e, now + this.config.ackWaitMs)
+    // Not in memory: read back from the store first (`fetched` resends it).
+    if (e.phase === "publish" && e.payload === undefined) return this.requestFetch([e])
     if (e.phase === "pubrel") this.send({ cmd: "pubrel", messageId: e.packetId })
     else {
       this.send({ cmd: "publish", topic: e.topic, payload: e.payload!, qos: e.qos, retain: e.retain, dup: true, messageId: e.packetId })
+      this.afterSend(e)
     }
   }
 
@@ -924,6 +944,8 @@ export class MqttSession {
    */
   private onFetched(messages: ReadonlyArray<{ readonly ref: number; readonly payload: Uint8Array | undefined; readonly qos?: number | undefined }>, now: number): void {
     if (this.phase !== "connected") return
+    // In-flight messages read back for an ack_wait resend (not a resumed session's): sent on arrival.
+    const resends: OutFlight[] = []
     for (const m of messages) {
       const e = this.fetching.get(m.ref)
       if (e === undefined) continue
@@ -937,9 +959,11 @@ export class MqttSession {
       } else {
         e.payload = m.payload
         if (!inFlight && (m.qos === 1 || m.qos === 2) && m.qos < e.qos) e.qos = m.qos
+        if (inFlight && !this.resumePending && e.phase === "publish" && this.out.inflight.get(e.packetId) === e) resends.push(e)
       }
       if (inFlight && this.resendWaiting > 0) this.resendWaiting--
     }
+    for (const e of resends) this.resend(e, now)
     if (this.resendWaiting > 0) return
     if (this.resumePending) return this.resendAll(now)
     this.fillWindow(now)

@@ -25,7 +25,7 @@ import type { Server } from "../server.js"
 import { ClosedReason } from "../reasons.js"
 import { MqttCommitGate } from "./commit-gate.js"
 import { closedRecord, MqttConnection, type MqttDriver, mqttLogPrefix } from "./connection.js"
-import { HeldPayloads } from "./held.js"
+import { HELD_MAX, HeldPayloads } from "./held.js"
 import { BacklogPump, RetainedLookups } from "./pacing.js"
 import { MqttRegistry } from "./registry.js"
 import type { MqttAccountStore, MqttStoreService } from "./store.js"
@@ -66,6 +66,10 @@ export class MqttBridge implements MqttDriver {
       maxAckPending: options.maxAckPending,
       maxQueued: options.maxQueuedMessages,
       maxQueuedBytes: options.maxQueuedBytes,
+      // A large stored message is read back from the store for a resend rather than kept
+      // in memory while unacknowledged (a 1024-message window of 512 KiB payloads held
+      // 500 MB); payloads up to HELD_MAX live in reused slabs and stay (see held.ts).
+      keepSentPayloadMax: HELD_MAX,
       // A connection that never sends CONNECT is closed, as NATS clients are at auth_timeout.
       connectTimeoutMs: options.authorization?.timeoutMs ?? server.options.authTimeoutMs
     }
