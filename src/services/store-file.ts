@@ -56,7 +56,10 @@ import { makeMemoryStore } from "./store-memory.js"
 export interface FileStoreOptions {
   /** A block is sealed once it reaches this size (a single larger record gets its own). */
   readonly blockSize?: number
-  /** Sealed blocks kept in memory for reads. */
+  /**
+   * Sealed blocks kept in memory after a read of them, per stream. A block is not kept
+   * after it is written: a backlog nobody reads costs only the block being filled.
+   */
   readonly cacheBlocks?: number
 }
 
@@ -425,8 +428,8 @@ const recover = (ctx: StreamCtx, cfg: StoreConfig) =>
     for (const p of problems) {
       if (p.kind === "Corrupt") yield* warn(`stream '${ctx.name}': ${p.file}: ${p.message}`)
     }
-    // Keep the newest blocks in memory; the active one must be.
-    for (let i = 0; i < blocks.length - 1 - ctx.cacheBlocks; i++) blocks[i].buf = undefined
+    // Only the active block stays in memory (it must); sealed ones are read back when asked for.
+    for (let i = 0; i < blocks.length - 1; i++) blocks[i].buf = undefined
     return {
       index,
       blocks,
@@ -448,7 +451,10 @@ const openFileStream = (ctx: StreamCtx, cfg: StoreConfig, rec: Recovered, extraP
   // The floor known to be on disk: a DEL below it may be dropped by compaction.
   let syncedFloor = index.first
   let epoch = 1
-  const cached: Block[] = blocks.filter((b) => b.buf !== undefined && b !== blocks[blocks.length - 1])
+  /** Sealed blocks held because they were read (at most `cacheBlocks`, least recently loaded first out). */
+  const cached: Block[] = []
+  /** Blocks sealed by writing whose bytes may not all be written out yet: let go once they are. */
+  let sealing: Block[] = []
 
   const active = (): Block | undefined => blocks[blocks.length - 1]
 
@@ -465,7 +471,18 @@ const openFileStream = (ctx: StreamCtx, cfg: StoreConfig, rec: Recovered, extraP
   let writing = false
 
   const evict = () => {
-    while (!writing && cached.length > ctx.cacheBlocks) {
+    if (writing) return
+    if (sealing.length > 0) {
+      sealing = sealing.filter((b) => {
+        if (b.flushed !== b.size || b === active()) return true
+        if (!cached.includes(b)) {
+          b.buf = undefined
+          b.readAt = -1
+        }
+        return false
+      })
+    }
+    while (cached.length > ctx.cacheBlocks) {
       const i = cached.findIndex((b) => b.flushed === b.size && b !== active())
       if (i < 0) return
       cached[i].buf = undefined
@@ -479,7 +496,7 @@ const openFileStream = (ctx: StreamCtx, cfg: StoreConfig, rec: Recovered, extraP
     let blk = active()
     if (blk === undefined || (blk.size > 0 && blk.size + len > ctx.blockSize)) {
       if (blk !== undefined) {
-        cached.push(blk)
+        sealing.push(blk)
         evict()
       }
       // A stream that filled a block will likely fill this one: size its buffer once
@@ -879,6 +896,8 @@ const openFileStream = (ctx: StreamCtx, cfg: StoreConfig, rec: Recovered, extraP
   const rewrite = (blk: Block) =>
     Effect.gen(function*() {
       const before = blk.size
+      // Held afterwards only if it was held for reads before: compaction is no reason to keep a block.
+      const wasHeld = blk.buf !== undefined && cached.includes(blk)
       const src = blk.buf ?? (yield* loadBlock(blk))
       const out = Buffer.allocUnsafe(blk.size)
       const moves: Array<[IndexEntry<Loc>, number]> = []
@@ -911,13 +930,16 @@ const openFileStream = (ctx: StreamCtx, cfg: StoreConfig, rec: Recovered, extraP
         blocks.splice(blocks.indexOf(blk), 1)
         const c = cached.indexOf(blk)
         if (c >= 0) cached.splice(c, 1)
+        sealing = sealing.filter((b) => b !== blk)
         epoch++
         return before
       }
       yield* io(writeAtomic(disk, msgsDir, `${blk.id}${BLOCK_EXT}`, out.subarray(0, o), ctx.tmpId()))
       if (blk.file !== undefined) yield* Effect.ignore(blk.file.close())
       blk.file = undefined
-      blk.buf = out.subarray(0, o)
+      blk.buf = wasHeld ? out.subarray(0, o) : undefined
+      if (!wasHeld && cached.includes(blk)) cached.splice(cached.indexOf(blk), 1)
+      blk.readAt = -1
       blk.trusted = true
       blk.size = blk.flushed = o
       blk.gen++
@@ -932,7 +954,6 @@ const openFileStream = (ctx: StreamCtx, cfg: StoreConfig, rec: Recovered, extraP
       blk.minSeq = minSeq
       blk.maxSeq = maxSeq
       blk.epoch = ++epoch
-      if (!cached.includes(blk)) cached.push(blk)
       evict()
       return before - o
     })

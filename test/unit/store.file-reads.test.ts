@@ -157,4 +157,34 @@ describe("file store reads", () => {
     expect(disk.reads.wholeBlocks).toBeLessThanOrEqual(blocks)
     expect(disk.reads.bytes).toBeLessThanOrEqual(bytes + blocks * 200)
   })
+  // Issue #15, item 8: a 1 GB backlog nobody reads held the newest sealed blocks of the
+  // stream in memory (4 x 8 MiB per stream); only blocks that are read stay now.
+  it("does not keep the blocks it wrote in memory, only those it reads back", async () => {
+    const dir = tmp()
+    const { reads, layer, reset } = countingDisk()
+    const result = await Effect.runPromise(
+      Effect.provide(
+        Effect.flatMap(Store, (store) =>
+          Effect.gen(function*() {
+            const st = yield* store.create("S", makeStoreConfig({ subjects: [">"] }))
+            for (let seq = 1; seq <= COUNT; seq++) st.storeSync("s", undefined, payloadOf(seq), 1000 + seq)
+            yield* st.sync()
+            // A few blocks back from the one being filled: within the cache's 4 blocks.
+            const seq = COUNT - 20
+            reset()
+            for (let s = seq; s < seq + 3; s++) expect(Buffer.from((yield* st.load(s)).payload)).toEqual(payloadOf(s))
+            const first = { ...reads }
+            reset()
+            for (let s = seq; s < seq + 3; s++) expect(Buffer.from((yield* st.load(s)).payload)).toEqual(payloadOf(s))
+            return { first, again: { ...reads } }
+          })
+        ),
+        layerFile(dir, { blockSize: 1024, cacheBlocks: 4 }).pipe(Layer.provide(layer))
+      )
+    )
+    // Written, then not held: reading it back goes to the disk ...
+    expect(result.first.records + result.first.wholeBlocks).toBeGreaterThan(0)
+    // ... and a block read back is held for the reads that follow.
+    expect(result.again).toEqual({ wholeBlocks: 0, records: 0, bytes: 0 })
+  })
 })
