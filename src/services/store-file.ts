@@ -108,6 +108,12 @@ const BLOCK_EXT = ".blk"
 const TMP_EXT = ".tmp"
 const TRASH_EXT = ".deleted"
 const FIRST_BUF = 64 * 1024
+/**
+ * A record this large is read alone even in a scan: a whole-block read saves a read per
+ * record only when records are small, and would hold (and churn) a block's worth of
+ * memory for a few large messages.
+ */
+const READ_ALONE = 64 * 1024
 const NEW_EXT = ".new"
 /** Problems kept for health(); a disk that keeps failing must not grow this forever. */
 const MAX_PROBLEMS = 100
@@ -623,7 +629,7 @@ const openFileStream = (ctx: StreamCtx, cfg: StoreConfig, rec: Recovered, extraP
     Effect.suspend(() => {
       const blk = e.loc.blk
       if (blk.buf !== undefined) return decodeEffect(e, blk.buf, e.loc.off, blk.trusted)
-      if (loading.has(blk) || (blk.readAt >= 0 && e.loc.off > blk.readAt)) {
+      if (loading.has(blk) || (blk.readAt >= 0 && e.loc.off > blk.readAt && e.loc.len < READ_ALONE)) {
         return Effect.flatMap(loadBlock(blk), (buf) => decodeEffect(e, buf, e.loc.off, false))
       }
       blk.readAt = e.loc.off

@@ -187,4 +187,27 @@ describe("file store reads", () => {
     // ... and a block read back is held for the reads that follow.
     expect(result.again).toEqual({ wholeBlocks: 0, records: 0, bytes: 0 })
   })
+  it("reads large records alone even one after another, never their whole block", async () => {
+    const dir = tmp()
+    const { reads, layer, reset } = countingDisk()
+    const big = (seq: number) => Buffer.alloc(100 * 1024, seq)
+    const result = await Effect.runPromise(
+      Effect.provide(
+        Effect.flatMap(Store, (store) =>
+          Effect.gen(function*() {
+            const st = yield* store.create("S", makeStoreConfig({ subjects: [">"] }))
+            for (let seq = 1; seq <= 30; seq++) st.storeSync("s", undefined, big(seq), 1000 + seq)
+            yield* st.sync()
+            reset()
+            // A scan of the sealed blocks, as a resumed MQTT backlog reads them.
+            for (let seq = 1; seq <= 15; seq++) expect(Buffer.from((yield* st.load(seq)).payload)).toEqual(big(seq))
+            return { ...reads }
+          })
+        ),
+        layerFile(dir, { blockSize: 1 << 20, cacheBlocks: 4 }).pipe(Layer.provide(layer))
+      )
+    )
+    expect(result.wholeBlocks).toBe(0)
+    expect(result.records).toBe(15)
+  })
 })
