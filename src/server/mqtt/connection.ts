@@ -125,6 +125,12 @@ export class MqttConnection extends Peer {
   waitingDrain = false
   /** The session record must be rewritten: before this turn's output ("now") or soon ("lazy"). */
   recordDirty: "now" | "lazy" | undefined
+  /**
+   * Its persistent session is new (nothing was stored under the client id) and the CONNACK
+   * saying so has not been written yet: a connection that ends before then leaves no session
+   * behind (see MqttBridge.finish).
+   */
+  unannounced = false
 
   constructor(
     server: Server,
