@@ -30,7 +30,7 @@ import { OutBuf } from "../../core/outbuf.js"
  */
 const sessionDeps = (server: Server, c: MqttConnection, held: HeldPayloads): SessionDeps => {
   return {
-    random: server.env.random,
+    randomBytes: server.env.randomBytes,
     released: (payload) => held.release(payload),
     authenticate: (connect: ConnectPacket): AuthResult => {
       const password = connect.password === undefined ? undefined : Buffer.from(connect.password).toString("utf8")
