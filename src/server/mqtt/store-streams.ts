@@ -4,7 +4,7 @@
 // depends on a write until the commit covering it completed. Everything a running bridge
 // reads (retained messages, stored sessions) is loaded once, when the account's streams
 // are opened, and kept in memory. An account without streams keeps its state in memory.
-import { Effect, Either, Layer } from "effect"
+import { Effect, Either, Exit, Layer } from "effect"
 import {
   decodeSessionRecord,
   encodeSessionRecord,
@@ -35,6 +35,7 @@ import {
   type QoS,
   type SessionSnapshot
 } from "../../core/mqtt/index.js"
+import type { Group } from "../../services/group-commit.js"
 import type { LogService } from "../../services/log.js"
 import type { StoreError, StreamStore } from "../../services/store.js"
 import { normalizeStreamConfig } from "../../core/jetstream/stream-config.js"
@@ -452,10 +453,21 @@ export class StreamsStore implements MqttStoreService {
   private readonly opening = new Map<string, Promise<MqttAccountStore>>()
   /** Stores written since the last commit started. */
   readonly touched = new Set<StreamStore>()
-  private waiting: Array<(ok: boolean) => void> = []
-  private committing = false
+  /**
+   * The commits: rounds of the engine's GroupCommit, as the streams' PubAcks are. Each
+   * round syncs the stores written since the one before began, then removes the messages
+   * released before it began (see `StreamsAccountStore.removeMessage`).
+   */
+  private readonly commits: Group<(ok: boolean) => void>
+  /** The removals of the round that runs (one runs at a time), settled with it. */
+  private roundRemovals: Array<readonly [StreamsAccountStore, Array<number>]> = []
 
-  constructor(readonly js: JetStream, readonly log: LogService) {}
+  constructor(readonly js: JetStream, readonly log: LogService) {
+    this.commits = js.groupCommit.group<(ok: boolean) => void, StoreError>({
+      commit: () => this.commitRound(),
+      settle: (batch, outcome) => this.settleRound(batch, Exit.isSuccess(outcome))
+    })
+  }
 
   now(): number {
     return this.js.server.now()
@@ -555,8 +567,7 @@ export class StreamsStore implements MqttStoreService {
 
   /** Run `cb` once everything written so far is on stable storage (one fsync per store per round; see sync_interval). */
   commit(cb: (ok: boolean) => void): void {
-    this.waiting.push(cb)
-    if (!this.committing) this.runCommit()
+    this.commits.join(cb)
   }
 
   /** Something was written since the last commit started (the next one has work to do). */
@@ -570,24 +581,24 @@ export class StreamsStore implements MqttStoreService {
     return false
   }
 
-  private runCommit(): void {
-    this.committing = true
+  /** A round's work, when it begins: what was written and released before now. */
+  private commitRound(): Effect.Effect<void, StoreError> {
     const stores = [...this.touched]
     this.touched.clear()
-    const cbs = this.waiting
-    this.waiting = []
-    const removals: Array<readonly [StreamsAccountStore, Array<number>]> = []
-    for (const a of this.accounts.values()) if (a.hasRemovals()) removals.push([a, a.takeRemovals()])
+    for (const a of this.accounts.values()) if (a.hasRemovals()) this.roundRemovals.push([a, a.takeRemovals()])
     // With a sync_interval duration, "durable" means handed to the OS, as for stream publishes.
     const everyWrite = typeof this.js.options.syncInterval !== "number"
-    const commit = (s: StreamStore) => (everyWrite ? s.sync() : s.flush())
-    Effect.runPromise(Effect.either(Effect.forEach(stores, commit, { concurrency: "unbounded", discard: true }))).then((r) => {
-      if (r._tag === "Left") this.log.error(`MQTT: stream sync failed: ${r.left.detail}`)
-      for (const [a, seqs] of removals) a.settleRemovals(seqs, r._tag === "Right")
-      for (const cb of cbs) cb(r._tag === "Right")
-      if (this.waiting.length > 0) this.runCommit()
-      else this.committing = false
-    })
+    return Effect.forEach(stores, (s) => (everyWrite ? s.sync() : s.flush()), { concurrency: "unbounded", discard: true }).pipe(
+      Effect.tapError((e) => Effect.sync(() => this.log.error(`MQTT: stream sync failed: ${e.detail}`)))
+    )
+  }
+
+  /** After the round: its removals (or back for the next round when it failed), then everyone who waited. */
+  private settleRound(batch: ReadonlyArray<(ok: boolean) => void>, ok: boolean): void {
+    const removals = this.roundRemovals
+    this.roundRemovals = []
+    for (const [a, seqs] of removals) a.settleRemovals(seqs, ok)
+    for (const cb of batch) cb(ok)
   }
 }
 
