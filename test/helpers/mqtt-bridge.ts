@@ -14,7 +14,7 @@ import type { Conn, ConnHandlers } from "../../src/services/transport.js"
 
 /** An account store that says it is durable and remembers the sessions written to it (until deleted). */
 class DurableAccount extends MemoryAccountStore {
-  override readonly durable: boolean = true
+  override durable: boolean = true
   readonly sessions = new Map<string, SessionSnapshot>()
   override writeSession(snap?: SessionSnapshot): void {
     if (snap === undefined) return
@@ -26,8 +26,9 @@ class DurableAccount extends MemoryAccountStore {
 }
 
 /** A durable store whose commits wait until the test settles them (`ok` or failed). */
-const pendingStore = () => {
+const pendingStore = (durable: boolean) => {
   const account = new DurableAccount()
+  account.durable = durable
   const commits: Array<(ok: boolean) => void> = []
   const store: MqttStoreService = {
     ready: () => account,
@@ -45,7 +46,9 @@ const pendingStore = () => {
 }
 
 /** A server and its bridge; `entropy`: the server's unguessable bytes (seeded by default). */
-export const bridgeWorld = (over: { readonly random?: () => number; readonly entropy?: EntropyService } = {}) => {
+export const bridgeWorld = (
+  over: { readonly random?: () => number; readonly entropy?: EntropyService; readonly durable?: boolean } = {}
+) => {
   let t = 1_000
   const flushes: Array<() => void> = []
   let seed = 1
@@ -61,7 +64,7 @@ export const bridgeWorld = (over: { readonly random?: () => number; readonly ent
     scheduleFlush: (f) => void flushes.push(f),
     serverId: "NTEST"
   })
-  const { account, store, settle } = pendingStore()
+  const { account, store, settle } = pendingStore(over.durable ?? true)
   const options: MqttOptions = { ...defaultOptions.mqtt!, host: "127.0.0.1", port: 0 }
   const bridge = new MqttBridge(server, options, store)
   /** Run the flushes asked for (and those they ask for in turn). */
@@ -69,7 +72,8 @@ export const bridgeWorld = (over: { readonly random?: () => number; readonly ent
     for (let i = 0; i < 10 && flushes.length > 0; i++) for (const f of flushes.splice(0)) f()
   }
   /** A client connection: what the server wrote to it, parsed. */
-  const connect = (clientId: string, clean = false) => {
+  /** A CONNECT, and `then` in the same chunk. */
+  const connect = (clientId: string, clean = false, then: ReadonlyArray<Record<string, unknown>> = []) => {
     const packets: Array<MqttPacket.Packet> = []
     const parser = MqttPacket.parser({ protocolVersion: 4 })
     parser.on("packet", (p) => packets.push(p))
@@ -93,8 +97,10 @@ export const bridgeWorld = (over: { readonly random?: () => number; readonly ent
       destroy: close
     }
     handlers = bridge.accept(conn)
-    const send = (p: Record<string, unknown>) => handlers!.onData(MqttPacket.generate(p as unknown as MqttPacket.Packet))
-    send({ cmd: "connect", protocolId: "MQTT", protocolVersion: 4, clean, clientId, keepalive: 0 })
+    const bytes = (p: Record<string, unknown>) => MqttPacket.generate(p as unknown as MqttPacket.Packet)
+    const send = (p: Record<string, unknown>) => handlers!.onData(bytes(p))
+    const connect = { cmd: "connect", protocolId: "MQTT", protocolVersion: 4, clean, clientId, keepalive: 0 }
+    handlers.onData(Buffer.concat([connect, ...then].map(bytes)))
     return {
       packets,
       send,

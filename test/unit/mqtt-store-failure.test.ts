@@ -51,4 +51,31 @@ describe("a persistent session the client never heard of is not kept", () => {
     await w.turn(true)
     expect(presence(second.packets)).toEqual([false])
   })
+
+  // A client that registers a persistent subscription and leaves at once (CONNECT,
+  // SUBSCRIBE, DISCONNECT in one write) did not wait for the CONNACK: its session stays.
+  const subscribeAndLeave = [
+    { cmd: "subscribe", messageId: 1, subscriptions: [{ topic: "t/#", qos: 1 }] },
+    { cmd: "disconnect" }
+  ]
+
+  it("a client that ends with DISCONNECT before its CONNACK was written keeps its session (durable store: the CONNACK was held)", async () => {
+    const w = world()
+    w.connect("dev", false, subscribeAndLeave)
+    await w.turn(true)
+    expect(w.account.sessions.has("dev")).toBe(true)
+    const second = w.connect("dev")
+    await w.turn(true)
+    expect(presence(second.packets)).toEqual([true])
+  })
+
+  it("the same without a durable store: CONNACK and SUBACK are written as it closes, and the session stays", async () => {
+    const w = world({ durable: false })
+    const first = w.connect("dev", false, subscribeAndLeave)
+    await w.turn()
+    expect(first.packets.map((p) => p.cmd)).toEqual(["connack", "suback"])
+    const second = w.connect("dev")
+    await w.turn()
+    expect(presence(second.packets)).toEqual([true])
+  })
 })

@@ -24,7 +24,7 @@ export type { JetStream }
 /** Resolution of the subsystem's timers (ack_wait, pull expiry, heartbeats, max_age): the closest two runs may be. */
 const TICK_MS = 25
 
-/** Answer one request: its response to the reply subject, counted in /jsz's api totals. */
+/** Answer one request: a client's response to its reply subject, counted in /jsz's api totals; an internal caller's handed back. */
 const answer = (js: JetStream, { acc, subject, reply, body, internal }: ApiRequest): Effect.Effect<void> =>
   handleApi(js, acc, subject, body, internal?.adopt === true).pipe(
     Effect.catchAllDefect((d) => Effect.succeed({ type: "io.nats.jetstream.api.v1.error_response", error: JsErr.streamStoreFailed(String(d)) })),

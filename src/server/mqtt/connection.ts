@@ -127,8 +127,8 @@ export class MqttConnection extends Peer {
   recordDirty: "now" | "lazy" | undefined
   /**
    * Its persistent session is new (nothing was stored under the client id) and the CONNACK
-   * saying so has not been written yet: a connection that ends before then leaves no session
-   * behind (see MqttBridge.finish).
+   * saying so has not been written yet: a connection that ends before then (other than by
+   * DISCONNECT) leaves no session behind (see MqttBridge.finish).
    */
   unannounced = false
 
