@@ -1,9 +1,10 @@
 // The Entropy port: where the server's unguessable values come from — its id, the
 // nonces nkey users sign, generated consumer names, advisory ids, the reply prefixes of
-// service imports. Production draws them from the operating system's CSPRNG (Node's
-// randomBytes); a simulation or a test provides bytes drawn from its seed, so that a
-// run is determined by its seed, ids and nonces included. The per-message choices
-// (queue members) use the faster seeded `random` of ServerEnv, not this.
+// service imports, the client ids assigned to MQTT clients. Production draws them from
+// the operating system's CSPRNG (Node's randomBytes); a simulation or a test provides
+// bytes drawn from its seed, so that a run is determined by its seed, ids and nonces
+// included. The per-message choices (queue members) use the faster seeded `random` of
+// ServerEnv, not this.
 import { randomBytes } from "node:crypto"
 import { Context, Layer } from "effect"
 

@@ -8,7 +8,7 @@ import * as net from "node:net"
 import { connect as natsConnect, type NatsConnection } from "nats"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type ClientPacket, MqttSession, type SessionInput } from "../../src/core/mqtt/index.js"
-import { seededRandom } from "../helpers/mqtt-session.js"
+import { seededBytes, seededRandom } from "../helpers/mqtt-session.js"
 import { MqttParser } from "../../src/core/mqtt/codec.js"
 import { bin, frame, str, u16, varLength } from "../helpers/mqtt-wire.js"
 import { getJson } from "../helpers/monitor.js"
@@ -433,7 +433,7 @@ const fuzzInputs = (): Array<{ name: string; bytes: Buffer; afterConnect: boolea
  */
 const predict = (bytes: Buffer, maxPacketBytes: number): { closes: boolean; idle: boolean } => {
   const parser = new MqttParser()
-  const session = new MqttSession(0, { random: seededRandom(1) })
+  const session = new MqttSession(0, { randomBytes: seededBytes(1) })
   let closes = false
   const feed = (input: SessionInput): void => {
     for (const a of session.step(input, 0)) {

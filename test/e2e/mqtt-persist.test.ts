@@ -462,6 +462,40 @@ describe("across accounts", () => {
   })
 })
 
+describe("a $MQTT_ stream that lost its configuration", () => {
+  /** Remove the stored configuration of the stream whose folder name contains `name` (as a power cut once did). */
+  const loseConfiguration = (name: string) => {
+    const dir = findDir(js!.storeDir, (n) => n.includes(name))
+    if (dir === undefined) throw new Error(`no folder for ${name} under ${js!.storeDir}`)
+    for (const f of readdirSync(join(dir, "meta"))) rmSync(join(dir, "meta", f), { force: true })
+  }
+
+  it("is created again through the JetStream API with its records kept: the away session still gets its message", async () => {
+    await start()
+    const sub = await client("adopt-sink", false)
+    await sub.client.subscribeAsync("adopt/#", { qos: 1 })
+    await drop(sub)
+    const pub = await client("adopt-src", true)
+    await pub.client.publishAsync("adopt/x", "kept", { qos: 1 })
+    await drop(pub)
+    await js!.restart(() => loseConfiguration("MQTT_msgs"))
+    const back = await client("adopt-sink", false)
+    expect((await back.waitFor((m) => m.topic === "adopt/x")).map((m) => m.payload)).toEqual(["kept"])
+    expect(js!.srv.lines.some((l) => l.includes("stream '$G > $MQTT_msgs' had lost its configuration; written again, its 1 messages kept"))).toBe(true)
+    // Taken up again, the stream no longer fails /healthz.
+    expect((await getJson(js!.srv.base, "/healthz")).status).toBe(200)
+  })
+
+  it("a client's STREAM.CREATE of a stream stored without its configuration is refused as before: only the server takes one up", async () => {
+    await start()
+    const { jsm } = await js!.client()
+    await jsm.streams.add({ name: "ORPHAN", subjects: ["orphan.>"] })
+    await js!.restart(() => loseConfiguration("ORPHAN"))
+    const { jsm: again } = await js!.client()
+    await expect(again.streams.add({ name: "ORPHAN", subjects: ["orphan.>"] })).rejects.toThrow(/already exists/)
+  })
+})
+
 describe("the streams in /jsz", () => {
   it("lists the five $MQTT_ streams of the account once an MQTT client connected", async () => {
     await start()

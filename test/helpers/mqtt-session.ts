@@ -2,6 +2,7 @@
 // builders and a fixture that drives a session to the connected state.
 import { MqttSession, type SessionConfig, type SessionDeps, defaultSessionConfig } from "../../src/core/mqtt/session.js"
 import type { ClientPacket, ConnectPacket, SessionAction, SessionInput, SessionSnapshot } from "../../src/core/mqtt/types.js"
+import { seededEntropy } from "../../src/services/entropy.js"
 import { Rng } from "../../src/sim/rng.js"
 
 /** Deterministic [0, 1) source: the simulator's seeded generator (mulberry32). */
@@ -9,6 +10,9 @@ export const seededRandom = (seed: number): (() => number) => {
   const rng = new Rng(seed)
   return () => rng.next()
 }
+
+/** Deterministic bytes (a session's `randomBytes`): the seeded Entropy of a simulation. */
+export const seededBytes = (seed: number): ((n: number) => Buffer) => seededEntropy(seededRandom(seed)).bytes
 
 export const bytes = (s: string): Uint8Array => new TextEncoder().encode(s)
 
@@ -51,7 +55,7 @@ export const connected = (
   const now = opts.now ?? 0
   const session = new MqttSession(
     now,
-    { random: seededRandom(1), ...opts.deps },
+    { randomBytes: seededBytes(1), ...opts.deps },
     { ...defaultSessionConfig, ...opts.config }
   )
   const connectActions = session.step(pkt(connectPacket(opts.connect)), now)

@@ -5,7 +5,7 @@
 import { describe, expect, it } from "vitest"
 import { bestGrant } from "../../src/core/mqtt/qos.js"
 import { defaultSessionConfig, MqttSession, type SessionConfig, type SessionDeps } from "../../src/core/mqtt/session.js"
-import { bytes, connected, ofType, pkt, seededRandom, sent } from "../helpers/mqtt-session.js"
+import { bytes, connected, ofType, pkt, seededBytes, sent } from "../helpers/mqtt-session.js"
 import type { SessionSnapshot } from "../../src/core/mqtt/types.js"
 import { subscriptionSubjects } from "../../src/core/mqtt/topic.js"
 
@@ -32,7 +32,7 @@ describe("bestGrant: the QoS a message goes to a session with", () => {
 })
 
 const released: Array<Uint8Array> = []
-const deps = (over: Partial<SessionDeps> = {}): SessionDeps => ({ random: seededRandom(1), released: (p) => released.push(p), ...over })
+const deps = (over: Partial<SessionDeps> = {}): SessionDeps => ({ randomBytes: seededBytes(1), released: (p) => released.push(p), ...over })
 const config = (over: Partial<SessionConfig> = {}): SessionConfig => ({ ...defaultSessionConfig, ...over })
 
 const stored = (over: Partial<SessionSnapshot> = {}): SessionSnapshot => ({

@@ -2,7 +2,7 @@
 // fixed-header rules, remaining lengths, strings, and what it keeps in memory.
 import { describe, expect, it } from "vitest"
 import { type ClientPacket, MqttSession, type SessionAction } from "../../src/core/mqtt/index.js"
-import { seededRandom } from "../helpers/mqtt-session.js"
+import { seededBytes } from "../helpers/mqtt-session.js"
 import { frame, str, u16 } from "../helpers/mqtt-wire.js"
 import { OutBuf } from "../../src/core/outbuf.js"
 import { decodePacket, headerViolation, MalformedPacket, MAX_REMAINING_LENGTH, MqttParser } from "../../src/core/mqtt/codec.js"
@@ -307,7 +307,7 @@ describe("MqttParser memory", () => {
 /** Bytes through the codec into a session that is made ready at once: what it sends and whether it closes. */
 const serve = (bytes: Buffer) => {
   const parser = new MqttParser()
-  const session = new MqttSession(0, { random: seededRandom(3) })
+  const session = new MqttSession(0, { randomBytes: seededBytes(3) })
   const sent: unknown[] = []
   let closed: string | undefined
   const feed = (actions: SessionAction[]): void => {

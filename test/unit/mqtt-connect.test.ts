@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest"
 import { MqttSession, assignClientId, defaultSessionConfig } from "../../src/core/mqtt/session.js"
-import { bytes, connectPacket, connected, ofType, pkt, seededRandom, sent } from "../helpers/mqtt-session.js"
+import { bytes, connectPacket, connected, ofType, pkt, seededBytes, sent } from "../helpers/mqtt-session.js"
 import type { ConnectPacket } from "../../src/core/mqtt/types.js"
 
 const fresh = (deps: Partial<ConstructorParameters<typeof MqttSession>[1]> = {}) =>
-  new MqttSession(0, { random: seededRandom(7), ...deps }, defaultSessionConfig)
+  new MqttSession(0, { randomBytes: seededBytes(7), ...deps }, defaultSessionConfig)
 
 const connectWith = (over: Partial<ConnectPacket>, deps = {}) => {
   const s = fresh(deps)
@@ -49,8 +49,26 @@ describe("CONNECT / CONNACK", () => {
     const accept = ofType(actions, "accept")[0]
     expect(accept.assignedId).toBe(true)
     expect(accept.clientId).toMatch(/^[0-9A-Za-z]{22}$/)
-    expect(accept.clientId).toBe(assignClientId(seededRandom(7)))
+    expect(accept.clientId).toBe(assignClientId(seededBytes(7)))
     expect(s.clientId).toBe(accept.clientId)
+  })
+
+  it("an assigned id takes one unbiased byte per character: bytes of 248 and over are drawn again", () => {
+    // 248 = 4 x 62: below it `byte % 62` is uniform over the alphabet.
+    const first = [248, 62, 255, 65, 250, 247, ...Array.from({ length: 26 }, (_, i) => i)]
+    const draws: Array<number> = []
+    const source = (n: number): Uint8Array => {
+      draws.push(n)
+      return Uint8Array.from(first.slice(0, n))
+    }
+    // 62 -> "0", 65 -> "3", 247 -> 247 % 62 = 61 -> "z", then 0..18.
+    expect(assignClientId(source)).toBe("03z0123456789ABCDEFGHI")
+    expect(draws).toEqual([32])
+    // A source that gives only bytes to throw away for a while is drawn again until 22 are taken.
+    let calls = 0
+    const stingy = (n: number): Uint8Array => new Uint8Array(n).fill(++calls < 3 ? 250 : 1)
+    expect(assignClientId(stingy)).toBe("1".repeat(22))
+    expect(calls).toBe(3)
   })
 
   it.each([
@@ -123,7 +141,7 @@ describe("CONNECT / CONNACK", () => {
   })
 
   it("connect timeout: no CONNECT within the limit closes", () => {
-    const s = new MqttSession(100, { random: seededRandom(1) }, { ...defaultSessionConfig, connectTimeoutMs: 2000 })
+    const s = new MqttSession(100, { randomBytes: seededBytes(1) }, { ...defaultSessionConfig, connectTimeoutMs: 2000 })
     expect(s.nextDeadline()).toBe(2100)
     expect(s.step({ type: "tick" }, 2099)).toEqual([{ type: "deadline", at: 2100 }])
     expect(ofType(s.step({ type: "tick" }, 2100), "close")[0].reason).toBe("Connect Timeout")

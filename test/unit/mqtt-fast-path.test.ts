@@ -4,7 +4,7 @@
 import * as fc from "fast-check"
 import { describe, expect, it } from "vitest"
 import { MqttSession, defaultSessionConfig } from "../../src/core/mqtt/session.js"
-import { bytes, connected, connectPacket, ofType, pkt, seededRandom, sent } from "../helpers/mqtt-session.js"
+import { bytes, connected, connectPacket, ofType, pkt, seededBytes, sent } from "../helpers/mqtt-session.js"
 
 const LEVELS = ["a", "b", "c", "d"] as const
 const topicArb = fc.array(fc.constantFrom(...LEVELS), { minLength: 1, maxLength: 4 }).map((ls) => ls.join("/"))
@@ -51,7 +51,7 @@ describe("the session's hot paths decide as step does", () => {
   })
 
   it("take nothing before the session is connected, nor a topic that is not valid", () => {
-    const s = new MqttSession(0, { random: seededRandom(1) }, defaultSessionConfig)
+    const s = new MqttSession(0, { randomBytes: seededBytes(1) }, defaultSessionConfig)
     expect(s.publishQos0("a/b", 0)).toBeUndefined()
     expect(s.deliverQos0("a.b", 0)).toBeNull()
     s.step(pkt(connectPacket()), 0)

@@ -66,8 +66,11 @@ export type AuthResult =
   | typeof ConnackCode.NotAuthorized
 
 export interface SessionDeps {
-  /** Seeded randomness in [0, 1), used for server-assigned client ids. */
-  readonly random: () => number
+  /**
+   * `n` unguessable bytes, for server-assigned client ids (the server's Entropy: the OS's
+   * CSPRNG in production, drawn from the seed in a simulation).
+   */
+  readonly randomBytes: (n: number) => Uint8Array
   readonly authenticate?: (connect: ConnectPacket) => AuthResult
   readonly canSubscribe?: (filter: string) => boolean
   /**
@@ -99,10 +102,20 @@ export const MAX_QOS: QoS = 2
 
 const ID_ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
-/** A server-assigned client id [MQTT-3.1.3-6]: 22 characters of [0-9A-Za-z]. */
-export const assignClientId = (random: () => number): string => {
+/** The bytes below this are taken (`byte % 62` is then uniform); the others are drawn again. */
+const ID_BYTE_LIMIT = 256 - (256 % ID_ALPHABET.length)
+
+/**
+ * A server-assigned client id [MQTT-3.1.3-6]: 22 characters of [0-9A-Za-z] (about 131
+ * bits), each from one unbiased byte of `randomBytes`. Unguessable: another client cannot
+ * name it to take the connection over.
+ */
+export const assignClientId = (randomBytes: (n: number) => Uint8Array): string => {
   let id = ""
-  for (let i = 0; i < 22; i++) id += ID_ALPHABET[Math.floor(random() * ID_ALPHABET.length) % ID_ALPHABET.length]
+  while (id.length < 22) {
+    const b = randomBytes(32)
+    for (let i = 0; i < b.length && id.length < 22; i++) if (b[i] < ID_BYTE_LIMIT) id += ID_ALPHABET[b[i] % ID_ALPHABET.length]
+  }
   return id
 }
 
@@ -444,7 +457,7 @@ export class MqttSession {
     let assigned = false
     if (clientId.length === 0) {
       if (!connect.clean) return this.refuse(ConnackCode.IdentifierRejected)
-      clientId = assignClientId(this.deps.random)
+      clientId = assignClientId(this.deps.randomBytes)
       assigned = true
     }
     const auth = this.deps.authenticate?.(connect) ?? ConnackCode.Accepted

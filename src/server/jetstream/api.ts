@@ -32,7 +32,8 @@ const fail = (kind: string, e: ApiError): Reply => Effect.succeed(errorResponse(
 /** The store name of a stream: unique per account, never a path (the store encodes it). */
 export const storeName = (account: string, stream: string): string => `${account}/${stream}`
 
-export const handleApi = (js: JetStream, acc: JsAccount, subject: string, raw: string): Reply => {
+/** One request; `adopt`: an internal caller's STREAM.CREATE may take up a stream stored without its configuration (see InternalApiCall). */
+export const handleApi = (js: JetStream, acc: JsAccount, subject: string, raw: string, adopt = false): Reply => {
   const rest = subject.slice(API.length)
   const dot = (p: string) => (rest.startsWith(p) ? rest.slice(p.length) : undefined)
   if (!acc.enabled) return fail(kindOf(rest), JsErr.notEnabledForAccount)
@@ -41,7 +42,7 @@ export const handleApi = (js: JetStream, acc: JsAccount, subject: string, raw: s
   const req = (typeof body === "object" && body !== null ? body : {}) as Record<string, unknown>
   let name: string | undefined
   if (rest === "INFO") return Effect.succeed(accountInfo(js, acc))
-  if ((name = dot("STREAM.CREATE.")) !== undefined) return createOrUpdate(js, acc, name, body, true)
+  if ((name = dot("STREAM.CREATE.")) !== undefined) return createOrUpdate(js, acc, name, body, true, adopt)
   if ((name = dot("STREAM.UPDATE.")) !== undefined) return createOrUpdate(js, acc, name, body, false)
   if (rest === "STREAM.NAMES") return Effect.succeed(streamNames(acc, req))
   if (rest === "STREAM.LIST") return Effect.succeed(streamList(js, acc, req))
@@ -151,7 +152,7 @@ const overlapsOthers = (js: JetStream, acc: JsAccount, name: string, subjects: R
     return false
   })
 
-const createOrUpdate = (js: JetStream, acc: JsAccount, name: string, body: unknown, create: boolean): Reply =>
+const createOrUpdate = (js: JetStream, acc: JsAccount, name: string, body: unknown, create: boolean, adopt = false): Reply =>
   Effect.gen(function*() {
     const kind = create ? "stream_create" : "stream_update"
     const parsed = normalizeStreamConfig(body, name, create, false)
@@ -174,8 +175,27 @@ const createOrUpdate = (js: JetStream, acc: JsAccount, name: string, body: unkno
     const created = js.server.now()
     const meta: StoredStreamMeta = { account: acc.name, created, config: cfg }
     const r = yield* Effect.either(js.store.create(storeName(acc.name, name), toStoreConfig(cfg), [[STREAM_META, encodeMeta(meta)]]))
+    if (r._tag === "Left" && adopt && r.left.reason === "Exists") return yield* adoptStored(js, acc, meta, kind)
     if (r._tag === "Left") return errorResponse(kind, JsErr.streamStoreFailed(r.left.message))
     return streamInfo(js, js.makeStream(acc, meta, r.right), kind)
+  })
+
+/**
+ * An internal caller's create of a stream whose records are stored but whose configuration
+ * could not be read at recovery (seen after a power cut in the simulator, seed 59): the
+ * configuration is written again and the stream opened with its records, instead of the
+ * caller's state silently going elsewhere.
+ */
+const adoptStored = (js: JetStream, acc: JsAccount, meta: StoredStreamMeta, kind: string): Reply =>
+  Effect.gen(function*() {
+    const name = storeName(acc.name, meta.config.name)
+    const st = yield* Effect.either(js.store.open(name))
+    if (st._tag === "Left") return errorResponse(kind, JsErr.streamStoreFailed(st.left.message))
+    const written = yield* Effect.either(st.right.writeMeta(STREAM_META, encodeMeta(meta)))
+    if (written._tag === "Left") return errorResponse(kind, JsErr.streamStoreFailed(written.left.message))
+    js.log.warn(`JetStream stream '${acc.name} > ${meta.config.name}' had lost its configuration; written again, its ${st.right.state().messages} messages kept`)
+    js.recovered(name)
+    return streamInfo(js, js.makeStream(acc, meta, st.right), kind)
   })
 
 const encodeMeta = (m: StoredStreamMeta): Uint8Array => Buffer.from(JSON.stringify(m))

@@ -29,6 +29,22 @@ export interface ApiRequest {
   /** Where the response goes ("" when nobody waits for it). */
   readonly reply: string
   readonly body: string
+  /** A request of the server's own (`JetStream.call`), not a client's. */
+  readonly internal?: InternalApiCall
+}
+
+/** A `$JS.API` response (or error response), as JSON would carry it. */
+export type ApiResponse = Record<string, unknown>
+
+/** What an internal caller of the API gets and may ask beyond what a client can. */
+export interface InternalApiCall {
+  /** Takes the response (undefined: none, or the subsystem stopped first). Called once. */
+  readonly respond: (response: ApiResponse | undefined) => void
+  /**
+   * A STREAM.CREATE may take up a stream whose records are stored but whose configuration
+   * could not be read at recovery: the configuration is written again, the records kept.
+   */
+  readonly adopt?: boolean
 }
 
 export interface StoredStreamMeta {
@@ -131,6 +147,21 @@ export class JetStream {
 
   wakeAt(at: number): void {
     this.alarm?.wakeAt(at)
+  }
+
+  /**
+   * A `$JS.API` request of the server itself (the MQTT bridge's streams): queued behind
+   * the clients' requests and answered by the same handlers, one at a time, the response
+   * handed back here instead of published to a reply subject. Not counted in /jsz's api totals.
+   */
+  call(account: string, subject: string, body: string, opts: { readonly adopt?: boolean } = {}): Promise<ApiResponse | undefined> {
+    return new Promise((respond) => this.request({ acc: this.account(account), subject, reply: "", body, internal: { respond, adopt: opts.adopt } }))
+  }
+
+  /** A stream that could not be recovered was taken up again (see `InternalApiCall.adopt`): /healthz no longer reports it. */
+  recovered(storeName: string): void {
+    const i = this.problems.findIndex((p) => p.includes(`'${storeName}'`))
+    if (i >= 0) this.problems.splice(i, 1)
   }
 
   /**

@@ -24,12 +24,13 @@ export type { JetStream }
 /** Resolution of the subsystem's timers (ack_wait, pull expiry, heartbeats, max_age): the closest two runs may be. */
 const TICK_MS = 25
 
-/** Answer one request: its response to the reply subject, counted in /jsz's api totals. */
-const answer = (js: JetStream, { acc, subject, reply, body }: ApiRequest): Effect.Effect<void> =>
-  handleApi(js, acc, subject, body).pipe(
+/** Answer one request: a client's response to its reply subject, counted in /jsz's api totals; an internal caller's handed back. */
+const answer = (js: JetStream, { acc, subject, reply, body, internal }: ApiRequest): Effect.Effect<void> =>
+  handleApi(js, acc, subject, body, internal?.adopt === true).pipe(
     Effect.catchAllDefect((d) => Effect.succeed({ type: "io.nats.jetstream.api.v1.error_response", error: JsErr.streamStoreFailed(String(d)) })),
     Effect.flatMap((res) =>
       Effect.sync(() => {
+        if (internal !== undefined) return internal.respond(res)
         if (res === undefined) return
         js.apiTotal++
         acc.apiTotal++
@@ -41,7 +42,9 @@ const answer = (js: JetStream, { acc, subject, reply, body }: ApiRequest): Effec
       })
     ),
     // Never let one failed request stop the ones queued behind it.
-    Effect.catchAllCause((cause) => Effect.sync(() => js.log.error(`JetStream API request on '${subject}' failed: ${String(Cause.squash(cause))}`)))
+    Effect.catchAllCause((cause) => Effect.sync(() => js.log.error(`JetStream API request on '${subject}' failed: ${String(Cause.squash(cause))}`))),
+    // An internal caller always hears back, also when the request failed or was cut short.
+    Effect.ensuring(Effect.sync(() => internal?.respond(undefined)))
   )
 
 /**
@@ -65,7 +68,9 @@ export const startJetStream = (
     const groupCommit = yield* GroupCommit
     // The subscriptions queue requests (synchronously, from the router); one fiber answers them.
     const requests = yield* Mailbox.make<ApiRequest>()
-    const js = new JetStream(server, options, store, log, groupCommit, (r) => void requests.unsafeOffer(r))
+    const js = new JetStream(server, options, store, log, groupCommit, (r) => {
+      if (!requests.unsafeOffer(r)) r.internal?.respond(undefined)
+    })
     const api = yield* Effect.forkScoped(serveRequests(js, requests))
     // One timer for every time-driven thing in the subsystem (max_age, ack_wait, pull
     // expiry, heartbeats, inactivity, the sync_interval fsync, compaction), armed only
@@ -74,7 +79,11 @@ export const startJetStream = (
     yield* js.recover()
     for (const name of server.accounts.keys()) if (name !== server.options.systemAccount) js.account(name)
     // On the way out, no request changes anything while consumers are saved and streams closed.
-    yield* Effect.addFinalizer(() => Effect.zipRight(Effect.zipRight(requests.shutdown, Fiber.interrupt(api)), js.stop()))
+    // Internal callers still queued hear that no answer is coming.
+    const dropQueued = Effect.flatMap(requests.clear, (left) => Effect.sync(() => {
+      for (const r of left) r.internal?.respond(undefined)
+    }))
+    yield* Effect.addFinalizer(() => Effect.zipRight(Effect.zipRight(Effect.zipRight(requests.shutdown, Fiber.interrupt(api)), dropQueued), js.stop()))
     return js
   })
 

@@ -9,6 +9,7 @@ import type { Alarm } from "../alarm.js"
 import type { MqttOptions } from "../../config/options.js"
 import {
   type ClientPacket,
+  CloseReason,
   defaultSessionConfig,
   MAX_TOPIC_BYTES,
   type QoS,
@@ -309,7 +310,10 @@ export class MqttBridge implements MqttDriver {
 
   /** The last words of a closing connection: to the socket now, without waiting for the flush. */
   private writeLast(c: MqttConnection): void {
-    if (c.out.length > 0) c.lastActivity = this.server.now()
+    if (c.out.length > 0) {
+      c.lastActivity = this.server.now()
+      c.unannounced = false
+    }
     this.server.outbound.flushNow(c)
   }
 
@@ -346,6 +350,9 @@ export class MqttBridge implements MqttDriver {
       this.input(c, { type: "sessionReady", stored: undefined, owner })
       return
     }
+    // A new session's CONNACK (session present 0) waits for its record's commit: until it
+    // is written, the client has not heard of the session (see `finish`).
+    c.unannounced = stored === undefined
     this.input(c, { type: "sessionReady", stored, owner })
     // The resumed session resends what is unacknowledged at once [MQTT-4.4.0-1]: that burst
     // (bounded by the in-flight window) may exceed max_pending without the client being slow;
@@ -504,7 +511,16 @@ export class MqttBridge implements MqttDriver {
     if (!c.session.cleanSession && c.session.isReady) {
       snap = c.session.snapshot()
       const store = this.gate.storeOf(c.account.name)
-      if (store?.durable === true) {
+      if (c.unannounced && c.session.closeReason !== CloseReason.ClientClosed) {
+        // A session the client was never told of (its CONNACK not written: a failed commit
+        // cut the connection, or the connection was lost first) is not kept: kept, the next
+        // CONNECT would hear "session present" and trust subscriptions it never had confirmed
+        // (found by the simulator, seeds 1619657144, 8, 72158729). One the client ended with
+        // DISCONNECT without waiting for the CONNACK is kept: it chose not to hear it.
+        store?.deleteSession(snap, c.session.clientId)
+        if (store?.durable === true) this.store.commit(() => {})
+        snap = undefined
+      } else if (store?.durable === true) {
         store.writeSession(snap)
         this.store.commit(() => {})
       }

@@ -151,7 +151,10 @@ export class MqttCommitGate {
       return true
     }
     c.held = false
-    if (c.out.length > 0) c.lastActivity = this.server.now()
+    if (c.out.length > 0) {
+      c.lastActivity = this.server.now()
+      c.unannounced = false
+    }
     return false
   }
 
@@ -177,6 +180,7 @@ export class MqttCommitGate {
           if (!ok) this.storeFailed(c)
           else {
             c.lastActivity = this.server.now()
+            c.unannounced = false
             this.server.outbound.writeBufs(c, bufs)
           }
         }

@@ -30,7 +30,7 @@ import { OutBuf } from "../../core/outbuf.js"
  */
 const sessionDeps = (server: Server, c: MqttConnection, held: HeldPayloads): SessionDeps => {
   return {
-    random: server.env.random,
+    randomBytes: server.env.randomBytes,
     released: (payload) => held.release(payload),
     authenticate: (connect: ConnectPacket): AuthResult => {
       const password = connect.password === undefined ? undefined : Buffer.from(connect.password).toString("utf8")
@@ -125,6 +125,12 @@ export class MqttConnection extends Peer {
   waitingDrain = false
   /** The session record must be rewritten: before this turn's output ("now") or soon ("lazy"). */
   recordDirty: "now" | "lazy" | undefined
+  /**
+   * Its persistent session is new (nothing was stored under the client id) and the CONNACK
+   * saying so has not been written yet: a connection that ends before then (other than by
+   * DISCONNECT) leaves no session behind (see MqttBridge.finish).
+   */
+  unannounced = false
 
   constructor(
     server: Server,

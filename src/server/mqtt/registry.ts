@@ -163,7 +163,7 @@ export class MqttRegistry {
    */
   private awayDeps(perms: ClientPermissions | undefined): SessionDeps {
     return {
-      random: this.server.env.random,
+      randomBytes: this.server.env.randomBytes,
       released: (payload) => this.held.release(payload),
       canReceive: perms === undefined ? undefined : (subject) => perms.canSubscribe(subject)
     }

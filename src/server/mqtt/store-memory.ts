@@ -8,7 +8,7 @@ import { RetainedTree, type QoS, type SessionSnapshot } from "../../core/mqtt/in
 import { type LoadedMessage, type MqttAccountStore, MqttStore, type MqttStoreService, type RetainedMsg } from "./store.js"
 
 export class MemoryAccountStore implements MqttAccountStore {
-  readonly durable = false
+  readonly durable: boolean = false
   readonly retained = new RetainedTree<RetainedMsg>()
 
   takeSessions(): Map<string, SessionSnapshot> {

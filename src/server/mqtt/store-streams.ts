@@ -4,7 +4,7 @@
 // depends on a write until the commit covering it completed. Everything a running bridge
 // reads (retained messages, stored sessions) is loaded once, when the account's streams
 // are opened, and kept in memory. An account without streams keeps its state in memory.
-import { Effect, Either, Layer } from "effect"
+import { Effect, Exit, Layer } from "effect"
 import {
   decodeSessionRecord,
   encodeSessionRecord,
@@ -35,11 +35,10 @@ import {
   type QoS,
   type SessionSnapshot
 } from "../../core/mqtt/index.js"
+import type { Group } from "../../services/group-commit.js"
 import type { LogService } from "../../services/log.js"
 import type { StoreError, StreamStore } from "../../services/store.js"
-import { normalizeStreamConfig } from "../../core/jetstream/stream-config.js"
-import { handleApi, storeName } from "../jetstream/api.js"
-import { type JetStream, type JsAccount, STREAM_META, type StoredStreamMeta } from "../jetstream/jetstream.js"
+import type { JetStream } from "../jetstream/jetstream.js"
 import type { JsStream } from "../jetstream/stream.js"
 import { type InboundId, type LoadedMessage, type MqttAccountStore, MqttStore, type MqttStoreService, type RetainedMsg } from "./store.js"
 import { MemoryAccountStore } from "./store-memory.js"
@@ -452,10 +451,21 @@ export class StreamsStore implements MqttStoreService {
   private readonly opening = new Map<string, Promise<MqttAccountStore>>()
   /** Stores written since the last commit started. */
   readonly touched = new Set<StreamStore>()
-  private waiting: Array<(ok: boolean) => void> = []
-  private committing = false
+  /**
+   * The commits: rounds of the engine's GroupCommit, as the streams' PubAcks are. Each
+   * round syncs the stores written since the one before began, then removes the messages
+   * released before it began (see `StreamsAccountStore.removeMessage`).
+   */
+  private readonly commits: Group<(ok: boolean) => void>
+  /** The removals of the round that runs (one runs at a time), settled with it. */
+  private roundRemovals: Array<readonly [StreamsAccountStore, Array<number>]> = []
 
-  constructor(readonly js: JetStream, readonly log: LogService) {}
+  constructor(readonly js: JetStream, readonly log: LogService) {
+    this.commits = js.groupCommit.group<(ok: boolean) => void, StoreError>({
+      commit: () => this.commitRound(),
+      settle: (batch, outcome) => this.settleRound(batch, Exit.isSuccess(outcome))
+    })
+  }
 
   now(): number {
     return this.js.server.now()
@@ -501,20 +511,29 @@ export class StreamsStore implements MqttStoreService {
     return names
   }
 
+  /**
+   * The account's `$MQTT_*` streams, each created when missing through the JetStream API
+   * (an internal request, queued behind the clients' own and answered by the same
+   * handlers), then loaded. A stream whose records are on disk but whose configuration
+   * could not be read at recovery (seen after a power cut in the simulator, seed 59) is
+   * taken up by that request with its records (`adopt`), instead of the MQTT state
+   * silently falling back to memory.
+   */
   private openEffect(account: string): Effect.Effect<StreamsAccountStore | undefined, StoreError> {
     const self = this
     return Effect.gen(function*() {
       if (!self.js.enabledFor(account)) return undefined
-      const acc: JsAccount = self.js.account(account)
+      const acc = self.js.account(account)
       const streams: Partial<Record<MqttStreamName, JsStream>> = {}
       for (const name of STREAMS) {
         let s = acc.streams.get(name)
-        if (s === undefined) s = yield* self.repair(acc, name)
         if (s === undefined) {
-          const res = yield* handleApi(self.js, acc, `$JS.API.STREAM.CREATE.${name}`, JSON.stringify(streamConfig(name)))
+          const res = yield* Effect.promise(() =>
+            self.js.call(account, `$JS.API.STREAM.CREATE.${name}`, JSON.stringify(streamConfig(name)), { adopt: true })
+          )
           s = acc.streams.get(name)
           if (s === undefined) {
-            const why = res !== undefined && "error" in res ? JSON.stringify(res.error) : "unknown"
+            const why = res !== undefined && "error" in res ? JSON.stringify(res.error) : "no answer"
             self.log.error(`MQTT: could not create stream '${name}' in account '${account}': ${why}`)
             return undefined
           }
@@ -529,34 +548,9 @@ export class StreamsStore implements MqttStoreService {
     })
   }
 
-  /**
-   * A `$MQTT_*` stream whose data is on disk but whose stream configuration could not be
-   * read at recovery (seen after a power cut in the simulator, seed 59): its configuration
-   * is ours, so it is written again and the stream reopened with its records, instead of
-   * the MQTT state silently falling back to memory.
-   */
-  private repair(acc: JsAccount, name: MqttStreamName): Effect.Effect<JsStream | undefined> {
-    const self = this
-    return Effect.gen(function*() {
-      const store = yield* Effect.either(self.js.store.open(storeName(acc.name, name)))
-      if (store._tag === "Left") return undefined
-      const parsed = normalizeStreamConfig(streamConfig(name), name, true)
-      if (Either.isLeft(parsed)) return undefined
-      const meta: StoredStreamMeta = { account: acc.name, created: self.now(), config: parsed.right }
-      const written = yield* Effect.either(store.right.writeMeta(STREAM_META, Buffer.from(JSON.stringify(meta))))
-      if (written._tag === "Left") return undefined
-      self.log.warn(`MQTT: stream '${name}' of account '${acc.name}' had lost its configuration; rewritten, its ${store.right.state().messages} records kept`)
-      const stream = self.js.makeStream(acc, meta, store.right)
-      const problem = self.js.problems.findIndex((p) => p.includes(`'${storeName(acc.name, name)}'`))
-      if (problem >= 0) self.js.problems.splice(problem, 1)
-      return stream
-    })
-  }
-
   /** Run `cb` once everything written so far is on stable storage (one fsync per store per round; see sync_interval). */
   commit(cb: (ok: boolean) => void): void {
-    this.waiting.push(cb)
-    if (!this.committing) this.runCommit()
+    this.commits.join(cb)
   }
 
   /** Something was written since the last commit started (the next one has work to do). */
@@ -570,24 +564,24 @@ export class StreamsStore implements MqttStoreService {
     return false
   }
 
-  private runCommit(): void {
-    this.committing = true
+  /** A round's work, when it begins: what was written and released before now. */
+  private commitRound(): Effect.Effect<void, StoreError> {
     const stores = [...this.touched]
     this.touched.clear()
-    const cbs = this.waiting
-    this.waiting = []
-    const removals: Array<readonly [StreamsAccountStore, Array<number>]> = []
-    for (const a of this.accounts.values()) if (a.hasRemovals()) removals.push([a, a.takeRemovals()])
+    for (const a of this.accounts.values()) if (a.hasRemovals()) this.roundRemovals.push([a, a.takeRemovals()])
     // With a sync_interval duration, "durable" means handed to the OS, as for stream publishes.
     const everyWrite = typeof this.js.options.syncInterval !== "number"
-    const commit = (s: StreamStore) => (everyWrite ? s.sync() : s.flush())
-    Effect.runPromise(Effect.either(Effect.forEach(stores, commit, { concurrency: "unbounded", discard: true }))).then((r) => {
-      if (r._tag === "Left") this.log.error(`MQTT: stream sync failed: ${r.left.detail}`)
-      for (const [a, seqs] of removals) a.settleRemovals(seqs, r._tag === "Right")
-      for (const cb of cbs) cb(r._tag === "Right")
-      if (this.waiting.length > 0) this.runCommit()
-      else this.committing = false
-    })
+    return Effect.forEach(stores, (s) => (everyWrite ? s.sync() : s.flush()), { concurrency: "unbounded", discard: true }).pipe(
+      Effect.tapError((e) => Effect.sync(() => this.log.error(`MQTT: stream sync failed: ${e.detail}`)))
+    )
+  }
+
+  /** After the round: its removals (or back for the next round when it failed), then everyone who waited. */
+  private settleRound(batch: ReadonlyArray<(ok: boolean) => void>, ok: boolean): void {
+    const removals = this.roundRemovals
+    this.roundRemovals = []
+    for (const [a, seqs] of removals) a.settleRemovals(seqs, ok)
+    for (const cb of batch) cb(ok)
   }
 }
 
