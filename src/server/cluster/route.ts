@@ -11,7 +11,8 @@ import { type ParseError, PeerParser, type PeerInterest, type PeerMsg, type Peer
 import type { RouteSnapshot } from "../../core/monitor/source.js"
 import { writeErr } from "../../core/nats/encode.js"
 import { OutBuf, type SlabPool } from "../../core/outbuf.js"
-import { NATS_POLICY, type Outbound, Peer, type SlowConsumer } from "../../engine/outbound.js"
+import { NATS_POLICY, type Outbound, type SlowConsumer } from "../../engine/outbound.js"
+import { Connection } from "../connection.js"
 import type { ClientPermissions } from "../../engine/permissions.js"
 import type { Account, Delivery } from "../../engine/principal.js"
 import type { Conn } from "../../services/transport.js"
@@ -115,7 +116,7 @@ class OutMsg implements PeerMsg {
   origin = ""
 }
 
-export class Route extends Peer implements PeerOpHandler {
+export class Route extends Connection<RouteClosed> implements PeerOpHandler {
   readonly kind = "Router"
   override readonly remote = true
   readonly policy = NATS_POLICY
@@ -186,35 +187,13 @@ export class Route extends Peer implements PeerOpHandler {
     return this.solicit !== undefined
   }
 
-  // ---- the socket side ----
+  // ---- the socket side (receive, lost, close: Connection) ----
 
-  receive(chunk: Buffer, now: number): void {
-    if (this.closed) return
-    this.lastActivity = now
-    this.parser.feed(chunk)
+  protected get outbound(): Outbound {
+    return this.cluster.server.outbound
   }
 
-  lost(reason: RouteClosed): void {
-    if (this.closed) return
-    this.closed = true
-    this.finish(reason)
-  }
-
-  /** Close on our side: `-ERR '<errText>'` first when given, what is pending goes out, then the socket ends. */
-  close(reason: RouteClosed, errText?: string): void {
-    if (this.closed) return
-    this.closed = true
-    this.parser.stop()
-    if (errText !== undefined) {
-      if (this.tracing) this.traceOut(`-ERR '${errText}'`)
-      writeErr(this.out, errText)
-    }
-    this.cluster.server.outbound.flushNow(this)
-    this.conn.end()
-    this.finish(reason)
-  }
-
-  private finish(reason: RouteClosed): void {
+  protected finish(reason: RouteClosed): void {
     this.out.clear()
     this.cluster.routeClosed(this, reason)
   }
