@@ -337,19 +337,26 @@ const AllowResponses = oneOf<Permissions["allowResponses"]>("true, false or a ma
   )
 })
 
+/**
+ * A permissions block, as nats-server reads it for users and routes alike: what may be
+ * published (`publish`, `pub`, or a route's `import`) and subscribed to (`subscribe`,
+ * `sub`, or a route's `export`), and `allow_responses`.
+ */
 const permissionsFields = {
   publish: opt(SubjectPerm),
   pub: opt(SubjectPerm),
+  import: opt(SubjectPerm),
   subscribe: opt(SubjectPerm),
   sub: opt(SubjectPerm),
+  export: opt(SubjectPerm),
   allow_responses: opt(AllowResponses),
   allow_response: opt(AllowResponses)
 }
 
 const PermissionsSchema: Schema.Schema<Permissions, unknown> = block(permissionsFields, (s) =>
   ok({
-    publish: first(s.publish, s.pub),
-    subscribe: first(s.subscribe, s.sub),
+    publish: first(s.publish, s.pub, s.import),
+    subscribe: first(s.subscribe, s.sub, s.export),
     allowResponses: first(s.allow_responses, s.allow_response)
   })
 )
@@ -598,27 +605,39 @@ const RouteUrls = oneOf("a route URL or a list of them", {
   list: Schema.Array(RouteUrl)
 })
 
-const clusterPermissionFields = { import: opt(SubjectPerm), export: opt(SubjectPerm) }
+/**
+ * A route's permissions: the user permissions block, read as nats-server reads it for
+ * routes (publish = import: what the other servers may send here; subscribe = export:
+ * what they may ask for). `allow_responses` means nothing between servers: refused.
+ */
+const ClusterPermissions = Schema.transformOrFail(PermissionsSchema, Schema.Any as Schema.Schema<{ import: SubjectPermission | undefined; export: SubjectPermission | undefined }>, {
+  strict: true,
+  decode: (p, _o, ast) =>
+    p.allowResponses !== undefined
+      ? ParseResult.fail(new ParseResult.Type(ast, p, "allow_responses has no meaning on routes"))
+      : ParseResult.succeed({ import: p.publish, export: p.subscribe }),
+  encode: (p) => ParseResult.succeed({ publish: p.import, subscribe: p.export, allowResponses: undefined })
+})
 
-const ClusterPermissions = block(clusterPermissionFields, (s) => ok({ import: s.import, export: s.export }))
-
-const clusterAuthorizationFields = {
+/** The credentials a server asks of the servers that connect to it (routes, leaf nodes): one user, and how long they have. */
+const peerAuthorizationFields = {
   user: opt(Str),
   username: opt(Str),
   password: opt(Secret),
   pass: opt(Secret),
-  timeout: opt(Seconds),
-  permissions: opt(ClusterPermissions)
+  timeout: opt(Seconds)
 }
 
+const peerCredentials = (s: Schema.Struct.Type<typeof peerAuthorizationFields>) => ({
+  user: first(s.user, s.username),
+  password: first(s.password, s.pass),
+  timeoutMs: s.timeout
+})
+
+const clusterAuthorizationFields = { ...peerAuthorizationFields, permissions: opt(ClusterPermissions) }
+
 const ClusterAuthorizationSchema: Schema.Schema<ClusterAuthorization, unknown> = block(clusterAuthorizationFields, (s) =>
-  ok({
-    user: first(s.user, s.username),
-    password: first(s.password, s.pass),
-    timeoutMs: s.timeout,
-    import: s.permissions?.import,
-    export: s.permissions?.export
-  })
+  ok({ ...peerCredentials(s), import: s.permissions?.import, export: s.permissions?.export })
 )
 
 /** What a cluster block may name that this version does not do yet: refused, never silently ignored. */
@@ -849,8 +868,10 @@ const permissionsSpec = spec(
   {
     publish: subjectPermissionSpec,
     pub: subjectPermissionSpec,
+    import: subjectPermissionSpec,
     subscribe: subjectPermissionSpec,
     sub: subjectPermissionSpec,
+    export: subjectPermissionSpec,
     allow_responses: spec(allowResponsesFields),
     allow_response: spec(allowResponsesFields)
   }
@@ -879,10 +900,9 @@ const accountSpec = spec(
 )
 const mqttSpec = spec(mqttFields, { tls: tlsSpec, authorization: authorizationSpec }, "mqtt")
 const websocketSpec = spec(websocketFields, { tls: tlsSpec }, "websocket")
-const clusterPermissionsSpec = spec(clusterPermissionFields, { import: subjectPermissionSpec, export: subjectPermissionSpec })
 const clusterSpec = spec(clusterFields, {
-  authorization: spec(clusterAuthorizationFields, { permissions: clusterPermissionsSpec }),
-  permissions: clusterPermissionsSpec
+  authorization: spec(clusterAuthorizationFields, { permissions: permissionsSpec }),
+  permissions: permissionsSpec
 })
 
 /** Every block's keys, from the top of the file down. */

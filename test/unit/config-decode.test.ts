@@ -724,6 +724,20 @@ describe("cluster (routes)", () => {
     expect(options("cluster { pool_size: -1, compression: off }").cluster).toBeDefined()
   })
 
+  it("reads route permissions with the user permissions decoder: publish/subscribe are import/export; allow_responses is refused", () => {
+    expect(options("cluster { permissions { publish: a.>, sub: { deny: b.> } } }").cluster?.authorization).toMatchObject({
+      import: { allow: ["a.>"], deny: undefined },
+      export: { allow: undefined, deny: ["b.>"] }
+    })
+    // And a user's permissions take nats-server's import/export words too.
+    expect(options("authorization { users: [ { user: u, password: p, permissions: { import: x.>, export: y.> } } ] }").authorization?.users[0].permissions).toMatchObject({
+      publish: { allow: ["x.>"] },
+      subscribe: { allow: ["y.>"] }
+    })
+    const e = failure("cluster {\n  authorization {\n    permissions { import: a, allow_responses: true }\n  }\n}")
+    expect(`${e.line}:${e.column}: ${e.message}`).toMatch(/^3:5: .*allow_responses has no meaning on routes/)
+  })
+
   it("refuses a route URL it cannot use, without echoing it (it may carry a password)", () => {
     for (const bad of ["tls://u:pw@h:6222", "nats-route://h", "h:6222"]) {
       const e = failure(`cluster { routes: [ "${bad}" ] }`)
