@@ -21,6 +21,7 @@ import type { Conn, ConnHandlers } from "../../services/transport.js"
 import { NATS_COMPAT_VERSION, VERSION } from "../../version.js"
 import { passwordMatches } from "../nats/auth.js"
 import { ErrText } from "../reasons.js"
+import { forwardOnce } from "./forward.js"
 import { type ClusterHost, Route, RouteClosed, type RouteMesh, type Solicit } from "./route.js"
 
 export type { ClusterHost, Solicit } from "./route.js"
@@ -498,54 +499,7 @@ export class Cluster implements RemoteRouting, InterestWatcher, RouteMesh {
    * interested.
    */
   forward(d: Delivery, served: ReadonlyArray<string>): number {
-    const account = d.origin.publisher!.account.name
-    const r = this.interest.match(account, d.subject)
-    const psubs = r.psubs
-    const qsubs = r.qsubs
-    if (psubs.length === 0 && qsubs.length === 0) return 0
-    const seq = d.seq
-    const touched = this.touched
-    let n = 0
-    for (let i = 0; i < psubs.length; i++) {
-      const route = psubs[i].remote
-      if (route.mark === seq || !route.registered) continue
-      route.mark = seq
-      route.nq = 0
-      touched[n++] = route
-    }
-    for (let g = 0; g < qsubs.length; g++) {
-      const group = qsubs[g]
-      const name = group[0].queue!
-      if (served.includes(name)) continue
-      // One member cluster-wide: a server picked by how many members it has.
-      let total = 0
-      for (let k = 0; k < group.length; k++) if (group[k].remote.registered) total += group[k].weight
-      if (total === 0) continue
-      let at = this.server.env.random() * total
-      let pick = group[group.length - 1].remote
-      for (let k = 0; k < group.length; k++) {
-        const e = group[k]
-        if (!e.remote.registered) continue
-        at -= e.weight
-        if (at < 0) {
-          pick = e.remote
-          break
-        }
-      }
-      if (pick.mark !== seq) {
-        pick.mark = seq
-        pick.nq = 0
-        touched[n++] = pick
-      }
-      pick.queueSlots[pick.nq++] = name
-    }
-    let sent = 0
-    for (let i = 0; i < n; i++) {
-      const route = touched[i]!
-      touched[i] = undefined
-      if (route.sendMsg(d, account)) sent++
-    }
-    return sent
+    return forwardOnce(this.interest, d, served, undefined, undefined, this.touched, this.server.env.random)
   }
 
   // ---- client URLs ----
