@@ -5,6 +5,7 @@
 // what they do once closed (`finish`), not in this lifecycle.
 import { writeErr } from "../core/nats/encode.js"
 import { type Outbound, Peer } from "../engine/outbound.js"
+import type { Account } from "../engine/principal.js"
 import type { Conn } from "../services/transport.js"
 
 /** What a connection's parser must offer its lifecycle. */
@@ -17,10 +18,49 @@ export interface ChunkParser {
 export abstract class Connection<Reason extends string> extends Peer {
   abstract override readonly conn: Conn
   abstract readonly parser: ChunkParser
-  /** Last time anything was read from it. */
-  abstract lastActivity: number
   /** Protocol tracing (-V): checked once per op. */
   abstract tracing: boolean
+
+  // Counters for /connz, /routez, /leafz and /varz.
+  inMsgs = 0
+  inBytes = 0
+  outMsgs = 0
+  outBytes = 0
+  /** When it was accepted or made. */
+  readonly start: number
+  /** Last time anything was read from it. */
+  lastActivity: number
+  /** Round-trip time of the last PING, nanoseconds; 0 until measured. */
+  rttNs = 0
+
+  // Liveness.
+  pingsOut = 0
+  nextPingAt: number
+  /** When (high-resolution nanoseconds) an RTT-measuring PING was sent; -1 when none is outstanding. */
+  rttPingSentAt = -1
+
+  constructor(account: Account, now: number, pingIntervalMs: number) {
+    super(account)
+    this.start = now
+    this.lastActivity = now
+    this.nextPingAt = now + pingIntervalMs
+  }
+
+  /** Address, times and traffic, as every monitoring snapshot of a connection shows them. */
+  traffic() {
+    return {
+      ip: this.conn.remoteAddress,
+      port: this.conn.remotePort,
+      start: this.start,
+      lastActivity: this.lastActivity,
+      rttNs: this.rttNs,
+      pendingBytes: this.pendingBytes,
+      inMsgs: this.inMsgs,
+      outMsgs: this.outMsgs,
+      inBytes: this.inBytes,
+      outBytes: this.outBytes
+    }
+  }
 
   /** The one flusher its output goes through (the server's). */
   protected abstract get outbound(): Outbound

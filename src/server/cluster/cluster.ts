@@ -21,7 +21,7 @@ import type { Conn, ConnHandlers } from "../../services/transport.js"
 import { NATS_COMPAT_VERSION, VERSION } from "../../version.js"
 import { passwordMatches } from "../nats/auth.js"
 import { ErrText } from "../reasons.js"
-import { forwardOnce } from "./forward.js"
+import { forwardOnce, MAX_PEER_INTEREST } from "./forward.js"
 import { type ClusterHost, Route, RouteClosed, type RouteMesh, type Solicit } from "./route.js"
 
 export type { ClusterHost, Solicit } from "./route.js"
@@ -70,7 +70,7 @@ export class Cluster implements RemoteRouting, InterestWatcher, RouteMesh {
   /** The route kept to each remote server, by its server id. */
   readonly byId = new Map<string, Route>()
   /** What the other servers asked for. */
-  readonly interest = new RemoteInterest<Route>()
+  readonly interest: RemoteInterest<Route>
   readonly solicits: Array<Solicit> = []
   /** This server's interest as announced: per account, per `subject queue`. */
   private readonly local = new Map<string, Map<string, LocalEntry>>()
@@ -84,6 +84,7 @@ export class Cluster implements RemoteRouting, InterestWatcher, RouteMesh {
   /** Routes cut off as slow consumers (/varz slow_consumer_stats.routes). */
   slowConsumers = 0
   private readonly importPerms: ClientPermissions | undefined
+  private readonly maxInterest: number
   private shuttingDown = false
   /** Forwarding scratch: the routes one message goes to. */
   private readonly touched: Array<Route | undefined> = []
@@ -93,8 +94,11 @@ export class Cluster implements RemoteRouting, InterestWatcher, RouteMesh {
   constructor(
     readonly server: ClusterHost,
     readonly options: ClusterOptions,
-    private readonly env: ClusterEnv
+    private readonly env: ClusterEnv,
+    limits: { readonly maxPeerInterest?: number } = {}
   ) {
+    this.maxInterest = limits.maxPeerInterest ?? MAX_PEER_INTEREST
+    this.interest = new RemoteInterest<Route>({ maxPerRemote: this.maxInterest })
     this.dynamicName = options.name === ""
     // A made-up name: 16 bytes from the server's entropy, 22 characters (as long as nats-server's).
     this.name = this.dynamicName ? server.randomId(16) : options.name
@@ -482,6 +486,9 @@ export class Cluster implements RemoteRouting, InterestWatcher, RouteMesh {
     if (change === "invalid") {
       this.server.log.error(`${r.logPrefix()} - Route sent an invalid subscription: "${i.subject}"${i.queue === "" ? "" : ` "${i.queue}"`}`)
       r.sendErr("Invalid Subscription")
+    } else if (change === "limit") {
+      this.server.log.error(`${r.logPrefix()} - Route announced more than ${this.maxInterest} subscriptions: closing the route`)
+      r.close(RouteClosed.InterestLimit, "Maximum Subscriptions Exceeded")
     }
   }
 

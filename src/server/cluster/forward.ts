@@ -6,6 +6,13 @@
 import type { RemoteInterest } from "../../core/cluster/interest.js"
 import type { Delivery, Principal } from "../../engine/principal.js"
 
+/**
+ * The most interest entries (subjects and queue groups, per account) one route or leaf
+ * connection may announce: past it the connection is closed, so that a misbehaving peer
+ * cannot grow this server's memory without bound (about 100 MB at the bound).
+ */
+export const MAX_PEER_INTEREST = 262_144
+
 /** A peer messages are forwarded to (a route, a leaf-node connection). */
 export interface ForwardPeer {
   /** The seq of the message it was last marked for. */

@@ -100,21 +100,6 @@ export class Client extends Connection<ClosedReason> implements NatsOpHandler {
    */
   connectOpts: ConnectOptions | undefined = undefined
 
-  // Counters for /connz and /varz.
-  inMsgs = 0
-  inBytes = 0
-  outMsgs = 0
-  outBytes = 0
-  readonly start: number
-  lastActivity: number
-  /** Round-trip time of the last server PING, nanoseconds; 0 until measured. */
-  rttNs = 0
-
-  // Liveness.
-  pingsOut = 0
-  nextPingAt: number
-  /** When (high-resolution nanoseconds) an RTT-measuring PING was sent; -1 when none is outstanding. */
-  rttPingSentAt = -1
   /** Where the first RTT measurement stands (see `FirstRtt`). */
   firstRtt: FirstRtt = FirstRtt.None
   /** When (milliseconds) the first RTT PING is due at the latest, while `firstRtt` is Connected or Handshaken. */
@@ -133,15 +118,12 @@ export class Client extends Connection<ClosedReason> implements NatsOpHandler {
     account: Account,
     now: number
   ) {
-    super(account)
+    super(account, now, door.options.pingIntervalMs)
     const o = door.options
     account.numConnections++
     this.out = new OutBuf(512, door.slabs)
     this.parser = new NatsParser(this, { maxControlLine: o.maxControlLine, maxPayload: o.maxPayload })
-    this.start = now
     this.tracing = door.log.traceEnabled
-    this.lastActivity = now
-    this.nextPingAt = now + o.pingIntervalMs
     if (door.authRequired) this.authDeadline = now + authTimeoutMs(o)
   }
 
@@ -506,16 +488,7 @@ export class Client extends Connection<ClosedReason> implements NatsOpHandler {
       cid: this.cid,
       kind: this.kind,
       type: this.type,
-      ip: this.conn.remoteAddress,
-      port: this.conn.remotePort,
-      start: this.start,
-      lastActivity: this.lastActivity,
-      rttNs: this.rttNs,
-      pendingBytes: this.pendingBytes,
-      inMsgs: this.inMsgs,
-      outMsgs: this.outMsgs,
-      inBytes: this.inBytes,
-      outBytes: this.outBytes,
+      ...this.traffic(),
       subs: [...this.subs.values()].map((s) => ({ subject: s.subject, queue: s.queue, sid: s.sid, msgs: s.delivered, max: s.max })),
       name: this.name,
       lang: this.lang,
