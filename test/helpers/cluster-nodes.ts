@@ -8,21 +8,25 @@ import { eventuallyAsync } from "./jetstream.js"
 import { type NatsServerProcess, spawnNatsServer } from "./nats-server.js"
 import { killProcess, loggedPort, type ServerProcess, startServerProcess } from "./process.js"
 
-export interface ClusterNode {
+/** A server process of a test (Switchyard or nats-server) on loopback ports. */
+export interface TestServerNode {
   readonly name: string
   readonly clientPort: number
-  readonly routePort: number
   readonly httpPort: number
   /** Everything the current process logged. */
   log(): string
   monitor<T = any>(pathAndQuery: string): Promise<T>
-  /** A nats.js client of this node. */
+  /** A nats.js client of this node (closed by stop). */
   client(opts?: Record<string, unknown>): Promise<NatsConnection>
-  /** SIGKILL: gone without a goodbye. */
-  kill(): Promise<void>
-  /** Started again with the same flags and ports. */
+  /** Started again with the same configuration and ports. */
   restart(): Promise<void>
   stop(): Promise<void>
+}
+
+export interface ClusterNode extends TestServerNode {
+  readonly routePort: number
+  /** SIGKILL: gone without a goodbye. */
+  kill(): Promise<void>
 }
 
 export interface NodeSpec {

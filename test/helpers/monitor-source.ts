@@ -273,7 +273,8 @@ export const syntheticSource = (o: SyntheticOptions = {}): SyntheticSource => {
       health = { ...health, ...h }
     },
     server,
-    connections: conns,
+    connections: () => conns().filter((c) => c.kind !== "Leafnode"),
+    leafs: () => conns().filter((c) => c.kind === "Leafnode"),
     closed,
     accounts,
     jetstream,

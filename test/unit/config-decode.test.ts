@@ -747,6 +747,75 @@ describe("cluster (routes)", () => {
   })
 })
 
+describe("leafnodes", () => {
+  it("is off without a block; takes a listener, users bound to accounts, and remotes with their local account", () => {
+    expect(options("").leafnodes).toBeUndefined()
+    const o = options(`accounts { ACC { users: [ { user: a, password: a } ] }, EDGE {} }
+leafnodes {
+  listen: 127.0.0.1:7433
+  advertise: "203.0.113.9:7433"
+  no_advertise: true
+  reconnect: "2s"
+  authorization { timeout: 3, users: [ { user: l1, password: p1, account: ACC }, { user: l2, password: p2 } ] }
+  remotes: [
+    { url: "nats-leaf://u:secret@hub.example:7422", account: EDGE }
+    { urls: [ "nats://10.0.0.1", "nats-leaf://10.0.0.2:7000" ] }
+  ]
+}`)
+    expect(o.leafnodes).toEqual({
+      host: "127.0.0.1",
+      port: 7433,
+      advertise: "203.0.113.9:7433",
+      noAdvertise: true,
+      reconnectMs: 2000,
+      authorization: {
+        user: undefined,
+        password: undefined,
+        timeoutMs: 3000,
+        account: undefined,
+        users: [{ user: "l1", password: "p1", account: "ACC" }, { user: "l2", password: "p2", account: undefined }]
+      },
+      remotes: [
+        { urls: ["nats-leaf://u:secret@hub.example:7422"], account: "EDGE" },
+        { urls: ["nats://10.0.0.1", "nats-leaf://10.0.0.2:7000"], account: "$G" }
+      ]
+    })
+    // No port: remotes only, no listener; -1: a port the system picks; the client host by default.
+    expect(options("leafnodes { remotes: [ { url: nats-leaf://h:1 } ] }").leafnodes).toMatchObject({ port: undefined })
+    expect(options("host: 127.0.0.2\nleafnodes { port: -1 }").leafnodes).toMatchObject({ host: "127.0.0.2", port: 0 })
+  })
+
+  it("refuses, at its place, what leaf connections do not do yet instead of ignoring it", () => {
+    const cases: ReadonlyArray<[string, RegExp]> = [
+      ["leafnodes {\n  remotes: [\n    { url: nats-leaf://h:1, credentials: /x.creds }\n  ]\n}", /^3:29: .*credentials files .* are not supported by this version yet/],
+      ["leafnodes {\n  tls { cert_file: a, key_file: b }\n}", /^2:3: .*TLS on leaf-node connections is not supported/],
+      ["leafnodes {\n  remotes: [ { url: nats-leaf://h:1, hub: true } ]\n}", /^2:38: .*hub: true/],
+      ["leafnodes {\n  compression: s2_auto\n}", /^2:3: .*compression is not supported/],
+      ["leafnodes {\n  authorization { user: a, users: [ { user: b } ] }\n}", /^2:3: .*either user\/password or users/],
+      ["leafnodes {\n  remotes: [ {} ]\n}", /^2:14: .*a remote needs url or urls/]
+    ]
+    for (const [text, re] of cases) {
+      const e = failure(text)
+      expect(`${e.line}:${e.column}: ${e.message}`).toMatch(re)
+    }
+  })
+
+  it("refuses a remote URL it cannot use without echoing it (it may carry a password)", () => {
+    for (const bad of ["tls://u:pw@h:7422", "ws://u:pw@h:7422", "h:7422"]) {
+      const e = failure(`leafnodes { remotes: [ { url: "${bad}" } ] }`)
+      expect(e.message).toMatch(/leaf URL/)
+      expect(e.message).not.toContain("pw")
+    }
+  })
+
+  it("refuses accounts nobody defined, and leaf nodes on a server with routes, at their place", () => {
+    expect(failure("leafnodes {\n  remotes: [ { url: nats-leaf://h:1, account: NOPE } ]\n}").message).toMatch(/leafnodes.remotes\[0\]: account "NOPE" is not defined/)
+    expect(failure("leafnodes { authorization { users: [ { user: u, account: NOPE } ] } }").message).toMatch(/leafnodes.authorization.users\[0\]: account "NOPE"/)
+    const e = failure("cluster { name: C }\nleafnodes { port: -1 }")
+    expect(`${e.line}: ${e.message}`).toMatch(/^2: .*leaf nodes on a server that also has routes/)
+  })
+})
+
 describe("unknown keys", () => {
   it("warns with the block path and position", () => {
     expect(

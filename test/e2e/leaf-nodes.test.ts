@@ -1,0 +1,302 @@
+// Leaf nodes at run time, both ways round: Switchyard as the leaf of a real nats-server
+// 2.9.10 hub (the edge deployment), and Switchyard as the hub of a real nats-server leaf.
+// The hub binds the connection to account ACC (the account of the leaf's user), the leaf
+// to its local account EDGE. nats.js clients on both sides (and nats.go) assert what they
+// receive: pub/sub both ways, request/reply, no-responders, queue groups, account
+// isolation, and a restart of either side after which interest is restored.
+import { join } from "node:path"
+import { headers } from "@nats-io/transport-node"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { buildDir, runCase } from "../clients/run.js"
+import { buildNatsGo } from "../clients/go/build.js"
+import { collect, interestReached } from "../helpers/cluster-nodes.js"
+import { type Implementation, type LeafServer, leafsUp, leafz, startLeafServer } from "../helpers/leaf-nodes.js"
+import { eventually } from "../helpers/server.js"
+import { PeerDriver } from "../helpers/cluster-peer.js"
+import { MAX_PEER_INTEREST } from "../../src/server/cluster/forward.js"
+import { type HubInfoFields, hubConnectInfo, hubInfo, isLoopDetectionSubject, loopDetectedError } from "../../src/core/cluster/handshake.js"
+
+const HUB_CONFIG = `
+accounts {
+  ACC { users: [ { user: leaf, password: pw }, { user: a, password: a } ] }
+  OTHER { users: [ { user: o, password: o } ] }
+}
+leafnodes { listen: 127.0.0.1:{leaf} }
+`
+
+const leafConfig = (hubLeafPort: number, password = "pw") => `
+accounts {
+  EDGE { users: [ { user: a, password: a } ] }
+  EOTHER { users: [ { user: x, password: x } ] }
+}
+leafnodes { remotes: [ { url: "nats-leaf://leaf:${password}@127.0.0.1:${hubLeafPort}", account: EDGE } ] }
+`
+
+const A = { user: "a", pass: "a" }
+
+const go = buildDir()
+const goBin = join(go.dir, "nats-go")
+beforeAll(() => buildNatsGo(goBin), 120_000)
+afterAll(() => go.remove())
+
+for (const [hubImpl, leafImpl] of [["nats-server", "switchyard"], ["switchyard", "nats-server"]] as const satisfies ReadonlyArray<readonly [Implementation, Implementation]>) {
+  describe(`${leafImpl} as a leaf node of a ${hubImpl} hub`, () => {
+    let hub: LeafServer
+    let leaf: LeafServer
+    const sy = () => (hubImpl === "switchyard" ? hub : leaf)
+
+    beforeAll(async () => {
+      hub = await startLeafServer(hubImpl, "HUB", HUB_CONFIG)
+      leaf = await startLeafServer(leafImpl, "EDGE", leafConfig(hub.leafPort))
+      await leafsUp(hub, 1)
+      await leafsUp(leaf, 1)
+    }, 60_000)
+
+    afterAll(async () => {
+      await leaf?.stop()
+      await hub?.stop()
+    })
+
+    it("connects, bound to ACC on the hub and EDGE on the leaf; /leafz and /varz say so", async () => {
+      const [h, l] = [(await leafz(hub)).leafs[0], (await leafz(leaf)).leafs[0]]
+      expect([h.account, l.account]).toEqual(["ACC", "EDGE"])
+      expect([h.ip, l.port]).toEqual(["127.0.0.1", hub.leafPort])
+      for (const x of [h, l]) for (const k of ["rtt", "in_msgs", "out_msgs", "in_bytes", "out_bytes", "subscriptions"]) expect(x).toHaveProperty(k)
+      // Switchyard's own report: who the other side is and which side solicited.
+      const mine = (await leafz(sy())).leafs[0]
+      expect([mine.name, mine.is_spoke]).toEqual(hubImpl === "switchyard" ? ["EDGE", false] : ["HUB", true])
+      const varz = await sy().monitor("/varz")
+      expect(varz.leafnodes).toBe(1)
+      if (hubImpl === "switchyard") expect(varz.leaf).toMatchObject({ host: "127.0.0.1", port: hub.leafPort, auth_timeout: 2 })
+      else expect(varz.leaf).toMatchObject({ remotes: [{ local_account: "EDGE", urls: [`127.0.0.1:${hub.leafPort}`] }] })
+      expect(hub.log()).not.toMatch(/\[ERR\]/)
+      expect(leaf.log()).not.toMatch(/\[ERR\]/)
+    })
+
+    it("carries pub/sub both ways, once per subscription, headers intact", async () => {
+      const [hc, lc] = [await hub.client(A), await leaf.client(A)]
+      const onHub = collect(hc, "both.>")
+      const onLeaf = collect(lc, "both.*")
+      const onLeaf2 = collect(lc, "both.>")
+      hc.subscribe("probe.hub", { callback: (_e, m) => void m.respond("ok") })
+      lc.subscribe("probe.leaf", { callback: (_e, m) => void m.respond("ok") })
+      await interestReached(lc, "probe.hub")
+      await interestReached(hc, "probe.leaf")
+      // The probes were subscribed after the collectors, on the same connections: their interest arrived first.
+      const h = headers()
+      h.set("X-Trace", "leaf")
+      for (let i = 0; i < 10; i++) lc.publish("both.up", `up-${i}`, { headers: h })
+      for (let i = 0; i < 10; i++) hc.publish("both.down", `down-${i}`)
+      await Promise.all([lc.flush(), hc.flush()])
+      await eventually(() => onHub.length >= 20 && onLeaf.length >= 20 && onLeaf2.length >= 20, "every message on every subscription")
+      const ups = onHub.filter((m) => m.subject === "both.up")
+      expect(ups.map((m) => m.string())).toEqual([...Array(10).keys()].map((i) => `up-${i}`))
+      expect(ups.every((m) => m.headers?.get("X-Trace") === "leaf")).toBe(true)
+      expect(onLeaf.filter((m) => m.subject === "both.down").map((m) => m.string())).toEqual([...Array(10).keys()].map((i) => `down-${i}`))
+      await Promise.all([lc.flush(), hc.flush()])
+      // Once each: nothing came twice (the publishers' own server delivered to them as well).
+      expect([onHub.length, onLeaf.length, onLeaf2.length]).toEqual([20, 20, 20])
+    })
+
+    it("answers requests across the leaf connection both ways, and says 503 when nobody listens anywhere", async () => {
+      const [hc, lc] = [await hub.client(A), await leaf.client(A)]
+      hc.subscribe("svc.hub", { callback: (_e, m) => void m.respond(`hub:${m.string()}`, { headers: m.headers }) })
+      lc.subscribe("svc.leaf", { callback: (_e, m) => void m.respond(`leaf:${m.string()}`) })
+      await interestReached(lc, "svc.hub")
+      await interestReached(hc, "svc.leaf")
+      const h = headers()
+      h.set("X-Seen", "yes")
+      const r = await lc.request("svc.hub", "ping", { timeout: 5000, headers: h })
+      expect([r.string(), r.headers?.get("X-Seen")]).toEqual(["hub:ping", "yes"])
+      expect((await hc.request("svc.leaf", "pong", { timeout: 5000 })).string()).toBe("leaf:pong")
+      for (const c of [hc, lc]) {
+        await expect(c.request("nobody.anywhere", "x", { timeout: 5000 })).rejects.toMatchObject({ message: expect.stringMatching(/503|no responders/i) })
+      }
+    })
+
+    it("delivers each message of a queue group once: to the other side's members, and to a local member first", async () => {
+      const [hc, lc] = [await hub.client(A), await leaf.client(A)]
+      const far = [collect(hc, "work", { queue: "W" }), collect(hc, "work", { queue: "W" })]
+      hc.subscribe("probe.work", { callback: (_e, m) => void m.respond("ok") })
+      await interestReached(lc, "probe.work")
+      for (let i = 0; i < 30; i++) lc.publish("work", `w${i}`)
+      await lc.flush()
+      await eventually(() => far[0].length + far[1].length === 30, "30 messages to the far members")
+      // Now a member on the publisher's side too: it takes every message.
+      const near = collect(lc, "work", { queue: "W" })
+      await lc.flush()
+      far.forEach((g) => (g.length = 0))
+      for (let i = 0; i < 30; i++) lc.publish("work", `n${i}`)
+      await lc.flush()
+      await eventually(() => near.length === 30, "30 messages to the local member")
+      await hc.flush()
+      expect(far[0].length + far[1].length).toBe(0)
+    })
+
+    it("keeps other accounts out: OTHER on the hub and EOTHER on the leaf hear nothing, and EOTHER's interest is not announced", async () => {
+      const [hc, lc] = [await hub.client(A), await leaf.client(A)]
+      const ho = await hub.client({ user: "o", pass: "o" })
+      const lo = await leaf.client({ user: "x", pass: "x" })
+      const onHo = collect(ho, "iso.>")
+      const onLo = collect(lo, "iso.>")
+      lo.subscribe("iso.eother.only", { callback: () => {} })
+      const onHc = collect(hc, "iso.>")
+      const onLc = collect(lc, "iso.>")
+      hc.subscribe("iso.probe.hub", { callback: (_e, m) => void m.respond("ok") })
+      lc.subscribe("iso.probe.leaf", { callback: (_e, m) => void m.respond("ok") })
+      await interestReached(lc, "iso.probe.hub")
+      await interestReached(hc, "iso.probe.leaf")
+      lc.publish("iso.up", "u")
+      hc.publish("iso.down", "d")
+      // OTHER's and EOTHER's own messages stay on their server.
+      ho.publish("iso.other", "o")
+      lo.publish("iso.eother", "x")
+      await Promise.all([lc.flush(), hc.flush(), ho.flush(), lo.flush()])
+      await eventually(() => onHc.some((m) => m.subject === "iso.up") && onLc.some((m) => m.subject === "iso.down"), "the ACC/EDGE messages")
+      await Promise.all([ho.flush(), lo.flush()])
+      expect(onHo.map((m) => m.subject)).toEqual(["iso.other"])
+      expect(onLo.map((m) => m.subject)).toEqual(["iso.eother"])
+      expect(onHc.map((m) => m.subject)).not.toContain("iso.eother")
+      expect(onLc.map((m) => m.subject)).not.toContain("iso.other")
+      const list = ((await leafz(hub, "?subs=true")).leafs[0].subscriptions_list ?? []) as Array<string>
+      expect(list).toContain("iso.>")
+      expect(list).not.toContain("iso.eother.only")
+    })
+
+    it("serves nats.go 1.22.1 clients across the leaf connection, both ways", async () => {
+      for (const [from, to] of [[leaf, hub], [hub, leaf]]) {
+        const r = await runCase([goBin], "cluster", `nats://127.0.0.1:${from.clientPort}`, { other: `nats://127.0.0.1:${to.clientPort}`, user: "a", pass: "a" })
+        expect(r.reply).toBe("HELLO CLUSTER")
+        expect(r.trace).toBe("across")
+        expect(r.msgs).toBe(20)
+        expect(r.members.reduce((x: number, y: number) => x + y, 0)).toBe(30)
+        expect(r.no_responders).toBe("ErrNoResponders")
+      }
+    }, 60_000)
+
+    for (const which of ["leaf", "hub"] as const) {
+      it(`connects again after the ${which} restarts, and the interest of both sides is restored`, async () => {
+        await (which === "leaf" ? leaf : hub).restart()
+        await leafsUp(hub, 1, "the leaf connection back on the hub")
+        await leafsUp(leaf, 1, "the leaf connection back on the leaf")
+        const [hc, lc] = [await hub.client(A), await leaf.client(A)]
+        const onHub = collect(hc, `again.${which}`)
+        const onLeaf = collect(lc, `again.${which}`)
+        hc.subscribe(`probe.again.hub.${which}`, { callback: (_e, m) => void m.respond("ok") })
+        lc.subscribe(`probe.again.leaf.${which}`, { callback: (_e, m) => void m.respond("ok") })
+        await interestReached(lc, `probe.again.hub.${which}`)
+        await interestReached(hc, `probe.again.leaf.${which}`)
+        lc.publish(`again.${which}`, "from the leaf")
+        hc.publish(`again.${which}`, "from the hub")
+        await Promise.all([lc.flush(), hc.flush()])
+        await eventually(() => onHub.length === 2 && onLeaf.length === 2, "both messages on both sides")
+      }, 60_000)
+    }
+  })
+}
+
+describe("refusals and loops", () => {
+  let nsHub: LeafServer
+  let syHub: LeafServer
+  const others: Array<LeafServer> = []
+  beforeAll(async () => {
+    ;[nsHub, syHub] = await Promise.all([startLeafServer("nats-server", "NSHUB", HUB_CONFIG), startLeafServer("switchyard", "SYHUB", HUB_CONFIG)])
+  }, 60_000)
+  afterAll(async () => {
+    await Promise.all(others.map((s) => s.stop()))
+    await Promise.all([nsHub?.stop(), syHub?.stop()])
+  })
+
+  it("a Switchyard leaf with a wrong password logs the hub's Authorization Violation and keeps trying; nothing connects", async () => {
+    const edge = await startLeafServer("switchyard", "BADEDGE", leafConfig(nsHub.leafPort, "wrong"))
+    others.push(edge)
+    await eventually(() => (edge.log().match(/Leafnode Error 'Authorization Violation'/g) ?? []).length >= 2, "two refused attempts in the leaf's log", 20_000)
+    expect((await leafz(edge)).leafnodes).toBe(0)
+    expect((await leafz(nsHub)).leafnodes).toBe(0)
+  }, 30_000)
+
+  it("a Switchyard hub refuses a nats-server leaf with a wrong password: it logs the failure, the leaf logs Authorization Violation", async () => {
+    const edge = await startLeafServer("nats-server", "BADNS", leafConfig(syHub.leafPort, "wrong"))
+    others.push(edge)
+    await eventually(() => /Leafnode authentication failed for user "leaf"/.test(syHub.log()), "the hub's log line", 20_000)
+    await eventually(() => /Authorization Violation/.test(edge.log()), "the leaf's log line", 20_000)
+    expect((await leafz(syHub)).leafnodes).toBe(0)
+  }, 30_000)
+
+  it("a Switchyard leaf whose own loop-detection subject comes back from its hub says so with nats-server's -ERR, closes, and waits 30 s", async () => {
+    const fakeHub = await PeerDriver.listen("leaf")
+    try {
+      const edge = await startLeafServer("switchyard", "LOOPEDGE", `
+accounts { EDGE { users: [ { user: a, password: a } ] } }
+leafnodes { remotes: [ { url: "nats-leaf://127.0.0.1:${fakeHub.port}", account: EDGE } ] }
+`)
+      others.push(edge)
+      const hubSide = await fakeHub.accepted
+      const fields: HubInfoFields = {
+        server_id: "NFAKEHUB", server_name: "FAKE", version: "2.9.10", host: "127.0.0.1", port: fakeHub.port,
+        headers: true, auth_required: false, max_payload: 1 << 20, client_id: 7, leafnode_urls: []
+      }
+      hubSide.sendInfo(hubInfo(fields, "nonce"))
+      await hubSide.waitFor((op) => (op[0] === "connect" ? true : undefined), "the leaf's CONNECT")
+      hubSide.sendInfo(hubConnectInfo(fields, "ACC"))
+      const lds = await hubSide.waitFor((op) => (op[0] === "sub" && isLoopDetectionSubject(op[1].subject) ? op[1].subject : undefined), "the leaf's $LDS")
+      hubSide.send(`LS+ ${lds}\r\n`)
+      await hubSide.waitClosed()
+      expect(hubSide.errors()).toEqual([loopDetectedError("EDGE")])
+      expect(edge.log()).toMatch(/Loop detected for leafnode account="EDGE"/)
+      await eventually(() => /connecting again in 30s/.test(edge.log()), "the 30 s delay")
+    } finally {
+      fakeHub.close()
+    }
+  }, 30_000)
+
+  it("a Switchyard hub closes a leaf that sends the hub's own loop-detection subject back, with nats-server's -ERR", async () => {
+    const fakeLeaf = await PeerDriver.connect("leaf", syHub.leafPort)
+    try {
+      await fakeLeaf.waitFor((op) => (op[0] === "info" ? true : undefined), "the hub's INFO")
+      fakeLeaf.sendConnect({ version: "2.9.10", user: "leaf", pass: "pw", server_id: "NFAKELEAF", name: "FAKE", cluster: "FAKE", headers: true })
+      const lds = await fakeLeaf.waitFor((op) => (op[0] === "sub" && isLoopDetectionSubject(op[1].subject) ? op[1].subject : undefined), "the hub's $LDS")
+      fakeLeaf.send(`LS+ ${lds}\r\n`)
+      await fakeLeaf.waitClosed()
+      expect(fakeLeaf.errors()).toEqual([loopDetectedError("ACC")])
+    } finally {
+      fakeLeaf.close()
+    }
+  })
+
+  it(`a Switchyard hub closes a leaf that announces more than ${MAX_PEER_INTEREST} subscriptions, and keeps serving the others`, async () => {
+    const fakeLeaf = await PeerDriver.connect("leaf", syHub.leafPort)
+    try {
+      await fakeLeaf.waitFor((op) => (op[0] === "info" ? true : undefined), "the hub's INFO")
+      fakeLeaf.sendConnect({ version: "2.9.10", user: "leaf", pass: "pw", server_id: "NGREEDY", name: "GREEDY", cluster: "GREEDY", headers: true })
+      await fakeLeaf.waitFor((op) => (op[0] === "info" && op[1].includes("connect_info") ? true : undefined), "the hub's second INFO")
+      const lines: Array<string> = []
+      for (let i = 0; i <= MAX_PEER_INTEREST; i++) lines.push(`LS+ greedy.${i}\r\n`)
+      fakeLeaf.send(lines.join(""))
+      await fakeLeaf.waitClosed(30_000)
+      expect(fakeLeaf.errors()).toEqual(["Maximum Subscriptions Exceeded"])
+      expect(syHub.log()).toMatch(new RegExp(`Leafnode announced more than ${MAX_PEER_INTEREST} subscriptions: closing the connection`))
+      expect(syHub.log()).toMatch(/Leafnode connection closed: Interest Limit Exceeded/)
+      // The server is unharmed: its clients still talk.
+      const c = await syHub.client(A)
+      c.subscribe("still.here", { callback: (_e, m) => void m.respond("yes") })
+      expect((await c.request("still.here", "?", { timeout: 5000 })).string()).toBe("yes")
+    } finally {
+      fakeLeaf.close()
+    }
+  }, 60_000)
+
+  it("a Switchyard hub passes a leaf's loop-detection subject to its other connections: a nats-server leaf connected twice detects the loop", async () => {
+    const twice = `
+accounts { EDGE { users: [ { user: a, password: a } ] } }
+leafnodes { remotes: [
+  { url: "nats-leaf://leaf:pw@127.0.0.1:${syHub.leafPort}", account: EDGE }
+  { url: "nats-leaf://leaf:pw@127.0.0.1:${syHub.leafPort}", account: EDGE }
+] }
+`
+    const edge = await startLeafServer("nats-server", "LOOPNS", twice)
+    others.push(edge)
+    await eventually(() => /Loop detected/i.test(edge.log()), "nats-server detecting the loop", 20_000)
+    await eventually(() => /Leafnode Error 'Loop detected for leafnode account=\\?"EDGE\\?"/.test(syHub.log()), "the hub hearing of it", 20_000)
+  }, 30_000)
+})
