@@ -286,7 +286,31 @@ leafnodes { remotes: [ { url: "nats-leaf://127.0.0.1:${fakeHub.port}", account: 
     }
   }, 60_000)
 
-  it("a Switchyard hub passes a leaf's loop-detection subject to its other connections: a nats-server leaf connected twice detects the loop", async () => {
+  it("a Switchyard hub closes a second connection that brings a loop-detection subject it already has from another", async () => {
+    const connectAs = async (id: string) => {
+      const p = await PeerDriver.connect("leaf", syHub.leafPort)
+      await p.waitFor((op) => (op[0] === "info" ? true : undefined), "the hub's INFO")
+      p.sendConnect({ version: "2.9.10", user: "leaf", pass: "pw", server_id: id, name: id, cluster: id, headers: true })
+      await p.waitFor((op) => (op[0] === "info" && op[1].includes("connect_info") ? true : undefined), "the hub's second INFO")
+      return p
+    }
+    const [first, second] = [await connectAs("NFIRST"), await connectAs("NSECOND")]
+    try {
+      first.send("LS+ $LDS.sameSubjectFromBothSides\r\n")
+      // The hub passes it on to the other connection of the account, as nats-server does.
+      await second.waitFor((op) => (op[0] === "sub" && op[1].subject === "$LDS.sameSubjectFromBothSides" ? true : undefined), "the first one's $LDS")
+      second.send("LS+ $LDS.sameSubjectFromBothSides\r\n")
+      await second.waitClosed()
+      expect(second.errors()).toEqual([loopDetectedError("ACC")])
+      expect(first.closed).toBe(false)
+      expect(syHub.log()).toMatch(/Loop detected for leafnode account="ACC": \$LDS.sameSubjectFromBothSides came over another connection too/)
+    } finally {
+      first.close()
+      second.close()
+    }
+  })
+
+  it("a nats-server leaf connected twice to a Switchyard hub account is caught in its loop: one connection stays", async () => {
     const twice = `
 accounts { EDGE { users: [ { user: a, password: a } ] } }
 leafnodes { remotes: [
@@ -296,7 +320,9 @@ leafnodes { remotes: [
 `
     const edge = await startLeafServer("nats-server", "LOOPNS", twice)
     others.push(edge)
-    await eventually(() => /Loop detected/i.test(edge.log()), "nats-server detecting the loop", 20_000)
-    await eventually(() => /Leafnode Error 'Loop detected for leafnode account=\\?"EDGE\\?"/.test(syHub.log()), "the hub hearing of it", 20_000)
+    // Whichever side sees it first (the hub: the same $LDS over two connections; the leaf: its own back) closes one.
+    await eventually(() => /Loop detected/.test(edge.log() + syHub.log()), "the loop detected", 20_000)
+    await eventually(() => /Loop detected for leafnode account=\\?"(EDGE|ACC)\\?"/.test(edge.log() + syHub.log()), "the loop's account named")
+    await leafsUp(edge, 1, "one connection left (the other waits 30 s)")
   }, 30_000)
 })

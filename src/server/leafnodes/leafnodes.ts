@@ -322,11 +322,16 @@ export class LeafNodes implements RemoteRouting, InterestWatcher, LeafMesh, Leaf
   /** LS+ from a leaf connection: a loop when it is our own loop-detection subject; else kept, and passed on to the account's other leaf connections. */
   remoteSub(l: Leaf, i: PeerInterest): void {
     const account = l.account.name
-    if (isLoopDetectionSubject(i.subject) && this.lds.get(account) === i.subject) {
-      this.server.log.error(`${l.logPrefix()} - Loop detected for leafnode account="${account}": our loop-detection subject came back`)
-      if (l.solicit !== undefined) l.solicit.loop = true
-      l.close(LeafClosed.LoopDetected, loopDetectedError(account))
-      return
+    if (isLoopDetectionSubject(i.subject)) {
+      // Our own subject back, or another server's arriving over a second connection of the
+      // account: either way messages could go round.
+      const own = this.lds.get(account) === i.subject
+      if (own || this.interest.remotes(account, i.subject).some((o) => o !== l)) {
+        this.server.log.error(`${l.logPrefix()} - Loop detected for leafnode account="${account}": ${own ? "our loop-detection subject came back" : `${i.subject} came over another connection too`}`)
+        if (l.solicit !== undefined) l.solicit.loop = true
+        l.close(LeafClosed.LoopDetected, loopDetectedError(account))
+        return
+      }
     }
     if (l.permissions !== undefined && !l.permissions.canSubscribe(i.subject, i.queue)) {
       this.server.log.debug(`${l.logPrefix()} - Leafnode interest in "${i.subject}" outside its user's subscribe permissions ignored`)
