@@ -18,7 +18,7 @@ import { type HubInfoFields, hubConnectInfo, hubInfo, isLoopDetectionSubject, lo
 
 const HUB_CONFIG = `
 accounts {
-  ACC { users: [ { user: leaf, password: pw }, { user: a, password: a } ] }
+  ACC { users: [ { user: leaf, password: pw }, { user: a, password: a }, { user: limited, password: lp, permissions: { publish: "up.>", subscribe: "down.>" } } ] }
   OTHER { users: [ { user: o, password: o } ] }
 }
 leafnodes { listen: 127.0.0.1:{leaf} }
@@ -223,6 +223,36 @@ describe("refusals and loops", () => {
     expect((await leafz(syHub)).leafnodes).toBe(0)
   }, 30_000)
 
+  it("holds a leaf to its user's permissions: it may send only what the user may publish, and ask only for what it may subscribe to", async () => {
+    const leaf = await PeerDriver.connect("leaf", syHub.leafPort)
+    await leaf.waitFor((op) => (op[0] === "info" ? true : undefined), "the hub's INFO")
+    leaf.sendConnect({ version: "2.9.10", user: "limited", pass: "lp", server_id: "NLIMITED", name: "LIMITED", cluster: "LIMITED", headers: true })
+    try {
+      await leaf.waitFor((op) => (op[0] === "info" && op[1].includes("connect_info") ? true : undefined), "the second INFO")
+      const c = await syHub.client(A)
+      const onHub = collect(c, ">")
+      c.subscribe("probe.perm", { callback: (_e, m) => void m.respond("ok") })
+      await c.flush()
+      leaf.send("LS+ down.a\r\nLS+ secret.b\r\n")
+      await leaf.roundTrip()
+      const list = ((await leafz(syHub, "?subs=true")).leafs.find((l) => l.name === "LIMITED")!.subscriptions_list ?? []) as Array<string>
+      expect(list).toEqual(["down.a"])
+      c.publish("down.a", "allowed")
+      c.publish("secret.b", "denied")
+      await c.flush()
+      await leaf.waitFor((op) => (op[0] === "msg" && op[1].subject === "down.a" ? true : undefined), "down.a on the leaf")
+      leaf.send("LMSG up.x 2\r\nUP\r\nLMSG nope.x 2\r\nNO\r\n")
+      await leaf.roundTrip()
+      await eventually(() => onHub.some((m) => m.subject === "up.x"), "up.x on the hub")
+      await c.flush()
+      const subjects = onHub.map((m) => m.subject)
+      expect(subjects).not.toContain("nope.x")
+      expect(leaf.ops.filter((op) => op[0] === "msg").map((op) => (op[1] as { subject: string }).subject)).toEqual(["down.a"])
+    } finally {
+      leaf.close()
+    }
+  })
+
   it("a Switchyard leaf whose own loop-detection subject comes back from its hub says so with nats-server's -ERR, closes, and waits 30 s", async () => {
     const fakeHub = await PeerDriver.listen("leaf")
     try {
@@ -325,4 +355,46 @@ leafnodes { remotes: [
     await eventually(() => /Loop detected for leafnode account=\\?"(EDGE|ACC)\\?"/.test(edge.log() + syHub.log()), "the loop's account named")
     await leafsUp(edge, 1, "one connection left (the other waits 30 s)")
   }, 30_000)
+})
+
+describe("a Switchyard hub's authorization of leaf nodes", () => {
+  let hub: LeafServer
+  beforeAll(async () => {
+    hub = await startLeafServer("switchyard", "AUTHHUB", `
+accounts { ACC { users: [ { user: a, password: a } ] } }
+leafnodes {
+  listen: 127.0.0.1:{leaf}
+  authorization { users: [ { user: bound, password: bp, account: ACC } ] }
+}
+`)
+  }, 60_000)
+  afterAll(async () => {
+    await hub?.stop()
+  })
+
+  const fakeLeaf = async (user: string, pass: string): Promise<PeerDriver> => {
+    const p = await PeerDriver.connect("leaf", hub.leafPort)
+    await p.waitFor((op) => (op[0] === "info" ? true : undefined), "the hub's INFO")
+    p.sendConnect({ version: "2.9.10", user, pass, server_id: `N${user.toUpperCase()}`, name: user, cluster: user, headers: true })
+    return p
+  }
+
+  it("binds a leafnodes.authorization user to its account, and refuses a wrong password or an unknown user with Authorization Violation", async () => {
+    const ok = await fakeLeaf("bound", "bp")
+    try {
+      const second = await ok.waitFor((op) => (op[0] === "info" && op[1].includes("connect_info") ? JSON.parse(op[1]) : undefined), "the second INFO")
+      expect(second.remote_account).toBe("ACC")
+      await leafsUp(hub, 1)
+      expect((await leafz(hub)).leafs[0]).toMatchObject({ account: "ACC", name: "bound", is_spoke: false })
+    } finally {
+      ok.close()
+    }
+    // A user of the server's accounts is not a leaf user once leafnodes.authorization lists users.
+    for (const [user, pass] of [["bound", "nope"], ["a", "a"]]) {
+      const bad = await fakeLeaf(user, pass)
+      await bad.waitClosed()
+      expect(bad.errors()).toEqual(["Authorization Violation"])
+    }
+  })
+
 })

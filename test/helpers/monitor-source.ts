@@ -273,7 +273,7 @@ export const syntheticSource = (o: SyntheticOptions = {}): SyntheticSource => {
       health = { ...health, ...h }
     },
     server,
-    connections: () => conns().filter((c) => c.kind !== "Leafnode"),
+    connections: conns,
     leafs: () => conns().filter((c) => c.kind === "Leafnode"),
     closed,
     accounts,

@@ -14,8 +14,9 @@ export interface MonitorSource {
   /** Identity, settings and server-wide counters. */
   server(): ServerSnapshot
   /**
-   * Open connections as /connz lists them: clients (NATS, MQTT, WebSocket) and
-   * leafnodes. Internal clients (system, JetStream) are left out.
+   * Open connections as /connz lists them: clients (NATS, MQTT, WebSocket); the server
+   * lists its leaf connections in `leafs` only, as nats-server's /connz lists clients
+   * only. Internal clients (system, JetStream) are left out.
    */
   connections(): ReadonlyArray<ConnSnapshot>
   /** Recently closed connections, oldest first, bounded by `max_closed_clients`. */
