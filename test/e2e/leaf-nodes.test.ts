@@ -4,6 +4,7 @@
 // to its local account EDGE. nats.js clients on both sides (and nats.go) assert what they
 // receive: pub/sub both ways, request/reply, no-responders, queue groups, account
 // isolation, and a restart of either side after which interest is restored.
+import { networkInterfaces } from "node:os"
 import { join } from "node:path"
 import { headers } from "@nats-io/transport-node"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -14,7 +15,8 @@ import { type Implementation, type LeafServer, leafsUp, leafz, startLeafServer }
 import { eventually } from "../helpers/server.js"
 import { PeerDriver } from "../helpers/cluster-peer.js"
 import { MAX_PEER_INTEREST } from "../../src/server/cluster/forward.js"
-import { type HubInfoFields, hubConnectInfo, hubInfo, isLoopDetectionSubject, loopDetectedError } from "../../src/core/cluster/handshake.js"
+import { Either } from "effect"
+import { decodeLeafInfo, type HubInfoFields, hubConnectInfo, hubInfo, isLeafListenerInfo, isLoopDetectionSubject, loopDetectedError } from "../../src/core/cluster/handshake.js"
 
 const HUB_CONFIG = `
 accounts {
@@ -357,6 +359,27 @@ leafnodes { remotes: [
   }, 30_000)
 })
 
+describe("a Switchyard hub listening on every address", () => {
+  it("tells leaf nodes the machine's addresses to reconnect to, never a loopback one (nothing with no_advertise)", async () => {
+    for (const noAdvertise of [false, true]) {
+      const hub = await startLeafServer("switchyard", "ANYHUB", `leafnodes { listen: 0.0.0.0:{leaf}, no_advertise: ${noAdvertise} }`)
+      try {
+        const p = await PeerDriver.connect("leaf", hub.leafPort)
+        const info = JSON.parse(await p.waitFor((op) => (op[0] === "info" ? op[1] : undefined), "the hub's INFO"))
+        p.close()
+        const urls = info.leafnode_urls as Array<string>
+        if (noAdvertise) expect(urls).toEqual([])
+        else {
+          const mine = Object.values(networkInterfaces()).flat().filter((a) => a !== undefined && a.family === "IPv4" && !a.address.startsWith("127."))
+          expect([...urls].sort()).toEqual(mine.map((a) => `${a!.address}:${hub.leafPort}`).sort())
+        }
+      } finally {
+        await hub.stop()
+      }
+    }
+  }, 60_000)
+})
+
 describe("a Switchyard hub's authorization of leaf nodes", () => {
   let hub: LeafServer
   beforeAll(async () => {
@@ -382,6 +405,10 @@ leafnodes {
   it("binds a leafnodes.authorization user to its account, and refuses a wrong password or an unknown user with Authorization Violation", async () => {
     const ok = await fakeLeaf("bound", "bp")
     try {
+      // The first INFO is a leaf listener's (what a nats-server leaf checks), naming where to reconnect.
+      const first = decodeLeafInfo(ok.infos()[0])
+      expect(Either.isRight(first) && isLeafListenerInfo(first.right)).toBe(true)
+      expect(JSON.parse(ok.infos()[0]).leafnode_urls).toEqual([`127.0.0.1:${hub.leafPort}`])
       const second = await ok.waitFor((op) => (op[0] === "info" && op[1].includes("connect_info") ? JSON.parse(op[1]) : undefined), "the second INFO")
       expect(second.remote_account).toBe("ACC")
       await leafsUp(hub, 1)

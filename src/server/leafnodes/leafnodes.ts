@@ -92,9 +92,15 @@ export class LeafNodes implements RemoteRouting, InterestWatcher, LeafMesh, Leaf
     if (this.solicits.length > 0) this.env.wakeAt(this.server.env.now())
   }
 
-  /** The host:port leaf nodes are told (advertise, else the listener). */
-  advertised(): string {
-    return this.options.advertise ?? hostPort(this.host === "0.0.0.0" || this.host === "" ? "127.0.0.1" : this.host, this.port)
+  /**
+   * The host:port leaf nodes are told (INFO leafnode_urls, where a nats-server leaf also
+   * reconnects): advertise, else the listener, else (a listener on every address) each
+   * of the machine's non-loopback IPv4 addresses, as client URLs are advertised.
+   */
+  advertised(): Array<string> {
+    if (this.options.advertise !== undefined) return [this.options.advertise]
+    if (this.host !== "0.0.0.0" && this.host !== "::" && this.host !== "") return [hostPort(this.host, this.port)]
+    return this.server.machineAddresses().filter((a) => a.family === "IPv4" && !a.address.startsWith("127.")).map((a) => hostPort(a.address, this.port))
   }
 
   // ---- connections ----
@@ -123,7 +129,7 @@ export class LeafNodes implements RemoteRouting, InterestWatcher, LeafMesh, Leaf
       auth_required: auth?.user !== undefined || (auth?.users.length ?? 0) > 0 || s.authRequired,
       max_payload: s.options.maxPayload,
       client_id: l.lid,
-      leafnode_urls: this.options.noAdvertise ? [] : [this.advertised()]
+      leafnode_urls: this.options.noAdvertise ? [] : this.advertised()
     }
   }
 
