@@ -7,6 +7,7 @@
 import { networkInterfaces } from "node:os"
 import { join } from "node:path"
 import { headers } from "@nats-io/transport-node"
+import mqtt from "mqtt"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { buildDir, runCase } from "../clients/run.js"
 import { buildNatsGo } from "../clients/go/build.js"
@@ -196,6 +197,44 @@ for (const [hubImpl, leafImpl] of [["nats-server", "switchyard"], ["switchyard",
     }
   })
 }
+
+describe("the edge deployment: MQTT clients of a Switchyard leaf and NATS clients of a nats-server hub", () => {
+  let hub: LeafServer
+  let edge: LeafServer
+  const mqttClients: Array<mqtt.MqttClient> = []
+  beforeAll(async () => {
+    hub = await startLeafServer("nats-server", "HUB", HUB_CONFIG)
+    // The edge has no leaf listener: its {leaf} port serves MQTT.
+    edge = await startLeafServer("switchyard", "EDGE", `${leafConfig(hub.leafPort)}\nmqtt { listen: 127.0.0.1:{leaf} }\n`)
+    await leafsUp(hub, 1)
+  }, 60_000)
+  afterAll(async () => {
+    await Promise.all(mqttClients.map((c) => c.endAsync().catch(() => {})))
+    await edge?.stop()
+    await hub?.stop()
+  })
+
+  it("delivers the hub's NATS messages to MQTT subscribers on the edge, and MQTT publications to the hub's subscribers", async () => {
+    const m = await mqtt.connectAsync(`mqtt://127.0.0.1:${edge.leafPort}`, { clientId: "edge-sensor", username: "a", password: "a", reconnectPeriod: 0 })
+    mqttClients.push(m)
+    const got: Array<string> = []
+    m.on("message", (topic, payload) => got.push(`${topic} ${payload.toString()}`))
+    await m.subscribeAsync("cmd/+/set", { qos: 0 })
+    const hc = await hub.client(A)
+    const up = collect(hc, "sensors.>")
+    hc.subscribe("probe.edge.mqtt", { callback: (_e, msg) => void msg.respond("ok") })
+    // The MQTT subscription's interest reached the hub once a request through it is answered by an edge responder subscribed after it.
+    const ec = await edge.client(A)
+    ec.subscribe("probe.hub.mqtt", { callback: (_e, msg) => void msg.respond("ok") })
+    await interestReached(hc, "probe.hub.mqtt")
+    await interestReached(ec, "probe.edge.mqtt")
+    hc.publish("cmd.k1.set", "on")
+    await hc.flush()
+    await eventually(() => got.includes("cmd/k1/set on"), "the hub's command on the MQTT client")
+    await m.publishAsync("sensors/k1/temp", "21.5", { qos: 1 })
+    await eventually(() => up.some((x) => x.subject === "sensors.k1.temp" && x.string() === "21.5"), "the MQTT reading on the hub")
+  })
+})
 
 describe("refusals and loops", () => {
   let nsHub: LeafServer
