@@ -256,6 +256,24 @@ describe("refusals and loops", () => {
     expect((await leafz(nsHub)).leafnodes).toBe(0)
   }, 30_000)
 
+  it("a Switchyard leaf pointed at a client port says it reached the wrong port, and keeps trying", async () => {
+    const edge = await startLeafServer("switchyard", "WRONGPORT", `leafnodes { remotes: [ { url: "nats-leaf://127.0.0.1:${nsHub.clientPort}" } ] }`)
+    others.push(edge)
+    await eventually(() => (edge.log().match(/attempted to connect to wrong port/g) ?? []).length >= 2, "two attempts, each refused", 20_000)
+    expect((await leafz(edge)).leafnodes).toBe(0)
+  }, 30_000)
+
+  it("a Switchyard hub closes a leaf connection that never sends CONNECT, with Authentication Timeout", async () => {
+    const silent = await PeerDriver.connect("leaf", syHub.leafPort)
+    try {
+      await silent.waitClosed(15_000)
+      expect(silent.errors()).toEqual(["Authentication Timeout"])
+      expect(syHub.log()).toMatch(/Leafnode handshake not complete within 2000ms/)
+    } finally {
+      silent.close()
+    }
+  }, 30_000)
+
   it("a Switchyard hub refuses a nats-server leaf with a wrong password: it logs the failure, the leaf logs Authorization Violation", async () => {
     const edge = await startLeafServer("nats-server", "BADNS", leafConfig(syHub.leafPort, "wrong"))
     others.push(edge)
