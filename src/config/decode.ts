@@ -242,12 +242,6 @@ export const checkOptions = (
     })
   }
   for (const e of findUnsupported(options).errors) found.push({ ...e, at: parsed?.locate(e.path) })
-  if (options.leafnodes !== undefined && options.cluster !== undefined) {
-    found.push({
-      path: ["leafnodes"],
-      message: "leaf nodes on a server that also has routes (a cluster block) are not supported by this version yet: run the leaf or hub as a server without a cluster"
-    })
-  }
   const mqttNoAuth = options.mqtt?.noAuthUser
   if (mqttNoAuth !== undefined && !users.has(mqttNoAuth)) {
     found.push({

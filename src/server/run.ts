@@ -12,6 +12,7 @@ import { GcPacer, nodeMinorGc } from "./gc-pacer.js"
 import { type WiredImports, wireImports } from "./imports.js"
 import { Cluster } from "./cluster/cluster.js"
 import { LeafNodes } from "./leafnodes/leafnodes.js"
+import type { InterestWatcher } from "../engine/principal.js"
 import { makeServerId, Server } from "./server.js"
 
 export interface RunningServer {
@@ -90,15 +91,21 @@ export const startNatsServer = (
       server.router.watch(cluster)
       server.router.remote = cluster
     }
-    // Leaf nodes the same way (a server has routes or leaf nodes, not both: the
-    // configuration refuses the two together for now).
+    // Leaf nodes the same way: they take messages published here and those from routes
+    // (the router's edge). With routes too, each hears of the other's interest: a leaf's
+    // is this server's own to the routes, the routes' is the cluster's to the leaf nodes.
     const leafnodes = options.leafnodes === undefined
       ? undefined
       : new LeafNodes(server, options.leafnodes, { dial: transport.dial, wakeAt: (at) => alarm?.wakeAt(at) })
     if (leafnodes !== undefined) {
       server.leafnodes = leafnodes
-      server.router.watch(leafnodes)
-      server.router.remote = leafnodes
+      server.router.edge = leafnodes
+      if (cluster === undefined) server.router.watch(leafnodes)
+      else {
+        cluster.leafs = leafnodes
+        leafnodes.routes = cluster
+        server.router.watch(bothWatch(cluster, leafnodes))
+      }
     }
     const imports = wireImports(server)
     // Pings, stale connections, auth and write deadlines, and the routes' timers: woken
@@ -144,3 +151,15 @@ export const startNatsServer = (
     }
     return { server, host: listener.host, port: listener.port, busyPoll: poll, imports, alarm: timer, cluster }
   })
+
+/** Routes and leaf nodes both hear of every local subscription. */
+const bothWatch = (a: InterestWatcher, b: InterestWatcher): InterestWatcher => ({
+  subscribed: (account, sub) => {
+    a.subscribed(account, sub)
+    b.subscribed(account, sub)
+  },
+  unsubscribed: (account, sub) => {
+    a.unsubscribed(account, sub)
+    b.unsubscribed(account, sub)
+  }
+})

@@ -9,11 +9,12 @@ import { join } from "node:path"
 import { headers } from "@nats-io/transport-node"
 import mqtt from "mqtt"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { buildDir, runCase } from "../clients/run.js"
+import { buildDir, freePort, runCase } from "../clients/run.js"
 import { buildNatsGo } from "../clients/go/build.js"
 import { collect, interestReached } from "../helpers/cluster-nodes.js"
 import { type Implementation, type LeafServer, leafsUp, leafz, startLeafServer } from "../helpers/leaf-nodes.js"
 import { eventually } from "../helpers/server.js"
+import { eventuallyAsync } from "../helpers/jetstream.js"
 import { PeerDriver } from "../helpers/cluster-peer.js"
 import { MAX_PEER_INTEREST } from "../../src/server/cluster/forward.js"
 import { Either } from "effect"
@@ -197,6 +198,76 @@ for (const [hubImpl, leafImpl] of [["nats-server", "switchyard"], ["switchyard",
     }
   })
 }
+
+describe("a hub cluster: a nats-server leaf on a Switchyard node routed to a nats-server node", () => {
+  let ns: LeafServer
+  let s1: LeafServer
+  let leaf: LeafServer
+  beforeAll(async () => {
+    const [nsRoute, s1Route] = [await freePort(), await freePort()]
+    const cluster = (me: number, other: number) => `\ncluster { name: C1, listen: 127.0.0.1:${me}, routes: [ nats-route://127.0.0.1:${other} ] }\n`
+    ;[ns, s1] = await Promise.all([
+      startLeafServer("nats-server", "NS", HUB_CONFIG + cluster(nsRoute, s1Route)),
+      startLeafServer("switchyard", "S1", HUB_CONFIG + cluster(s1Route, nsRoute))
+    ])
+    await eventuallyAsync(async () => (await s1.monitor("/routez")).num_routes === 1 && (await ns.monitor("/routez")).num_routes === 1, "the route", 30_000)
+    leaf = await startLeafServer("nats-server", "NL", leafConfig(s1.leafPort))
+    await leafsUp(s1, 1)
+  }, 60_000)
+  afterAll(async () => {
+    await leaf?.stop()
+    await Promise.all([s1?.stop(), ns?.stop()])
+  })
+
+  it("carries messages and requests between the leaf and the other node of the cluster, both ways", async () => {
+    const [nc, lc] = [await ns.client(A), await leaf.client(A)]
+    const onNs = collect(nc, "far.>")
+    const onLeaf = collect(lc, "far.>")
+    nc.subscribe("svc.ns", { callback: (_e, m) => void m.respond(`ns:${m.string()}`) })
+    lc.subscribe("svc.leaf", { callback: (_e, m) => void m.respond(`leaf:${m.string()}`) })
+    await interestReached(lc, "svc.ns")
+    await interestReached(nc, "svc.leaf")
+    expect((await lc.request("svc.ns", "a", { timeout: 5000 })).string()).toBe("ns:a")
+    expect((await nc.request("svc.leaf", "b", { timeout: 5000 })).string()).toBe("leaf:b")
+    for (let i = 0; i < 10; i++) lc.publish("far.up", `u${i}`)
+    for (let i = 0; i < 10; i++) nc.publish("far.down", `d${i}`)
+    await Promise.all([lc.flush(), nc.flush()])
+    await eventually(() => onNs.length === 20 && onLeaf.length === 20, "every message on both sides, once")
+    await Promise.all([lc.flush(), nc.flush()])
+    expect([onNs.length, onLeaf.length]).toEqual([20, 20])
+    for (const c of [nc, lc]) {
+      await expect(c.request("nobody.anywhere", "x", { timeout: 5000 })).rejects.toMatchObject({ message: expect.stringMatching(/503|no responders/i) })
+    }
+  })
+
+  it("serves a queue group on the leaf once per message published on the other node", async () => {
+    const [nc, lc] = [await ns.client(A), await leaf.client(A)]
+    const members = [collect(lc, "far.work", { queue: "W" }), collect(lc, "far.work", { queue: "W" })]
+    lc.subscribe("probe.far.work", { callback: (_e, m) => void m.respond("ok") })
+    await interestReached(nc, "probe.far.work")
+    for (let i = 0; i < 30; i++) nc.publish("far.work", `w${i}`)
+    await nc.flush()
+    await eventually(() => members[0].length + members[1].length === 30, "30 messages to the leaf's members")
+    await lc.flush()
+    expect(members[0].length + members[1].length).toBe(30)
+  })
+
+  it("withdraws the leaf's interest from the cluster when the leaf goes", async () => {
+    const lc = await leaf.client(A)
+    lc.subscribe("gone.soon", { callback: (_e, m) => void m.respond("here") })
+    const nc = await ns.client(A)
+    await interestReached(nc, "gone.soon")
+    await leaf.stop()
+    await eventuallyAsync(async () => {
+      try {
+        await nc.request("gone.soon", "?", { timeout: 1000 })
+        return false
+      } catch (e) {
+        return /503|no responders/i.test(String(e))
+      }
+    }, "no responders once the leaf is gone", 20_000)
+  })
+})
 
 describe("the edge deployment: MQTT clients of a Switchyard leaf and NATS clients of a nats-server hub", () => {
   let hub: LeafServer

@@ -92,3 +92,21 @@ describe("LeafInterestBook", () => {
     expect(b.size("A")).toBe(0)
   })
 })
+
+describe("LeafInterestBook: sources that are told nothing (the other servers, behind a route)", () => {
+  it("adds a route's interest to what every leaf of the account hears, and withdraws it all when the route goes", () => {
+    const b = new LeafInterestBook<string>()
+    const r = recorder()
+    b.attach("A", "L1", r.sink)
+    b.source("A", "R1", "x", "", 1, r.sink)
+    b.source("A", "R1", "q", "G", 2, r.sink)
+    b.source("B", "R1", "y", "", 1, r.sink)
+    expect(r.take()).toEqual(["L1 LS+ x", "L1 LS+ q G 2"])
+    expect(b.weightOf("A", "R1", "q", "G")).toBe(2)
+    b.local("A", "q", "G", 1, r.sink)
+    expect(r.take()).toEqual(["L1 LS+ q G 3"])
+    b.dropSource("R1", r.sink)
+    expect(r.take()).toEqual(["L1 LS- x", "L1 LS+ q G 1"])
+    expect([b.size("A"), b.size("B")]).toEqual([1, 0])
+  })
+})

@@ -808,11 +808,11 @@ leafnodes {
     }
   })
 
-  it("refuses accounts nobody defined, and leaf nodes on a server with routes, at their place", () => {
+  it("refuses accounts nobody defined, at their place", () => {
     expect(failure("leafnodes {\n  remotes: [ { url: nats-leaf://h:1, account: NOPE } ]\n}").message).toMatch(/leafnodes.remotes\[0\]: account "NOPE" is not defined/)
     expect(failure("leafnodes { authorization { users: [ { user: u, account: NOPE } ] } }").message).toMatch(/leafnodes.authorization.users\[0\]: account "NOPE"/)
-    const e = failure("cluster { name: C }\nleafnodes { port: -1 }")
-    expect(`${e.line}: ${e.message}`).toMatch(/^2: .*leaf nodes on a server that also has routes/)
+    // A server with routes may have leaf nodes too.
+    expect(options("cluster { name: C }\nleafnodes { port: -1 }").leafnodes).toMatchObject({ port: 0 })
   })
 })
 

@@ -90,16 +90,41 @@ export class LeafInterestBook<L> {
 
   /** A leaf connection's LS+ (`weight` > 0; 1 for a plain subject) or LS- (`weight` 0). */
   remote(account: string, leaf: L, subject: string, queue: string, weight: number, sink: LeafInterestSink<L>): void {
-    const book = this.accounts.get(account)
-    if (book === undefined || !book.leafs.has(leaf)) return
+    if (this.accounts.get(account)?.leafs.has(leaf) !== true) return
+    this.source(account, leaf, subject, queue, weight, sink)
+  }
+
+  /**
+   * Interest of a source that is told nothing itself (the other servers of a cluster,
+   * behind one route): what the account's leaf connections hear includes it. `weight` 0
+   * withdraws it.
+   */
+  source(account: string, src: L, subject: string, queue: string, weight: number, sink: LeafInterestSink<L>): void {
+    const book = this.book(account)
     const key = keyOf(subject, queue)
     let e = book.entries.get(key)
     if (e === undefined) {
       if (weight <= 0) return
       book.entries.set(key, (e = new Entry(subject, queue)))
     }
-    this.change(book, e, leaf, queue === "" ? Math.min(weight, 1) : weight, sink)
+    this.change(book, e, src, queue === "" ? Math.min(weight, 1) : weight, sink)
     this.prune(account, book, e, key)
+  }
+
+  /** A source is gone (its route closed): everything it wanted is withdrawn, in every account. */
+  dropSource(src: L, sink: LeafInterestSink<L>): void {
+    for (const [account, book] of [...this.accounts]) {
+      for (const [key, e] of [...book.entries]) {
+        if (!e.byLeaf.has(src)) continue
+        this.change(book, e, src, 0, sink)
+        this.prune(account, book, e, key)
+      }
+    }
+  }
+
+  /** What `src` contributes to a subject (its weight; 0 when nothing). */
+  weightOf(account: string, src: L, subject: string, queue = ""): number {
+    return this.accounts.get(account)?.entries.get(keyOf(subject, queue))?.byLeaf.get(src) ?? 0
   }
 
   /** What `leaf` was told about a subject (0: nothing); for tests and monitoring. */

@@ -53,6 +53,14 @@ export interface ClusterEnv {
 }
 
 
+/** The leaf connections of this server, as the routes' interest reaches them (LeafNodes implements it). */
+export interface RouteInterestSink {
+  /** What the other servers behind one route (`src`) want in an account; `weight` 0 withdraws it. */
+  routeInterest(account: string, src: object, subject: string, queue: string, weight: number): void
+  /** A route is gone: its interest with it. */
+  routeGone(src: object): void
+}
+
 /** One subject (and queue group) some local subscriptions are on, and how many. */
 interface LocalEntry {
   readonly subject: string
@@ -88,6 +96,8 @@ export class Cluster implements RemoteRouting, InterestWatcher, RouteMesh {
   private shuttingDown = false
   /** Forwarding scratch: the routes one message goes to. */
   private readonly touched: Array<Route | undefined> = []
+  /** This server's leaf connections, when it has leaf nodes too: they hear of the routes' interest. */
+  leafs: RouteInterestSink | undefined = undefined
   /** The client URLs clients are told about, as last sent. */
   private clientUrls: ReadonlyArray<string> = []
 
@@ -367,6 +377,8 @@ export class Cluster implements RemoteRouting, InterestWatcher, RouteMesh {
     r.registered = false
     if (this.byId.get(r.remoteId) === r) this.byId.delete(r.remoteId)
     this.interest.dropRemote(r)
+    this.leafs?.routeGone(r)
+    this.leafs?.routeGone(r.leafShadow)
   }
 
   /** A route is gone (either side closed it). */
@@ -448,31 +460,39 @@ export class Cluster implements RemoteRouting, InterestWatcher, RouteMesh {
   /** A local subscription came: announced to every route when it is the first on its subject (or a queue group's count changed). */
   subscribed(account: Account, s: Subscription): void {
     if (!s.principal.announce || s.principal.remote) return
-    const queue = s.queue ?? ""
-    let entries = this.local.get(account.name)
-    if (entries === undefined) this.local.set(account.name, (entries = new Map()))
-    const key = queue === "" ? s.subject : `${s.subject} ${queue}`
-    let e = entries.get(key)
-    if (e === undefined) entries.set(key, (e = { subject: s.subject, queue, n: 0 }))
-    e.n++
-    if (queue === "" && e.n > 1) return
-    for (const r of this.byId.values()) r.sendSub(account.name, e.subject, queue, e.n)
+    this.announce(account.name, s.subject, s.queue ?? "", 1)
   }
 
   unsubscribed(account: Account, s: Subscription): void {
     if (!s.principal.announce || s.principal.remote) return
-    const queue = s.queue ?? ""
-    const entries = this.local.get(account.name)
-    const key = queue === "" ? s.subject : `${s.subject} ${queue}`
-    const e = entries?.get(key)
-    if (e === undefined) return
-    e.n--
+    this.announce(account.name, s.subject, s.queue ?? "", -1)
+  }
+
+  /**
+   * This server's interest in a subject of an account grew or shrank by `delta` (a local
+   * subscription, or the interest of a leaf node behind this server, a queue group by its
+   * weight): the routes hear RS+ for the first, a queue group's new count, RS- for the last.
+   */
+  announce(account: string, subject: string, queue: string, delta: number): void {
+    let entries = this.local.get(account)
+    if (entries === undefined) {
+      if (delta <= 0) return
+      this.local.set(account, (entries = new Map()))
+    }
+    const key = queue === "" ? subject : `${subject} ${queue}`
+    let e = entries.get(key)
+    if (e === undefined) {
+      if (delta <= 0) return
+      entries.set(key, (e = { subject, queue, n: 0 }))
+    }
+    const was = e.n
+    e.n += delta
     if (e.n <= 0) {
-      entries!.delete(key)
-      if (entries!.size === 0) this.local.delete(account.name)
-      for (const r of this.byId.values()) r.sendUnsub(account.name, e.subject, queue)
-    } else if (queue !== "") {
-      for (const r of this.byId.values()) r.sendSub(account.name, e.subject, queue, e.n)
+      entries.delete(key)
+      if (entries.size === 0) this.local.delete(account)
+      for (const r of this.byId.values()) r.sendUnsub(account, subject, queue)
+    } else if (queue !== "" ? e.n !== was : was === 0) {
+      for (const r of this.byId.values()) r.sendSub(account, subject, queue, e.n)
     }
   }
 
@@ -489,12 +509,14 @@ export class Cluster implements RemoteRouting, InterestWatcher, RouteMesh {
     } else if (change === "limit") {
       this.server.log.error(`${r.logPrefix()} - Route announced more than ${this.maxInterest} subscriptions: closing the route`)
       r.close(RouteClosed.InterestLimit, "Maximum Subscriptions Exceeded")
+    } else if (change !== "unchanged") {
+      this.leafs?.routeInterest(i.account, i.fromLeaf ? r.leafShadow : r, i.subject, i.queue, i.weight)
     }
   }
 
   /** RS- from a route. */
   remoteUnsub(r: Route, i: PeerInterest): void {
-    this.interest.remove(r, i)
+    if (this.interest.remove(r, i)) this.leafs?.routeInterest(i.account, i.fromLeaf ? r.leafShadow : r, i.subject, i.queue, 0)
   }
 
   // ---- forwarding: the router's RemoteRouting ----
@@ -505,8 +527,9 @@ export class Cluster implements RemoteRouting, InterestWatcher, RouteMesh {
    * to one server picked by its members' weight). Allocates nothing when no server is
    * interested.
    */
-  forward(d: Delivery, served: ReadonlyArray<string>): number {
-    return forwardOnce(this.interest, d, served, undefined, undefined, this.touched, this.server.env.random)
+  forward(d: Delivery, served: Array<string>): number {
+    // A leaf connection's message names the queue groups its other side picked this server for.
+    return forwardOnce(this.interest, d, served, d.origin.queues, undefined, this.touched, this.server.env.random)
   }
 
   // ---- client URLs ----

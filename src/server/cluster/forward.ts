@@ -28,14 +28,15 @@ export interface ForwardPeer {
 
 /**
  * `d` to each peer with interest in its account, except `from` (the peer it came in on:
- * never back); `served` lists the groups a local member took, and `named` (when the
- * message came from another server) the only groups it may still serve. `touched` is the
- * caller's scratch array. Returns how many peers it was sent to.
+ * never back); `served` lists the groups already taken (a local member, a peer picked
+ * by another forwarder), to which this adds the groups it picks a peer for, and `named`
+ * (when the message came from another server) the only groups it may still serve.
+ * `touched` is the caller's scratch array. Returns how many peers it was sent to.
  */
 export const forwardOnce = <R extends ForwardPeer>(
   interest: RemoteInterest<R>,
   d: Delivery,
-  served: ReadonlyArray<string>,
+  served: Array<string>,
   named: ReadonlyArray<string> | undefined,
   from: Principal | R | undefined,
   touched: Array<R | undefined>,
@@ -81,6 +82,7 @@ export const forwardOnce = <R extends ForwardPeer>(
       touched[n++] = pick
     }
     pick!.queueSlots[pick!.nq++] = name
+    served.push(name)
   }
   let sent = 0
   for (let i = 0; i < n; i++) {

@@ -109,6 +109,8 @@ export class Route extends PeerLink<RouteClosed> {
   protected readonly parseErrorReason = RouteClosed.ParseError
 
   remoteInfo: RouteInfoOp | undefined = undefined
+  /** Stands for the leaf nodes behind the peer (its LS+) where interest is counted per source. */
+  readonly leafShadow = {}
   /** What the peer may send us (import: publish) and ask for (export: subscribe); undefined = everything. */
   permissions: ClientPermissions | undefined = undefined
   private lastAccountName = ""

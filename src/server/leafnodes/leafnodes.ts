@@ -28,7 +28,7 @@ import { type Account, type Delivery, GLOBAL_ACCOUNT, type InterestWatcher, type
 import type { RemoteRouting } from "../../engine/router.js"
 import type { Conn, ConnHandlers } from "../../services/transport.js"
 import { NATS_COMPAT_VERSION } from "../../version.js"
-import { type ClusterEnv, reconnectDelay } from "../cluster/cluster.js"
+import { type ClusterEnv, reconnectDelay, type RouteInterestSink } from "../cluster/cluster.js"
 import { forwardOnce, MAX_PEER_INTEREST } from "../cluster/forward.js"
 import type { ClusterHost } from "../cluster/route.js"
 import type { Authenticator } from "../nats/auth.js"
@@ -50,13 +50,22 @@ const hostPort = (host: string, port: number): string => (host.includes(":") ? `
 
 const noopHandlers: ConnHandlers = { onData: () => {}, onDrain: () => {}, onClose: () => {} }
 
-export class LeafNodes implements RemoteRouting, InterestWatcher, LeafMesh, LeafInterestSink<Leaf> {
+/** The routes of this server, as leaf nodes' interest reaches them (Cluster implements it). */
+export interface LeafInterestToRoutes {
+  /** This server's interest in a subject grew or shrank by `delta` (a queue group by its weight). */
+  announce(account: string, subject: string, queue: string, delta: number): void
+}
+
+export class LeafNodes implements RemoteRouting, InterestWatcher, LeafMesh, LeafInterestSink<object>, RouteInterestSink {
   /** Every open leaf connection, by lid (registered or still in its handshake). */
   readonly leafs = new Map<number, Leaf>()
   /** What each leaf connection asked for, per account. */
   readonly interest: RemoteInterest<Leaf>
   /** What each leaf connection of an account was told. */
-  private readonly book = new LeafInterestBook<Leaf>()
+  /** Keyed by the source of interest: a Leaf, or (on a server with routes) a route. */
+  private readonly book = new LeafInterestBook<object>()
+  /** The routes, on a server with a cluster too: they hear of leaf interest as this server's own. */
+  routes: LeafInterestToRoutes | undefined = undefined
   readonly solicits: Array<LeafSolicit>
   /** Each account's loop-detection subject (`$LDS.<random>`), made when its first leaf connection registers. */
   private readonly lds = new Map<string, string>()
@@ -240,8 +249,12 @@ export class LeafNodes implements RemoteRouting, InterestWatcher, LeafMesh, Leaf
     this.leafs.delete(l.lid)
     if (l.registered) {
       l.registered = false
-      this.interest.dropRemote(l)
       const account = l.account.name
+      // The routes forget what this connection wanted.
+      if (this.routes !== undefined) {
+        for (const e of this.interest.entries(l)) this.routes.announce(account, e.subject, e.queue ?? "", -e.weight)
+      }
+      this.interest.dropRemote(l)
       this.book.detach(account, l, this)
       // The last leaf connection of the account: its loop-detection subject goes too.
       if (this.book.leafs(account).size === 0) {
@@ -354,33 +367,46 @@ export class LeafNodes implements RemoteRouting, InterestWatcher, LeafMesh, Leaf
       l.close(LeafClosed.InterestLimit, "Maximum Subscriptions Exceeded")
       return
     }
-    if (change !== "unchanged") this.book.remote(account, l, i.subject, i.queue, i.queue === "" ? 1 : i.weight, this)
+    if (change === "unchanged") return
+    const weight = i.queue === "" ? 1 : i.weight
+    this.routes?.announce(account, i.subject, i.queue, weight - this.book.weightOf(account, l, i.subject, i.queue))
+    this.book.remote(account, l, i.subject, i.queue, weight, this)
   }
 
   /** LS- from a leaf connection. */
   remoteUnsub(l: Leaf, i: PeerInterest): void {
     const account = l.account.name
     if (this.interest.remove(l, { account, subject: i.subject, queue: i.queue, fromLeaf: false })) {
+      this.routes?.announce(account, i.subject, i.queue, -this.book.weightOf(account, l, i.subject, i.queue))
       this.book.remote(account, l, i.subject, i.queue, 0, this)
     }
   }
 
-  // LeafInterestSink: the book's ops, to the connection they are for.
-  sub(l: Leaf, subject: string, queue: string, weight: number): void {
-    if (!l.closed) l.sendSub(subject, queue, weight)
+  // RouteInterestSink: what the other servers of the cluster want, as the account's leaf connections hear it.
+  routeInterest(account: string, src: object, subject: string, queue: string, weight: number): void {
+    this.book.source(account, src, subject, queue, weight, this)
   }
 
-  unsub(l: Leaf, subject: string, queue: string): void {
-    if (!l.closed) l.sendUnsub(subject, queue)
+  routeGone(src: object): void {
+    this.book.dropSource(src, this)
+  }
+
+  // LeafInterestSink: the book's ops, to the connection they are for (only leaf connections are attached).
+  sub(l: object, subject: string, queue: string, weight: number): void {
+    if (l instanceof Leaf && !l.closed) l.sendSub(subject, queue, weight)
+  }
+
+  unsub(l: object, subject: string, queue: string): void {
+    if (l instanceof Leaf && !l.closed) l.sendUnsub(subject, queue)
   }
 
   // ---- forwarding: the router's RemoteRouting ----
 
   /** A message published here (by a client, or by a leaf connection: never back to it) to the leaf connections that want it. */
-  forward(d: Delivery, served: ReadonlyArray<string>): number {
+  forward(d: Delivery, served: Array<string>): number {
     const from = d.origin.publisher
-    const leaf = from instanceof Leaf ? from : undefined
-    return forwardOnce(this.interest, d, served, leaf === undefined ? undefined : d.origin.queues, leaf, this.touched, this.server.env.random)
+    // From another server (a leaf connection, a route): only the queue groups it named.
+    return forwardOnce(this.interest, d, served, d.origin.queues, from instanceof Leaf ? from : undefined, this.touched, this.server.env.random)
   }
 
   // ---- monitoring and shutdown ----
