@@ -106,6 +106,7 @@ export class Router {
     o.ref = undefined
     o.queues = undefined
     o.local = false
+    o.cluster = ""
     return d
   }
 

@@ -269,6 +269,57 @@ describe("a hub cluster: a nats-server leaf on a Switchyard node routed to a nat
   })
 })
 
+describe("the leaf's origin across a route (a fake route and fake leaf nodes on a Switchyard hub in a cluster)", () => {
+  let hub: LeafServer
+  let route: PeerDriver
+  const leafs: Array<PeerDriver> = []
+  beforeAll(async () => {
+    const routePort = await freePort()
+    hub = await startLeafServer("switchyard", "OHUB", `${HUB_CONFIG}\ncluster { name: C1, listen: 127.0.0.1:${routePort} }\n`)
+    route = await PeerDriver.connect("route", routePort)
+    const info = JSON.parse(await route.waitFor((op) => (op[0] === "info" ? op[1] : undefined), "the hub's route INFO"))
+    expect(info.lnoc).toBe(true)
+    route.sendConnect({ echo: true, verbose: false, pedantic: false, tls_required: false, headers: true, name: "NFAKEROUTE", cluster: "C1", lnoc: true })
+    route.sendInfo({ server_id: "NFAKEROUTE", server_name: "fake-route", version: "2.9.10", proto: 2, host: "127.0.0.1", port: 1, headers: true, max_payload: 1048576, cluster: "C1", lnoc: true })
+    await eventuallyAsync(async () => (await hub.monitor("/routez")).num_routes === 1, "the route")
+  }, 60_000)
+  afterAll(async () => {
+    route?.close()
+    leafs.forEach((l) => l.close())
+    await hub?.stop()
+  })
+
+  const leafOfCluster = async (cluster: string): Promise<PeerDriver> => {
+    const p = await PeerDriver.connect("leaf", hub.leafPort)
+    leafs.push(p)
+    await p.waitFor((op) => (op[0] === "info" ? true : undefined), "the hub's INFO")
+    p.sendConnect({ version: "2.9.10", user: "leaf", pass: "pw", server_id: `N${cluster}${leafs.length}`, name: `${cluster}-${leafs.length}`, cluster, headers: true })
+    await p.waitFor((op) => (op[0] === "info" && op[1].includes("connect_info") ? true : undefined), "the hub's second INFO")
+    return p
+  }
+
+  it("sends a leaf's message on a route as LMSG naming its cluster, and never sends a route's LMSG back into that leaf cluster", async () => {
+    const [lc1, other] = [await leafOfCluster("LC"), await leafOfCluster("OTHER")]
+    lc1.send("LS+ o.x\r\n")
+    other.send("LS+ o.x\r\n")
+    await Promise.all([lc1.roundTrip(), other.roundTrip()])
+    // The route hears of the leaves' interest (as the hub's own), the leaves of the route's.
+    await route.waitFor((op) => (op[0] === "sub" && op[1].subject === "o.x" ? true : undefined), "RS+ o.x on the route")
+    route.send("RS+ ACC o.up\r\n")
+    await lc1.waitFor((op) => (op[0] === "sub" && op[1].subject === "o.up" ? true : undefined), "LS+ o.up on the leaf")
+    // A message from the leaf of cluster LC goes on the route as LMSG LC …
+    lc1.send("LMSG o.up 2\r\nhi\r\n")
+    const up = await route.waitFor((op) => (op[0] === "msg" && op[1].subject === "o.up" ? op[1] : undefined), "the leaf's message on the route")
+    expect([up.origin, up.account, up.data.toString()]).toEqual(["LC", "ACC", "hi"])
+    // … and a route's LMSG from cluster LC reaches the other leaf cluster only; an RMSG reaches both.
+    route.send("LMSG LC ACC o.x 0 4\r\nfrom\r\nRMSG ACC o.x 5\r\nplain\r\n")
+    const datas = (p: PeerDriver) => p.ops.flatMap((op) => (op[0] === "msg" && op[1].subject === "o.x" ? [op[1].data.toString()] : []))
+    await eventually(() => datas(other).includes("plain") && datas(lc1).includes("plain"), "the RMSG on both leaves")
+    expect(datas(other)).toEqual(["from", "plain"])
+    expect(datas(lc1)).toEqual(["plain"])
+  })
+})
+
 describe("the edge deployment: MQTT clients of a Switchyard leaf and NATS clients of a nats-server hub", () => {
   let hub: LeafServer
   let edge: LeafServer

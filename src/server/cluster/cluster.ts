@@ -197,7 +197,9 @@ export class Cluster implements RemoteRouting, InterestWatcher, RouteMesh {
       port: at.port,
       headers: !o.noHeaderSupport,
       max_payload: o.maxPayload,
-      cluster: this.name
+      cluster: this.name,
+      // Understands LS+/LMSG naming the leaf cluster interest and messages came from.
+      lnoc: true
     }
     if (this.dynamicName) info.cluster_dynamic = true
     if (auth?.user !== undefined) info.auth_required = true
@@ -220,6 +222,7 @@ export class Cluster implements RemoteRouting, InterestWatcher, RouteMesh {
       headers: !this.server.options.noHeaderSupport,
       name: this.server.serverId,
       cluster: this.name,
+      lnoc: true,
       ...(this.dynamicName ? { dynamic: true } : {}),
       ...(user !== undefined ? { user } : {}),
       ...(pass !== undefined ? { pass } : {})

@@ -202,6 +202,7 @@ export abstract class PeerLink<Reason extends string> extends Connection<Reason>
     d.end = m.end
     // The other server picked this one for these queue groups (none: plain subscribers only).
     d.origin.queues = m.queues
+    d.origin.cluster = this.originOf(m)
     router.route(d)
   }
 
@@ -247,11 +248,21 @@ export abstract class PeerLink<Reason extends string> extends Connection<Reason>
     return false
   }
 
+  /** The leaf cluster a received message entered through ("" for none). */
+  protected abstract originOf(m: PeerMsg): string
+  /** The leaf cluster a forwarded message is said to come from on this connection ("": none). */
+  protected abstract originTo(d: Delivery): string
+  /** A message this connection must not take (it came from the other side's own leaf cluster). */
+  protected refuses(_d: Delivery): boolean {
+    return false
+  }
+
   /** A message went out to it (`size` bytes): counted where its kind counts (a leaf connection's account). */
   protected countOut(_size: number): void {}
 
   /** `d` once, in `account`, naming the `nq` queue groups picked for the other server (`queueSlots`). False when it could not go. */
   sendMsg(d: Delivery, account: string): boolean {
+    if (this.refuses(d)) return false
     let h = d.hdrLen
     let from = d.start
     if (h >= 0 && !this.peerHeaders) {
@@ -271,9 +282,10 @@ export abstract class PeerLink<Reason extends string> extends Connection<Reason>
     m.buf = d.buf
     m.start = from
     m.end = d.end
+    m.origin = this.originTo(d)
     this.writeMsgOp(this.out, m)
     m.buf = EMPTY
-    if (this.tracing) this.traceOut(`${h >= 0 ? "HMSG" : this.msgOp} ${account === "" ? "" : `${account} `}${d.subject} ${size}`)
+    if (this.tracing) this.traceOut(`${m.origin !== "" ? `LMSG ${m.origin}` : h >= 0 ? "HMSG" : this.msgOp} ${account === "" ? "" : `${account} `}${d.subject} ${size}`)
     this.outMsgs++
     this.outBytes += size
     const host = this.host

@@ -138,6 +138,16 @@ export class Route extends PeerLink<RouteClosed> {
     this.cluster.slowConsumers++
   }
 
+  /** An LMSG names the leaf cluster the message entered through. */
+  protected originOf(m: PeerMsg): string {
+    return m.origin
+  }
+
+  /** A message from a leaf node goes as LMSG with its cluster, to a peer that understands it (lnoc). */
+  protected originTo(d: Delivery): string {
+    return this.remoteInfo?.lnoc === true ? d.origin.cluster : ""
+  }
+
   protected finish(reason: RouteClosed): void {
     this.out.clear()
     this.cluster.routeClosed(this, reason)

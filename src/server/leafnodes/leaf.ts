@@ -18,7 +18,7 @@ import type { PeerInterest, PeerMsg } from "../../core/cluster/parser.js"
 import type { ConnSnapshot } from "../../core/monitor/source.js"
 import type { OutBuf } from "../../core/outbuf.js"
 import type { ClientPermissions } from "../../engine/permissions.js"
-import type { Account } from "../../engine/principal.js"
+import type { Account, Delivery } from "../../engine/principal.js"
 import type { Conn } from "../../services/transport.js"
 import type { ClusterHost } from "../cluster/route.js"
 import { PeerLink } from "../cluster/link.js"
@@ -65,6 +65,8 @@ export class Leaf extends PeerLink<LeafClosed> {
   /** The hub's account this connection is bound to on its side (its second INFO), for logs. */
   remoteAccount = ""
   connectSent = false
+  /** The cluster of the other side (its CONNECT's or INFO's cluster, else its name): messages that came from it are not sent back. */
+  originCluster = ""
   /** An accepted leaf's user's permissions: what it may send (publish) and ask for (subscribe). */
   permissions: ClientPermissions | undefined = undefined
 
@@ -86,6 +88,22 @@ export class Leaf extends PeerLink<LeafClosed> {
 
   protected countSlowConsumer(): void {
     this.mesh.slowConsumers++
+  }
+
+  /** What it sends entered through its own cluster. */
+  protected originOf(): string {
+    return this.originCluster
+  }
+
+  /** The leaf protocol names no origin. */
+  protected originTo(): string {
+    return ""
+  }
+
+  /** Never back into the leaf cluster a message came from (through another server of this cluster). */
+  protected override refuses(d: Delivery): boolean {
+    const c = d.origin.cluster
+    return c !== "" && c === this.originCluster
   }
 
   protected override countOut(size: number): void {
@@ -137,6 +155,7 @@ export class Leaf extends PeerLink<LeafClosed> {
       this.remoteInfo = info
       this.remoteId = info.server_id
       this.remoteName = info.server_name ?? info.server_id
+      this.originCluster = info.cluster ?? this.remoteName
       const connect = encodeConnect(this.mesh.connectFor(this))
       this.out.writeBytes(connect, 0, connect.length)
       if (this.tracing) this.traceOut("CONNECT {...}")
@@ -166,6 +185,7 @@ export class Leaf extends PeerLink<LeafClosed> {
     this.permissions = admitted.perms
     this.remoteId = c.server_id ?? ""
     this.remoteName = c.name ?? c.server_id ?? ""
+    this.originCluster = c.cluster ?? this.remoteName
     this.peerHeaders = c.headers === true && !this.host.options.noHeaderSupport
     this.writeRaw(this.mesh.connectInfoFor(this))
     this.mesh.register(this)
