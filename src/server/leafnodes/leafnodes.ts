@@ -41,6 +41,8 @@ import { type LeafSolicit, newLeafSolicit } from "./solicit.js"
 export interface LeafHost extends ClusterHost {
   readonly auth: Authenticator
   readonly authRequired: boolean
+  /** Its cluster, when it has routes too. */
+  readonly cluster: { readonly name: string } | undefined
 }
 
 /** How long a leaf connection attempt may take. */
@@ -166,7 +168,7 @@ export class LeafNodes implements RemoteRouting, InterestWatcher, LeafMesh, Leaf
     }
   }
 
-  /** Our CONNECT to a hub: the URL's credentials; this server's name as its cluster (no routes here). */
+  /** Our CONNECT to a hub: the URL's credentials; our cluster's name (the hub does not send our messages back into it), else this server's name. */
   connectFor(l: Leaf): Record<string, unknown> {
     const s = l.solicit!
     const u = s.urls[s.index % s.urls.length]
@@ -178,7 +180,7 @@ export class LeafNodes implements RemoteRouting, InterestWatcher, LeafMesh, Leaf
       tls_required: false,
       server_id: server.serverId,
       name: server.serverName,
-      cluster: server.serverName,
+      cluster: server.cluster?.name ?? server.serverName,
       headers: !server.options.noHeaderSupport
     }
   }
@@ -282,11 +284,12 @@ export class LeafNodes implements RemoteRouting, InterestWatcher, LeafMesh, Leaf
   private scheduleRetry(s: LeafSolicit, now: number): void {
     if (this.shuttingDown) return
     s.attempts++
-    // The next attempt tries the remote's next URL.
-    s.index = (s.index + 1) % Math.max(1, s.urls.length)
     const base = this.options.reconnectMs
     const delay = s.loop ? LOOP_RECONNECT_DELAY_MS : Math.round(reconnectDelay(s.attempts - 1, this.server.env.random) * (base / 1_000))
     if (s.loop) this.server.log.warn(`Leafnode loop detected through ${s.url}: connecting again in ${LOOP_RECONNECT_DELAY_MS / 1000}s`)
+    s.loop = false
+    // The next attempt tries the remote's next URL.
+    s.index = (s.index + 1) % Math.max(1, s.urls.length)
     s.nextAt = now + delay
     this.env.wakeAt(s.nextAt)
   }
