@@ -461,6 +461,34 @@ leafnodes { remotes: [ { url: "nats-leaf://127.0.0.1:${fakeHub.port}", account: 
     }
   }, 30_000)
 
+  it("a Switchyard leaf also tries the other leaf listeners its hub told it of (leafnode_urls) when the connection is lost", async () => {
+    const [hubA, hubB] = [await PeerDriver.listen("leaf"), await PeerDriver.listen("leaf")]
+    try {
+      const edge = await startLeafServer("switchyard", "FAILOVER", `leafnodes { remotes: [ { url: "nats-leaf://u:p@127.0.0.1:${hubA.port}" } ] }`)
+      others.push(edge)
+      const a = await hubA.accepted
+      const fields = (port: number, id: number): HubInfoFields => ({
+        server_id: `NHUB${id}`, server_name: `hub-${id}`, version: "2.9.10", host: "127.0.0.1", port,
+        headers: true, auth_required: true, max_payload: 1 << 20, client_id: id, leafnode_urls: [`127.0.0.1:${hubA.port}`, `127.0.0.1:${hubB.port}`]
+      })
+      a.sendInfo(hubInfo(fields(hubA.port, 1), "n1"))
+      await a.waitFor((op) => (op[0] === "connect" ? true : undefined), "the CONNECT to hub A")
+      a.close()
+      hubA.close()
+      // Hub A is gone for good; the leaf finds hub B from A's INFO, with the same credentials.
+      const b = await hubB.accepted
+      b.sendInfo(hubInfo(fields(hubB.port, 2), "n2"))
+      const connect = await b.waitFor((op) => (op[0] === "connect" ? JSON.parse(op[1]) : undefined), "the CONNECT to hub B")
+      expect([connect.user, connect.pass]).toEqual(["u", "p"])
+      b.sendInfo(hubConnectInfo(fields(hubB.port, 2), "ACC"))
+      await leafsUp(edge, 1, "the connection to hub B")
+      expect((await leafz(edge)).leafs[0]).toMatchObject({ name: "hub-2", port: hubB.port })
+    } finally {
+      hubA.close()
+      hubB.close()
+    }
+  }, 30_000)
+
   it("a Switchyard hub closes a leaf that sends the hub's own loop-detection subject back, with nats-server's -ERR", async () => {
     const fakeLeaf = await PeerDriver.connect("leaf", syHub.leafPort)
     try {

@@ -52,6 +52,8 @@ export interface LeafMesh {
   remoteUnsub(l: Leaf, i: PeerInterest): void
   /** The peer told us it found a loop (we wait before calling again). */
   loopReported(l: Leaf): void
+  /** Our hub's INFO named its cluster's leaf listeners. */
+  hubUrls(l: Leaf, hostPorts: ReadonlyArray<string>): void
 }
 
 export class Leaf extends PeerLink<LeafClosed> {
@@ -153,6 +155,7 @@ export class Leaf extends PeerLink<LeafClosed> {
         return
       }
       this.remoteInfo = info
+      if (info.leafnode_urls !== undefined) this.mesh.hubUrls(this, info.leafnode_urls)
       this.remoteId = info.server_id
       this.remoteName = info.server_name ?? info.server_id
       this.originCluster = info.cluster ?? this.remoteName
@@ -169,6 +172,7 @@ export class Leaf extends PeerLink<LeafClosed> {
       this.remoteAccount = info.remote_account ?? ""
       this.mesh.register(this)
     }
+    if (info.leafnode_urls !== undefined) this.mesh.hubUrls(this, info.leafnode_urls)
   }
 
   connect(json: string): void {

@@ -35,7 +35,7 @@ import type { Authenticator } from "../nats/auth.js"
 import { passwordMatches } from "../nats/auth.js"
 import { ErrText } from "../reasons.js"
 import { Leaf, LeafClosed, type LeafMesh } from "./leaf.js"
-import { type LeafSolicit, newLeafSolicit } from "./solicit.js"
+import { learnLeafUrls, type LeafSolicit, newLeafSolicit } from "./solicit.js"
 
 /** What leaf nodes need from the server beyond what routes do: its client authentication (a hub without leaf users uses it). */
 export interface LeafHost extends ClusterHost {
@@ -279,6 +279,14 @@ export class LeafNodes implements RemoteRouting, InterestWatcher, LeafMesh, Leaf
   /** Our hub said it found a loop: wait the loop delay before calling again. */
   loopReported(l: Leaf): void {
     if (l.solicit !== undefined) l.solicit.loop = true
+  }
+
+  /** Our hub's cluster's leaf listeners: tried too when the connection is lost. */
+  hubUrls(l: Leaf, hostPorts: ReadonlyArray<string>): void {
+    const s = l.solicit
+    if (s === undefined) return
+    const added = learnLeafUrls(s, hostPorts)
+    if (added > 0) this.server.log.debug(`${l.logPrefix()} - Learned ${added} leafnode URL(s) of the hub's cluster: ${hostPorts.join(", ")}`)
   }
 
   private scheduleRetry(s: LeafSolicit, now: number): void {

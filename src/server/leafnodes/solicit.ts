@@ -16,7 +16,8 @@ export interface LeafUrl {
 
 export interface LeafSolicit {
   readonly remote: LeafRemote
-  readonly urls: ReadonlyArray<LeafUrl>
+  /** The configured URLs, then those the hub told us of (its cluster's leaf listeners). */
+  readonly urls: Array<LeafUrl>
   /** The URL of the current or last attempt. */
   index: number
   /** Failed attempts in a row. */
@@ -52,4 +53,29 @@ export const newLeafSolicit = (remote: LeafRemote, now: number): LeafSolicit => 
     }
   }
   return s
+}
+
+/** The most URLs learned from a hub's INFO that one remote keeps. */
+export const MAX_LEARNED_LEAF_URLS = 32
+
+/**
+ * The hub's `leafnode_urls` (its cluster's leaf listeners, `host:port`): each one not known
+ * yet is tried too when the connection is lost, with the credentials of the URL in use,
+ * as nats-server leaves do. Returns how many were added.
+ */
+export const learnLeafUrls = (s: LeafSolicit, hostPorts: ReadonlyArray<string>): number => {
+  const current = s.urls[s.index % s.urls.length]
+  if (current === undefined) return 0
+  let added = 0
+  for (const hp of hostPorts) {
+    if (s.urls.length >= s.remote.urls.length + MAX_LEARNED_LEAF_URLS) break
+    const i = hp.lastIndexOf(":")
+    const host = hp.slice(0, i).replace(/^\[|\]$/g, "")
+    const port = Number(hp.slice(i + 1))
+    if (i <= 0 || !Number.isInteger(port) || port <= 0 || port > 65535) continue
+    if (s.urls.some((u) => u.host === host && u.port === port)) continue
+    s.urls.push({ url: `nats-leaf://${hostPort(host, port)}`, host, port, user: current.user, password: current.password })
+    added++
+  }
+  return added
 }
