@@ -73,5 +73,21 @@ export const accountReferenceProblems = (o: ServerOptions): Array<AccountProblem
       problems.push({ path: ["authorization", "users", i, "account"], message: `authorization.users[${i}]: account "${u.account}" is not defined in accounts` })
     }
   })
+  // Leaf connections are bound to accounts: each one named must exist ($G always does).
+  const leaf = o.leafnodes
+  const known = (name: string | undefined) => name === undefined || name === "$G" || defined.has(name)
+  if (leaf?.authorization?.account !== undefined && !known(leaf.authorization.account)) {
+    problems.push({ path: ["leafnodes", "authorization", "account"], message: `leafnodes.authorization: account "${leaf.authorization.account}" is not defined in accounts` })
+  }
+  ;(leaf?.authorization?.users ?? []).forEach((u, i) => {
+    if (!known(u.account)) {
+      problems.push({ path: ["leafnodes", "authorization", "users", i, "account"], message: `leafnodes.authorization.users[${i}]: account "${u.account}" is not defined in accounts` })
+    }
+  })
+  ;(leaf?.remotes ?? []).forEach((r, i) => {
+    if (!known(r.account)) {
+      problems.push({ path: ["leafnodes", "remotes", i, "account"], message: `leafnodes.remotes[${i}]: account "${r.account}" is not defined in accounts` })
+    }
+  })
   return problems
 }

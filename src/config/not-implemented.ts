@@ -6,8 +6,6 @@
 export const notImplementedKeys = {
   top: [
     "gateway",
-    "leafnodes",
-    "leaf",
     "routes",
     "connect_error_reports",
     "reconnect_error_reports",

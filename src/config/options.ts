@@ -155,6 +155,51 @@ export interface ClusterOptions {
 
 export const DEFAULT_CLUSTER_PORT = 6222
 
+/** One user a leaf node may connect as (`leafnodes.authorization.users`), bound to an account. */
+export interface LeafNodeUser {
+  readonly user: string
+  /** Plain text or a bcrypt hash. Never logged, never served. */
+  readonly password: string | undefined
+  /** The account its leaf connection is bound to; undefined = the global account. */
+  readonly account: string | undefined
+}
+
+/** What leaf nodes must present to connect here (`leafnodes.authorization`). */
+export interface LeafNodeAuthorization {
+  /** One user for every leaf node (with `account` its binding), or none. */
+  readonly user: string | undefined
+  readonly password: string | undefined
+  readonly account: string | undefined
+  readonly users: ReadonlyArray<LeafNodeUser>
+  /** How long an accepted leaf connection has to send CONNECT, milliseconds. */
+  readonly timeoutMs: number | undefined
+}
+
+/** One hub this server connects to as a leaf node (`leafnodes.remotes`). */
+export interface LeafRemote {
+  /** `nats-leaf://[user:pass@]host:port` (also `nats://`); tried in turn. */
+  readonly urls: ReadonlyArray<string>
+  /** The local account the connection is bound to (the hub's is the one its user is in). */
+  readonly account: string
+}
+
+/** The `leafnodes` block: a listener for leaf nodes (this server as a hub) and hubs to connect to (as a leaf). */
+export interface LeafNodeOptions {
+  readonly host: string
+  /** The leaf-node listener; undefined = none (only remotes), 0 = ephemeral (config value -1). */
+  readonly port: number | undefined
+  /** `advertise`: the host:port leaf nodes are told to reach this one at. */
+  readonly advertise: string | undefined
+  /** Do not tell leaf nodes our leaf URL (`leafnode_urls` stays empty). */
+  readonly noAdvertise: boolean
+  readonly authorization: LeafNodeAuthorization | undefined
+  readonly remotes: ReadonlyArray<LeafRemote>
+  /** The first wait before connecting to a remote again (it doubles, up to 8 times this); milliseconds. */
+  readonly reconnectMs: number
+}
+
+export const DEFAULT_LEAFNODE_PORT = 7422
+
 export interface LogOptions {
   readonly debug: boolean
   readonly trace: boolean
@@ -220,6 +265,8 @@ export interface ServerOptions {
   readonly websocket: WebsocketOptions | undefined
   /** Routes to the other servers of a cluster; undefined = a server on its own. */
   readonly cluster?: ClusterOptions | undefined
+  /** Leaf-node connections (a listener for leaf nodes, hubs to connect to); undefined = none. */
+  readonly leafnodes?: LeafNodeOptions | undefined
 
   readonly log: LogOptions
 

@@ -9,6 +9,7 @@ import type {
   AuthorizationOptions,
   ClusterAuthorization,
   ClusterOptions,
+  LeafNodeOptions,
   JetStreamOptions,
   LogOptions,
   MqttOptions,
@@ -109,6 +110,8 @@ export interface OptionsPatch {
   readonly mqtt?: MqttPatch
   readonly websocket?: WebsocketPatch
   readonly cluster?: ClusterPatch
+  /** The whole `leafnodes` block (no flag sets part of it). */
+  readonly leafnodes?: LeafNodeOptions
   readonly log?: Partial<LogOptions>
   readonly pidFile?: string
   readonly portsFileDir?: string
@@ -152,6 +155,7 @@ export const mergePatches = (patches: ReadonlyArray<OptionsPatch>): OptionsPatch
       mqtt: over(acc.mqtt, p.mqtt),
       websocket: over(acc.websocket, p.websocket),
       cluster: over(acc.cluster, p.cluster),
+      leafnodes: p.leafnodes ?? acc.leafnodes,
       log: over(acc.log, p.log)
     }),
     {}
@@ -311,6 +315,7 @@ export const applyPatch = (base: ServerOptions, patch: OptionsPatch): ServerOpti
       base,
       host
     ),
+    leafnodes: patch.leafnodes === undefined ? base.leafnodes : { ...patch.leafnodes, host: patch.leafnodes.host === "" ? host : patch.leafnodes.host },
     log: over<Partial<LogOptions>>(base.log, patch.log) as LogOptions,
     pidFile: pick(patch.pidFile, base.pidFile),
     portsFileDir: pick(patch.portsFileDir, base.portsFileDir),

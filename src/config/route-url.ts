@@ -1,19 +1,40 @@
-// Route URLs, as the `cluster { routes }` key and the `--routes` flag take them.
+// Route and leaf-node URLs, as the `cluster { routes }` and `leafnodes { remotes }` keys
+// and the `--routes` flag take them. Never shown back: they may carry a password.
 
-/** A route URL: `nats-route://[user:pass@]host:port` (also `nats://`, `route://`); never shown back (it may carry a password). */
-export const parseRouteUrl = (text: string): { readonly host: string; readonly port: number; readonly user: string | undefined; readonly password: string | undefined } | undefined => {
+export interface ServerUrl {
+  readonly host: string
+  readonly port: number
+  readonly user: string | undefined
+  readonly password: string | undefined
+}
+
+/** `<scheme>://[user:pass@]host[:port]` with one of `schemes`; `defaultPort` when none is written (undefined: a port is required). */
+const parseServerUrl = (text: string, schemes: ReadonlyArray<string>, defaultPort: number | undefined): ServerUrl | undefined => {
   let u: URL
   try {
     u = new URL(text.trim())
   } catch {
     return undefined
   }
-  if (!["nats-route:", "nats:", "route:"].includes(u.protocol) || u.hostname === "" || u.port === "") return undefined
-  const host = u.hostname.startsWith("[") ? u.hostname.slice(1, -1) : u.hostname
+  if (!schemes.includes(u.protocol) || u.hostname === "") return undefined
+  if (u.port === "" && defaultPort === undefined) return undefined
   return {
-    host,
-    port: Number(u.port),
+    host: u.hostname.startsWith("[") ? u.hostname.slice(1, -1) : u.hostname,
+    port: u.port === "" ? defaultPort! : Number(u.port),
     user: u.username === "" ? undefined : decodeURIComponent(u.username),
     password: u.password === "" ? undefined : decodeURIComponent(u.password)
   }
 }
+
+/** A route URL: `nats-route://[user:pass@]host:port` (also `nats://`, `route://`). */
+export const parseRouteUrl = (text: string): ServerUrl | undefined => parseServerUrl(text, ["nats-route:", "nats:", "route:"], undefined)
+
+/** The port a leaf URL without one means (nats-server's leaf-node port). */
+const LEAF_DEFAULT_PORT = 7422
+
+/**
+ * A leaf-node remote URL: `nats-leaf://[user:pass@]host[:port]` (also `nats://`, `leaf://`),
+ * 7422 when no port is given; not `tls://` nor `ws://` (TLS and WebSocket leaf
+ * connections are not supported yet).
+ */
+export const parseLeafUrl = (text: string): ServerUrl | undefined => parseServerUrl(text, ["nats-leaf:", "nats:", "leaf:"], LEAF_DEFAULT_PORT)

@@ -6,6 +6,9 @@ import { Either, ParseResult, Schema } from "effect"
 import { ConfSize, isConfMap, parseSizeText } from "./conf-parser.js"
 import type {
   ClusterAuthorization,
+  LeafNodeAuthorization,
+  LeafNodeOptions,
+  LeafRemote,
   AccountExport,
   AccountImport,
   AccountOptions,
@@ -27,7 +30,7 @@ import {
   type WebsocketPatch
 } from "./patch.js"
 import { accountJetStreamLimits, notImplementedKeys, refusedKeys } from "./not-implemented.js"
-import { parseRouteUrl } from "./route-url.js"
+import { parseLeafUrl, parseRouteUrl } from "./route-url.js"
 import { MAX_TOPIC_LEVELS_LIMIT } from "../core/mqtt/topic.js"
 
 // ---- building blocks --------------------------------------------------------
@@ -337,19 +340,26 @@ const AllowResponses = oneOf<Permissions["allowResponses"]>("true, false or a ma
   )
 })
 
+/**
+ * A permissions block, as nats-server reads it for users and routes alike: what may be
+ * published (`publish`, `pub`, or a route's `import`) and subscribed to (`subscribe`,
+ * `sub`, or a route's `export`), and `allow_responses`.
+ */
 const permissionsFields = {
   publish: opt(SubjectPerm),
   pub: opt(SubjectPerm),
+  import: opt(SubjectPerm),
   subscribe: opt(SubjectPerm),
   sub: opt(SubjectPerm),
+  export: opt(SubjectPerm),
   allow_responses: opt(AllowResponses),
   allow_response: opt(AllowResponses)
 }
 
 const PermissionsSchema: Schema.Schema<Permissions, unknown> = block(permissionsFields, (s) =>
   ok({
-    publish: first(s.publish, s.pub),
-    subscribe: first(s.subscribe, s.sub),
+    publish: first(s.publish, s.pub, s.import),
+    subscribe: first(s.subscribe, s.sub, s.export),
     allowResponses: first(s.allow_responses, s.allow_response)
   })
 )
@@ -598,27 +608,39 @@ const RouteUrls = oneOf("a route URL or a list of them", {
   list: Schema.Array(RouteUrl)
 })
 
-const clusterPermissionFields = { import: opt(SubjectPerm), export: opt(SubjectPerm) }
+/**
+ * A route's permissions: the user permissions block, read as nats-server reads it for
+ * routes (publish = import: what the other servers may send here; subscribe = export:
+ * what they may ask for). `allow_responses` means nothing between servers: refused.
+ */
+const ClusterPermissions = Schema.transformOrFail(PermissionsSchema, Schema.Any as Schema.Schema<{ import: SubjectPermission | undefined; export: SubjectPermission | undefined }>, {
+  strict: true,
+  decode: (p, _o, ast) =>
+    p.allowResponses !== undefined
+      ? ParseResult.fail(new ParseResult.Type(ast, p, "allow_responses has no meaning on routes"))
+      : ParseResult.succeed({ import: p.publish, export: p.subscribe }),
+  encode: (p) => ParseResult.succeed({ publish: p.import, subscribe: p.export, allowResponses: undefined })
+})
 
-const ClusterPermissions = block(clusterPermissionFields, (s) => ok({ import: s.import, export: s.export }))
-
-const clusterAuthorizationFields = {
+/** The credentials a server asks of the servers that connect to it (routes, leaf nodes): one user, and how long they have. */
+const peerAuthorizationFields = {
   user: opt(Str),
   username: opt(Str),
   password: opt(Secret),
   pass: opt(Secret),
-  timeout: opt(Seconds),
-  permissions: opt(ClusterPermissions)
+  timeout: opt(Seconds)
 }
 
+const peerCredentials = (s: Schema.Struct.Type<typeof peerAuthorizationFields>) => ({
+  user: first(s.user, s.username),
+  password: first(s.password, s.pass),
+  timeoutMs: s.timeout
+})
+
+const clusterAuthorizationFields = { ...peerAuthorizationFields, permissions: opt(ClusterPermissions) }
+
 const ClusterAuthorizationSchema: Schema.Schema<ClusterAuthorization, unknown> = block(clusterAuthorizationFields, (s) =>
-  ok({
-    user: first(s.user, s.username),
-    password: first(s.password, s.pass),
-    timeoutMs: s.timeout,
-    import: s.permissions?.import,
-    export: s.permissions?.export
-  })
+  ok({ ...peerCredentials(s), import: s.permissions?.import, export: s.permissions?.export })
 )
 
 /** What a cluster block may name that this version does not do yet: refused, never silently ignored. */
@@ -668,6 +690,93 @@ const Cluster: Schema.Schema<ClusterPatch, unknown> = block(clusterFields, (s): 
     routes: s.routes,
     authorization: auth,
     connectRetries: s.connect_retries
+  })
+})
+
+// ---- leafnodes ---------------------------------------------------------------------
+
+const LEAF_URL_EXPECTED = "a leaf URL like nats-leaf://host:7422 (tls:// and ws:// leaf connections are not supported yet)"
+
+const LeafUrl = leaf(LEAF_URL_EXPECTED, (u) => (typeof u === "string" && parseLeafUrl(u) !== undefined ? u.trim() : NO), true)
+
+const LeafUrls = oneOf(`${LEAF_URL_EXPECTED}, or a list of them`, {
+  scalar: (u) => (typeof u === "string" && parseLeafUrl(u) !== undefined ? [u.trim()] : NO),
+  list: Schema.Array(LeafUrl)
+}, true)
+
+const leafUserFields = { user: opt(Str), username: opt(Str), password: opt(Secret), pass: opt(Secret), account: opt(Str) }
+
+const LeafUser = block(leafUserFields, (s) => {
+  const user = first(s.user, s.username)
+  return user === undefined ? Either.left("a leaf-node user needs user") : ok({ user, password: first(s.password, s.pass), account: s.account })
+})
+
+const leafAuthorizationFields = {
+  ...peerAuthorizationFields,
+  account: opt(Str),
+  users: opt(oneOf("a list of users", { list: Schema.Array(LeafUser) }))
+}
+
+const LeafAuthorization: Schema.Schema<LeafNodeAuthorization, unknown> = block(leafAuthorizationFields, (s) => {
+  const c = peerCredentials(s)
+  if (c.user !== undefined && (s.users?.length ?? 0) > 0) return Either.left("give either user/password or users, not both")
+  return ok({ ...c, account: s.account, users: s.users ?? [] })
+})
+
+/** `off`, `false` or `disabled`: what turns a feature this version does not have off. */
+const offWord = (u: unknown): boolean => u === false || u === "off" || u === "disabled"
+
+const leafRemoteFields = {
+  url: opt(LeafUrls),
+  urls: opt(LeafUrls),
+  account: opt(Str),
+  local: opt(Str),
+  credentials: opt(refusedUnless(() => false, "credentials files (JWT and nkey) on leaf-node remotes are not supported by this version yet: put user:password in the URL")),
+  nkey: notYet("nkey authentication on leaf-node remotes"),
+  tls: notYet("TLS on leaf-node connections"),
+  ws_compression: opt(refusedUnless(offWord, "WebSocket leaf-node connections are not supported by this version yet")),
+  compression: opt(refusedUnless(offWord, "leaf-node compression is not supported by this version yet")),
+  hub: opt(refusedUnless((u) => u === false, "a remote that makes this server the hub (hub: true) is not supported by this version yet")),
+  deny_imports: notYet("deny_imports on leaf-node remotes"),
+  deny_exports: notYet("deny_exports on leaf-node remotes"),
+  first_info_timeout: notYet("first_info_timeout")
+}
+
+const LeafRemoteSchema: Schema.Schema<LeafRemote, unknown> = block(leafRemoteFields, (s): Either.Either<LeafRemote, string> => {
+  const urls = [...(s.url ?? []), ...(s.urls ?? [])]
+  if (urls.length === 0) return Either.left("a remote needs url or urls")
+  return ok({ urls, account: first(s.account, s.local) ?? "$G" })
+})
+
+const leafnodesFields = {
+  host: opt(Str),
+  port: opt(Port),
+  listen: opt(Listen),
+  advertise: opt(Str),
+  no_advertise: opt(Bool),
+  authorization: opt(LeafAuthorization),
+  remotes: opt(oneOf("a list of remotes", { list: Schema.Array(LeafRemoteSchema) })),
+  reconnect: opt(Duration),
+  reconnect_delay: opt(Duration),
+  tls: notYet("TLS on leaf-node connections"),
+  compression: opt(refusedUnless(offWord, "leaf-node compression is not supported by this version yet")),
+  min_version: notYet("min_version for leaf nodes"),
+  isolate_leafnode_interest: notYet("isolate_leafnode_interest")
+}
+
+const DEFAULT_LEAF_RECONNECT_MS = 1_000
+
+const LeafNodes: Schema.Schema<LeafNodeOptions, unknown> = block(leafnodesFields, (s): Either.Either<LeafNodeOptions, string> => {
+  const written = first(s.port, s.listen?.port)
+  return ok({
+    host: first(s.host, s.listen?.host) ?? "",
+    // -1: a port the system picks; absent or 0: no listener (only remotes), as nats-server reads it.
+    port: written === undefined || written === 0 ? undefined : written === -1 ? 0 : written,
+    advertise: s.advertise,
+    noAdvertise: s.no_advertise ?? false,
+    authorization: s.authorization,
+    remotes: s.remotes ?? [],
+    reconnectMs: first(s.reconnect, s.reconnect_delay) ?? DEFAULT_LEAF_RECONNECT_MS
   })
 })
 
@@ -735,6 +844,8 @@ const topFields = {
   websocket: opt(Websocket),
   ws: opt(Websocket),
   cluster: opt(Cluster),
+  leafnodes: opt(LeafNodes),
+  leaf: opt(LeafNodes),
   debug: opt(Bool),
   trace: opt(Bool),
   logtime: opt(Bool),
@@ -793,6 +904,7 @@ export const ConfigFile: Schema.Schema<OptionsPatch, unknown> = block(topFields,
     mqtt: s.mqtt,
     websocket: first(s.websocket, s.ws),
     cluster: s.cluster,
+    leafnodes: first(s.leafnodes, s.leaf),
     log: definedOnly({
       debug: s.debug,
       trace: s.trace,
@@ -849,8 +961,10 @@ const permissionsSpec = spec(
   {
     publish: subjectPermissionSpec,
     pub: subjectPermissionSpec,
+    import: subjectPermissionSpec,
     subscribe: subjectPermissionSpec,
     sub: subjectPermissionSpec,
+    export: subjectPermissionSpec,
     allow_responses: spec(allowResponsesFields),
     allow_response: spec(allowResponsesFields)
   }
@@ -879,10 +993,14 @@ const accountSpec = spec(
 )
 const mqttSpec = spec(mqttFields, { tls: tlsSpec, authorization: authorizationSpec }, "mqtt")
 const websocketSpec = spec(websocketFields, { tls: tlsSpec }, "websocket")
-const clusterPermissionsSpec = spec(clusterPermissionFields, { import: subjectPermissionSpec, export: subjectPermissionSpec })
 const clusterSpec = spec(clusterFields, {
-  authorization: spec(clusterAuthorizationFields, { permissions: clusterPermissionsSpec }),
-  permissions: clusterPermissionsSpec
+  authorization: spec(clusterAuthorizationFields, { permissions: permissionsSpec }),
+  permissions: permissionsSpec
+})
+
+const leafnodesSpec = spec(leafnodesFields, {
+  authorization: spec(leafAuthorizationFields, { users: spec(leafUserFields) }),
+  remotes: spec(leafRemoteFields)
 })
 
 /** Every block's keys, from the top of the file down. */
@@ -897,7 +1015,9 @@ export const configKeys: KeySpec = spec(
     mqtt: mqttSpec,
     websocket: websocketSpec,
     ws: websocketSpec,
-    cluster: clusterSpec
+    cluster: clusterSpec,
+    leafnodes: leafnodesSpec,
+    leaf: leafnodesSpec
   },
   "top"
 )

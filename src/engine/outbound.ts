@@ -1,5 +1,5 @@
 // The one flusher every connection's output goes through (NATS clients, MQTT
-// connections; routes and leaf nodes next): a dirty list, one write per connection per
+// connections, routes and leaf connections): a dirty list, one write per connection per
 // event-loop turn, an early write for a burst, and the slow-consumer policy
 // (max_pending, write_deadline). A connection whose output may have to wait (MQTT's,
 // for the commit of this turn's writes) says so when the flush reaches it and keeps

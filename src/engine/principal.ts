@@ -95,6 +95,11 @@ export class Origin {
   queues: ReadonlyArray<string> | undefined = undefined
   /** Delivered on this server only, never sent to another (a stream import's copy: every server imports for itself). */
   local = false
+  /**
+   * The cluster of the leaf node it entered through ("" for none): it is never sent back
+   * to a leaf connection of that cluster, and routes that understand it carry it (LMSG).
+   */
+  cluster = ""
 }
 
 const EMPTY = Buffer.alloc(0)
@@ -138,6 +143,7 @@ export class Delivery {
     d.origin.ref = this.origin.ref
     d.origin.queues = this.origin.queues === undefined ? undefined : [...this.origin.queues]
     d.origin.local = this.origin.local
+    d.origin.cluster = this.origin.cluster
     return d
   }
 }

@@ -27,18 +27,24 @@ export interface RouterEnv {
  */
 export interface RemoteRouting {
   /**
-   * `d` (published on this server) to the servers interested in it; `served` lists the
-   * queue groups a local member already took (a remote member gets only the others).
-   * Returns how many servers it was sent to. Synchronous; allocates nothing when no
-   * server is interested.
+   * `d` to the servers interested in it; `served` lists the queue groups already taken
+   * (by a local member, or by another server picked before), and the forwarder adds
+   * those it picked a server for (a remote member gets only the others). Returns how
+   * many servers it was sent to. Synchronous; allocates nothing when no server is
+   * interested.
    */
-  forward(d: Delivery, served: ReadonlyArray<string>): number
+  forward(d: Delivery, served: Array<string>): number
 }
 
 export class Router {
   readonly accounts = new Map<string, Account>()
-  /** The other servers of the cluster; undefined on a server without routes. */
+  /** The other servers of the cluster (routes: one hop); undefined on a server without routes. */
   remote: RemoteRouting | undefined = undefined
+  /**
+   * The leaf-node connections: they take what is published here and what comes from a
+   * route (nats-server's one-hop rule is for routes only); undefined without leaf nodes.
+   */
+  edge: RemoteRouting | undefined = undefined
   private watcher: InterestWatcher | undefined = undefined
   /** Records by nesting depth; `depth` of them are being routed right now. */
   private readonly records: Array<Delivery> = []
@@ -100,6 +106,7 @@ export class Router {
     o.ref = undefined
     o.queues = undefined
     o.local = false
+    o.cluster = ""
     return d
   }
 
@@ -113,6 +120,7 @@ export class Router {
     const from = d.origin.publisher!
     // A message from another server goes no further than this one's subscribers.
     const remote = from.remote || d.origin.local ? undefined : this.remote
+    const edge = d.origin.local ? undefined : this.edge
     const depth = this.depth++
     try {
       const r = from.account.sublist.match(d.subject)
@@ -126,7 +134,7 @@ export class Router {
       const qsubs = r.qsubs
       const queues = d.origin.queues
       let served: Array<string> | undefined
-      if (remote !== undefined) {
+      if (remote !== undefined || edge !== undefined) {
         served = this.served[depth] ??= []
         served.length = 0
       }
@@ -140,6 +148,7 @@ export class Router {
         }
       }
       if (remote !== undefined) delivered += remote.forward(d, served!)
+      if (edge !== undefined) delivered += edge.forward(d, served!)
       if (delivered === 0 && d.reply !== "" && from.noResponders) this.sendNoResponders(from, d.reply)
       return delivered
     } finally {

@@ -68,7 +68,7 @@ const accountSnapshot = (server: Server, a: Account, extras: MonitorSourceExtras
   updated: server.startTime,
   jetstreamEnabled: extras.jetstream?.enabledFor(a.name) ?? false,
   clientConnections: a.numConnections,
-  leafConnections: 0,
+  leafConnections: [...(server.leafnodes?.leafs.values() ?? [])].filter((l) => l.registered && l.account === a).length,
   slowConsumers: a.slowConsumers,
   sent: { msgs: a.inMsgs, bytes: a.inBytes },
   received: { msgs: a.outMsgs, bytes: a.outBytes },
@@ -145,17 +145,17 @@ export const makeMonitorSource = (server: Server, extras: MonitorSourceExtras): 
         totalConnections: server.totalConnections + (extras.mqtt?.totalConnections ?? 0),
         routes: server.cluster?.byId.size ?? 0,
         remotes: server.cluster?.solicits.filter((s) => s.configured).length ?? 0,
-        leafnodes: 0,
+        leafnodes: server.leafnodes?.count ?? 0,
         inMsgs: server.inMsgs,
         outMsgs: server.outMsgs,
         inBytes: server.inBytes,
         outBytes: server.outBytes,
         slowConsumers: server.slowConsumers,
         slowConsumersByKind: {
-          clients: server.slowConsumers - (server.cluster?.slowConsumers ?? 0),
+          clients: server.slowConsumers - (server.cluster?.slowConsumers ?? 0) - (server.leafnodes?.slowConsumers ?? 0),
           routes: server.cluster?.slowConsumers ?? 0,
           gateways: 0,
-          leafs: 0
+          leafs: server.leafnodes?.slowConsumers ?? 0
         },
         staleConnections: server.staleConnections,
         stalledClients: 0,
@@ -163,7 +163,8 @@ export const makeMonitorSource = (server: Server, extras: MonitorSourceExtras): 
       },
       mqtt: mqttSnapshot(),
       websocket: websocketSnapshot(),
-      cluster: server.cluster?.snapshot()
+      cluster: server.cluster?.snapshot(),
+      leaf: server.leafnodes?.snapshot()
     }
   }
 
@@ -208,6 +209,7 @@ export const makeMonitorSource = (server: Server, extras: MonitorSourceExtras): 
     jetstream: () => extras.jetstream?.snapshot(),
     health,
     queues,
-    routes: () => server.cluster?.snapshots() ?? []
+    routes: () => server.cluster?.snapshots() ?? [],
+    leafs: () => server.leafnodes?.snapshots() ?? []
   }
 }

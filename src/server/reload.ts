@@ -80,7 +80,8 @@ const FIXED: ReadonlyArray<Part> = [
   part("mqtt.port", (o) => o.mqtt?.port),
   part("mqtt.tls", (o) => o.mqtt?.tls),
   part("websocket", (o) => o.websocket),
-  part("cluster", (o) => o.cluster)
+  part("cluster", (o) => o.cluster),
+  part("leafnodes", (o) => o.leafnodes)
 ]
 
 /** Plain data (what the configuration decodes to) compared by value. */

@@ -11,6 +11,8 @@ import { BusyPoll } from "./busy-poll.js"
 import { GcPacer, nodeMinorGc } from "./gc-pacer.js"
 import { type WiredImports, wireImports } from "./imports.js"
 import { Cluster } from "./cluster/cluster.js"
+import { LeafNodes } from "./leafnodes/leafnodes.js"
+import type { InterestWatcher } from "../engine/principal.js"
 import { makeServerId, Server } from "./server.js"
 
 export interface RunningServer {
@@ -89,6 +91,22 @@ export const startNatsServer = (
       server.router.watch(cluster)
       server.router.remote = cluster
     }
+    // Leaf nodes the same way: they take messages published here and those from routes
+    // (the router's edge). With routes too, each hears of the other's interest: a leaf's
+    // is this server's own to the routes, the routes' is the cluster's to the leaf nodes.
+    const leafnodes = options.leafnodes === undefined
+      ? undefined
+      : new LeafNodes(server, options.leafnodes, { dial: transport.dial, wakeAt: (at) => alarm?.wakeAt(at) })
+    if (leafnodes !== undefined) {
+      server.leafnodes = leafnodes
+      server.router.edge = leafnodes
+      if (cluster === undefined) server.router.watch(leafnodes)
+      else {
+        cluster.leafs = leafnodes
+        leafnodes.routes = cluster
+        server.router.watch(bothWatch(cluster, leafnodes))
+      }
+    }
     const imports = wireImports(server)
     // Pings, stale connections, auth and write deadlines, and the routes' timers: woken
     // only when a connection has one due, never more often than the tick interval (so
@@ -118,5 +136,30 @@ export const startNatsServer = (
       log.info(`Listening for route connections on ${hostPort(routes.host, routes.port)}`)
       if (transport.dial === undefined && c.routes.length > 0) log.warn("This transport cannot connect out: configured routes are not solicited")
     }
+    if (leafnodes !== undefined) {
+      const l = options.leafnodes!
+      if (l.port !== undefined) {
+        const leafListener = yield* transport.listen(l.host, l.port, (conn) => leafnodes.accept(conn))
+        leafnodes.start(leafListener.host, leafListener.port)
+        log.info(`Listening for leafnode connections on ${hostPort(leafListener.host, leafListener.port)}`)
+      } else {
+        leafnodes.start(undefined, undefined)
+      }
+      // Runs before the leaf listener closes (which waits for its connections to end).
+      yield* Effect.addFinalizer(() => Effect.sync(() => leafnodes.shutdown()))
+      if (transport.dial === undefined && l.remotes.length > 0) log.warn("This transport cannot connect out: leafnode remotes are not solicited")
+    }
     return { server, host: listener.host, port: listener.port, busyPoll: poll, imports, alarm: timer, cluster }
   })
+
+/** Routes and leaf nodes both hear of every local subscription. */
+const bothWatch = (a: InterestWatcher, b: InterestWatcher): InterestWatcher => ({
+  subscribed: (account, sub) => {
+    a.subscribed(account, sub)
+    b.subscribed(account, sub)
+  },
+  unsubscribed: (account, sub) => {
+    a.unsubscribed(account, sub)
+    b.unsubscribed(account, sub)
+  }
+})

@@ -17,6 +17,7 @@ import { Router } from "../engine/router.js"
 import { type Authenticator, makeAuthenticator, makeNonce } from "./nats/auth.js"
 import { ClosedRing } from "./closed.js"
 import type { Cluster, ClusterHost } from "./cluster/cluster.js"
+import type { LeafHost, LeafNodes } from "./leafnodes/leafnodes.js"
 import { machineAddresses } from "./process-files.js"
 import { Client, type ClientDoor } from "./nats/client.js"
 import { ClosedReason, ErrText } from "./reasons.js"
@@ -44,7 +45,7 @@ export interface ServerEnv {
   readonly serverId: string
 }
 
-export class Server implements ClientDoor, ClusterHost {
+export class Server implements ClientDoor, ClusterHost, LeafHost {
   /** Every account's Sublist and the one way messages go from publishers to subscribers. */
   readonly router: Router
   /** The one flusher of every connection's output (NATS and MQTT): max_pending and write_deadline. */
@@ -83,6 +84,8 @@ export class Server implements ClientDoor, ClusterHost {
 
   /** The routes to the other servers of a cluster; undefined on a server on its own. */
   cluster: Cluster | undefined = undefined
+  /** Leaf-node connections (to hubs, from leaf nodes); undefined on a server without a leafnodes block. */
+  leafnodes: LeafNodes | undefined = undefined
 
   private nextCid = 1
 
@@ -169,7 +172,10 @@ export class Server implements ClientDoor, ClusterHost {
     const now = this.env.now()
     const parsersChanged = next.maxControlLine !== prev.maxControlLine || next.maxPayload !== prev.maxPayload
     for (const c of this.clients.values()) c.reconfigure(now, parsersChanged)
-    if (parsersChanged) this.cluster?.parserLimitsChanged()
+    if (parsersChanged) {
+      this.cluster?.parserLimitsChanged()
+      this.leafnodes?.parserLimitsChanged()
+    }
     // Deadlines may have come closer: the timer looks again now.
     if (this.clients.size > 0) this.env.wakeAt?.(now)
     this.closeOverMaxConnections(next.maxConnections)
@@ -310,6 +316,8 @@ export class Server implements ClientDoor, ClusterHost {
     }
     const routes = this.cluster?.tick(now)
     if (routes !== undefined) next = Math.min(next, routes)
+    const leafs = this.leafnodes?.tick(now)
+    if (leafs !== undefined) next = Math.min(next, leafs)
     return next === Infinity ? undefined : next
   }
 
@@ -318,6 +326,7 @@ export class Server implements ClientDoor, ClusterHost {
     if (this.shuttingDown) return
     this.shuttingDown = true
     this.cluster?.shutdown()
+    this.leafnodes?.shutdown()
     for (const c of [...this.clients.values()]) c.close(ClosedReason.ServerShutdown)
   }
 

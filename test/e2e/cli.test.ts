@@ -130,6 +130,12 @@ describe("switchyard command", () => {
     // Routes are served; what a cluster block asks for that is not is refused at its place.
     const cluster = check("cluster.conf", 'port: 4333\ncluster {\n  name: c\n  compression: s2_fast\n}\n')
     expect(cluster.stderr).toContain(`${cluster.file}:4:3: cluster.compression: route compression is not supported by this version yet`)
+    // Leaf nodes are served: a leafnodes block checks, and what it asks for that is not served is refused at its place.
+    const leafFile = path.join(dir, "leaf.conf")
+    fs.writeFileSync(leafFile, 'port: 4333\nleafnodes { listen: "127.0.0.1:7433", remotes: [ { url: "nats-leaf://h:7422" } ] }\n')
+    expect(run("-t", "-c", leafFile).status).toBe(0)
+    const leafTls = check("leaftls.conf", 'port: 4333\nleafnodes {\n  remotes: [ { url: "nats-leaf://h:7422", tls: { cert_file: a, key_file: b } } ]\n}\n')
+    expect(leafTls.stderr).toContain(`${leafTls.file}:3:43: leafnodes.remotes[0].tls: TLS on leaf-node connections is not supported by this version yet`)
     fs.rmSync(dir, { recursive: true, force: true })
   })
 

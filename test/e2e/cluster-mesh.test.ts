@@ -5,55 +5,19 @@
 // cluster-wide and locally first, request/reply and no-responders across nodes, echo and
 // headers, client URLs, and a restarted seed that the others call again.
 import * as net from "node:net"
-import { headers, type Msg, type NatsConnection } from "@nats-io/transport-node"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { type ClusterNode, routeUrl, startNode } from "../helpers/cluster-nodes.js"
+import { headers } from "@nats-io/transport-node"
+import { beforeAll, describe, expect, it } from "vitest"
+import { type ClusterNode, collect, interestReached, routeUrl, routez, startNode, useCluster } from "../helpers/cluster-nodes.js"
 import { eventuallyAsync } from "../helpers/jetstream.js"
 import { eventually } from "../helpers/server.js"
 
+const cluster = useCluster({ seed: { name: "A" }, nodes: [{ name: "B" }, { name: "C" }] })
 let a: ClusterNode
 let b: ClusterNode
 let c: ClusterNode
 
-const routez = (n: ClusterNode, q = "") => n.monitor<{ num_routes: number; routes: Array<Record<string, any>> }>(`/routez${q}`)
-
-const meshed = async (nodes: ReadonlyArray<ClusterNode>): Promise<void> => {
-  await eventuallyAsync(async () => {
-    for (const n of nodes) if ((await routez(n)).num_routes !== nodes.length - 1) return false
-    return true
-  }, "a full mesh", 30_000)
-}
-
-/** Collects what a subscription receives. */
-const collect = (nc: NatsConnection, subject: string, opts: { queue?: string } = {}): Array<Msg> => {
-  const got: Array<Msg> = []
-  nc.subscribe(subject, { ...opts, callback: (_e, m) => void got.push(m) })
-  return got
-}
-
-/** Interest made on one node has reached another: a probe request is answered through it. */
-const interestReached = async (from: NatsConnection, subject: string): Promise<void> => {
-  await eventuallyAsync(async () => {
-    try {
-      await from.request(subject, "probe", { timeout: 1000 })
-      return true
-    } catch {
-      return false
-    }
-  }, `interest in ${subject} to reach the publisher's node`, 20_000)
-}
-
-beforeAll(async () => {
-  a = await startNode({ name: "A" })
-  ;[b, c] = await Promise.all([
-    startNode({ name: "B", routes: [routeUrl(a.routePort)] }),
-    startNode({ name: "C", routes: [routeUrl(a.routePort)] })
-  ])
-  await meshed([a, b, c])
-}, 60_000)
-
-afterAll(async () => {
-  await Promise.all([a?.stop(), b?.stop(), c?.stop()])
+beforeAll(() => {
+  ;[a, b, c] = ["A", "B", "C"].map((n) => cluster.node(n))
 })
 
 describe("a three-node Switchyard mesh", () => {
@@ -196,7 +160,7 @@ describe("a three-node Switchyard mesh", () => {
     } finally {
       raw.destroy()
       await d.stop()
-      await meshed([a, b, c])
+      await cluster.meshed()
     }
   }, 60_000)
 
@@ -219,7 +183,7 @@ describe("a three-node Switchyard mesh", () => {
     sb.subscribe("probe.restart", { callback: (_e, m) => void m.respond("ok") })
     await sb.flush()
     await a.restart()
-    await meshed([a, b, c])
+    await cluster.meshed()
     const pa = await a.client()
     await interestReached(pa, "probe.restart")
     pa.publish("after.restart", "back")

@@ -3,62 +3,29 @@
 // from nats-server's INFO gossip. nats.js clients on every node check pub/sub both ways,
 // queue groups once cluster-wide, request/reply, no-responders and headers across the
 // implementations, and that a Switchyard node that restarts is taken back.
-import { headers, type Msg, type NatsConnection, connect } from "@nats-io/transport-node"
+import { headers, connect, type NatsConnection } from "@nats-io/transport-node"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { type ClusterNode, routeUrl, startNode } from "../helpers/cluster-nodes.js"
+import { type ClusterNode, collect, interestReached, routeUrl, startNode, useCluster } from "../helpers/cluster-nodes.js"
 import { eventuallyAsync } from "../helpers/jetstream.js"
 import { type NatsServerProcess, spawnNatsServer } from "../helpers/nats-server.js"
 import { eventually } from "../helpers/server.js"
 import { freePort } from "../clients/run.js"
 
+const cluster = useCluster({ seed: "nats-server", nodes: [{ name: "S1" }, { name: "S2" }] })
 let ns: NatsServerProcess
 let s1: ClusterNode
 let s2: ClusterNode
 const conns: Array<NatsConnection> = []
-
-const nsClient = async (): Promise<NatsConnection> => {
-  const nc = await connect({ servers: `127.0.0.1:${ns.clientPort}` })
-  conns.push(nc)
-  return nc
-}
-
-const collect = (nc: NatsConnection, subject: string, opts: { queue?: string } = {}): Array<Msg> => {
-  const got: Array<Msg> = []
-  nc.subscribe(subject, { ...opts, callback: (_e, m) => void got.push(m) })
-  return got
-}
-
-const interestReached = async (from: NatsConnection, subject: string): Promise<void> => {
-  await eventuallyAsync(async () => {
-    try {
-      await from.request(subject, "probe", { timeout: 1000 })
-      return true
-    } catch {
-      return false
-    }
-  }, `interest in ${subject} to reach the publisher's node`, 20_000)
-}
-
+const nsClient = () => cluster.nsClient()
 const nsRoutes = async () => (await ns.monitor<{ num_routes: number; routes: Array<Record<string, any>> }>("/routez")).routes
 
-beforeAll(async () => {
-  ns = await spawnNatsServer("listen: 127.0.0.1:-1\nhttp: 127.0.0.1:-1\nserver_name: NS\ncluster { name: C1, listen: 127.0.0.1:-1 }\n")
-  ;[s1, s2] = await Promise.all([
-    startNode({ name: "S1", routes: [routeUrl(ns.routePort!)] }),
-    startNode({ name: "S2", routes: [routeUrl(ns.routePort!)] })
-  ])
-  await eventuallyAsync(async () => {
-    const n = (await nsRoutes()).length
-    const a = (await s1.monitor("/routez")).num_routes
-    const b = (await s2.monitor("/routez")).num_routes
-    return n === 2 && a === 2 && b === 2
-  }, "the mixed mesh", 30_000)
-}, 60_000)
+beforeAll(() => {
+  ns = cluster.ns()
+  ;[s1, s2] = ["S1", "S2"].map((n) => cluster.node(n))
+})
 
 afterAll(async () => {
   await Promise.all(conns.map((c) => c.close().catch(() => {})))
-  await Promise.all([s1?.stop(), s2?.stop()])
-  await ns?.stop()
 })
 
 describe("a mixed cluster: nats-server 2.9.10 and two Switchyard nodes", () => {

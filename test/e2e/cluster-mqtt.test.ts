@@ -5,7 +5,7 @@
 // the node the client connects to; this test pins what works today.
 import mqtt from "mqtt"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { type ClusterNode, routeUrl, startNode } from "../helpers/cluster-nodes.js"
+import { type ClusterNode, useCluster } from "../helpers/cluster-nodes.js"
 import { eventuallyAsync } from "../helpers/jetstream.js"
 import { loggedPort } from "../helpers/process.js"
 import { eventually } from "../helpers/server.js"
@@ -21,15 +21,15 @@ const mqttClient = async (n: ClusterNode, id: string): Promise<mqtt.MqttClient> 
   return c
 }
 
-beforeAll(async () => {
-  a = await startNode({ name: "MA", extra: ["--mqtt_port", "-1"] })
-  b = await startNode({ name: "MB", routes: [routeUrl(a.routePort)], extra: ["--mqtt_port", "-1"] })
-  await eventuallyAsync(async () => (await a.monitor("/routez")).num_routes === 1, "the route", 30_000)
-}, 60_000)
+const cluster = useCluster({ seed: { name: "MA", extra: ["--mqtt_port", "-1"] }, nodes: [{ name: "MB", extra: ["--mqtt_port", "-1"] }] })
+
+beforeAll(() => {
+  a = cluster.node("MA")
+  b = cluster.node("MB")
+})
 
 afterAll(async () => {
   await Promise.all(clients.map((c) => c.endAsync().catch(() => {})))
-  await Promise.all([a?.stop(), b?.stop()])
 })
 
 describe("MQTT across a route", () => {

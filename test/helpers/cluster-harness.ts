@@ -84,7 +84,7 @@ export class MemNet {
   /** Connection attempts, as `port` per dial. */
   readonly dials: Array<{ at: number; port: number; ok: boolean }> = []
 
-  node(name: string, cluster: Partial<ClusterOptions> = {}, options: Partial<ServerOptions> = {}): Node {
+  node(name: string, cluster: Partial<ClusterOptions> = {}, options: Partial<ServerOptions> = {}, limits: { readonly maxPeerInterest?: number } = {}): Node {
     const log: Array<string> = []
     const port = this.nextPort++
     const o: ServerOptions = {
@@ -102,7 +102,7 @@ export class MemNet {
       scheduleFlush: (f) => this.flushes.push(f),
       serverId: `N${name.padEnd(55, "X").toUpperCase()}`
     })
-    const c = new Cluster(server, o.cluster!, { dial: (_h, p, _t, ok, fail) => this.dial(p, ok, fail), wakeAt: () => {} })
+    const c = new Cluster(server, o.cluster!, { dial: (_h, p, _t, ok, fail) => this.dial(p, ok, fail), wakeAt: () => {} }, limits)
     server.cluster = c
     server.router.watch(c)
     server.router.remote = c

@@ -2,24 +2,31 @@
 // flags), on loopback: each knows its client, route and monitoring ports (read from its
 // log), can be asked for a monitoring endpoint, stopped and started again on the same
 // ports (a restart).
-import { connect, type NatsConnection } from "@nats-io/transport-node"
+import { connect, type Msg, type NatsConnection } from "@nats-io/transport-node"
+import { afterAll, beforeAll } from "vitest"
+import { eventuallyAsync } from "./jetstream.js"
+import { type NatsServerProcess, spawnNatsServer } from "./nats-server.js"
 import { killProcess, loggedPort, type ServerProcess, startServerProcess } from "./process.js"
 
-export interface ClusterNode {
+/** A server process of a test (Switchyard or nats-server) on loopback ports. */
+export interface TestServerNode {
   readonly name: string
   readonly clientPort: number
-  readonly routePort: number
   readonly httpPort: number
   /** Everything the current process logged. */
   log(): string
   monitor<T = any>(pathAndQuery: string): Promise<T>
-  /** A nats.js client of this node. */
+  /** A nats.js client of this node (closed by stop). */
   client(opts?: Record<string, unknown>): Promise<NatsConnection>
-  /** SIGKILL: gone without a goodbye. */
-  kill(): Promise<void>
-  /** Started again with the same flags and ports. */
+  /** Started again with the same configuration and ports. */
   restart(): Promise<void>
   stop(): Promise<void>
+}
+
+export interface ClusterNode extends TestServerNode {
+  readonly routePort: number
+  /** SIGKILL: gone without a goodbye. */
+  kill(): Promise<void>
 }
 
 export interface NodeSpec {
@@ -77,4 +84,100 @@ export const startNode = async (spec: NodeSpec): Promise<ClusterNode> => {
       await killProcess(proc)
     }
   }
+}
+
+// ---- a cluster per test file: useCluster() ----
+
+/** What a cluster test's set-up asked for: a seed (a Switchyard node or a real nats-server) and Switchyard nodes naming only it. */
+export interface ClusterSpec {
+  /** The seed: a Switchyard node, or nats-server 2.9.10 (`server_name: NS`, cluster C1). */
+  readonly seed: NodeSpec | "nats-server"
+  /** The other Switchyard nodes; each is given the seed's route URL (and finds the rest by gossip). */
+  readonly nodes: ReadonlyArray<NodeSpec>
+}
+
+export interface ClusterFixture {
+  /** A Switchyard node by name (the seed too, when it is one). */
+  node(name: string): ClusterNode
+  /** The nats-server seed (the spec asked for one). */
+  ns(): NatsServerProcess
+  /** A nats.js client of the nats-server seed, closed after the file. */
+  nsClient(): Promise<NatsConnection>
+  /** Resolves once every server has a route to every other. */
+  meshed(): Promise<void>
+}
+
+export const routez = (n: ClusterNode, q = "") =>
+  n.monitor<{ num_routes: number; routes: Array<Record<string, any>> }>(`/routez${q}`)
+
+/**
+ * Starts the cluster in `beforeAll` (the seed, then the nodes together) and waits for the
+ * full mesh; stops everything, clients first, in `afterAll`.
+ */
+export const useCluster = (spec: ClusterSpec): ClusterFixture => {
+  const nodes = new Map<string, ClusterNode>()
+  let ns: NatsServerProcess | undefined
+  const conns: Array<NatsConnection> = []
+  const total = () => nodes.size + (ns === undefined ? 0 : 1)
+  const fixture: ClusterFixture = {
+    node: (name) => {
+      const n = nodes.get(name)
+      if (n === undefined) throw new Error(`useCluster: no node ${name} (the cluster starts in beforeAll)`)
+      return n
+    },
+    ns: () => {
+      if (ns === undefined) throw new Error("useCluster: this cluster has no nats-server seed")
+      return ns
+    },
+    nsClient: async () => {
+      const nc = await connect({ servers: `127.0.0.1:${fixture.ns().clientPort}` })
+      conns.push(nc)
+      return nc
+    },
+    meshed: () =>
+      eventuallyAsync(async () => {
+        for (const n of nodes.values()) if ((await routez(n)).num_routes !== total() - 1) return false
+        if (ns !== undefined && (await ns.monitor<{ num_routes: number }>("/routez")).num_routes !== total() - 1) return false
+        return true
+      }, "a full mesh", 30_000)
+  }
+  beforeAll(async () => {
+    let seedRoute: number
+    if (spec.seed === "nats-server") {
+      ns = await spawnNatsServer("listen: 127.0.0.1:-1\nhttp: 127.0.0.1:-1\nserver_name: NS\ncluster { name: C1, listen: 127.0.0.1:-1 }\n")
+      seedRoute = ns.routePort!
+    } else {
+      const seed = await startNode(spec.seed)
+      nodes.set(seed.name, seed)
+      seedRoute = seed.routePort
+    }
+    const started = await Promise.all(spec.nodes.map((n) => startNode({ ...n, routes: [routeUrl(seedRoute), ...(n.routes ?? [])] })))
+    for (const n of started) nodes.set(n.name, n)
+    await fixture.meshed()
+  }, 60_000)
+  afterAll(async () => {
+    await Promise.all(conns.map((c) => c.close().catch(() => {})))
+    await Promise.all([...nodes.values()].map((n) => n.stop()))
+    await ns?.stop()
+  })
+  return fixture
+}
+
+/** Collects what a subscription receives. */
+export const collect = (nc: NatsConnection, subject: string, opts: { queue?: string } = {}): Array<Msg> => {
+  const got: Array<Msg> = []
+  nc.subscribe(subject, { ...opts, callback: (_e, m) => void got.push(m) })
+  return got
+}
+
+/** Interest made on another server has reached the publisher's: a probe request is answered through it. */
+export const interestReached = async (from: NatsConnection, subject: string): Promise<void> => {
+  await eventuallyAsync(async () => {
+    try {
+      await from.request(subject, "probe", { timeout: 1000 })
+      return true
+    } catch {
+      return false
+    }
+  }, `interest in ${subject} to reach the publisher's server`, 20_000)
 }

@@ -274,6 +274,7 @@ export const syntheticSource = (o: SyntheticOptions = {}): SyntheticSource => {
     },
     server,
     connections: conns,
+    leafs: () => conns().filter((c) => c.kind === "Leafnode"),
     closed,
     accounts,
     jetstream,

@@ -402,6 +402,23 @@ describe("a misbehaving peer", () => {
     expect(a.log.join("\n")).toMatch(/invalid subscription/)
   })
 
+  it("is closed past the interest one route may announce, which bounds what it costs (a new weight is no new entry)", () => {
+    const net = new MemNet()
+    const a = net.node("A", {}, {}, { maxPeerInterest: 3 })
+    net.node("B", { routes: [route(a.routePort)] })
+    net.advance(0)
+    const onA = [...a.cluster.byId.values()][0]
+    onA.receive(Buffer.from("RS+ $G a\r\nRS+ $G b\r\nRS+ $G q Q 1\r\nRS+ $G q Q 5\r\nRS+ $G a\r\n"), net.now)
+    net.pump()
+    expect([a.cluster.byId.size, a.cluster.interest.count(onA)]).toEqual([1, 3])
+    onA.receive(Buffer.from("RS+ $G d\r\n"), net.now)
+    net.pump()
+    expect(a.cluster.byId.size).toBe(0)
+    expect(a.cluster.interest.count()).toBe(0)
+    expect(a.log.join("\n")).toMatch(/Route announced more than 3 subscriptions: closing the route/)
+    expect(a.log.join("\n")).toMatch(/Router connection closed: Interest Limit Exceeded/)
+  })
+
   it("is closed for a message over max_payload or a garbled op, with the reason logged", () => {
     for (const bad of [`RMSG $G foo ${2 * 1024 * 1024}\r\n`, "RMSG $G foo x\r\n", "BOGUS\r\n"]) {
       const { net, a, onA } = joined()

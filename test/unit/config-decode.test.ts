@@ -724,12 +724,95 @@ describe("cluster (routes)", () => {
     expect(options("cluster { pool_size: -1, compression: off }").cluster).toBeDefined()
   })
 
+  it("reads route permissions with the user permissions decoder: publish/subscribe are import/export; allow_responses is refused", () => {
+    expect(options("cluster { permissions { publish: a.>, sub: { deny: b.> } } }").cluster?.authorization).toMatchObject({
+      import: { allow: ["a.>"], deny: undefined },
+      export: { allow: undefined, deny: ["b.>"] }
+    })
+    // And a user's permissions take nats-server's import/export words too.
+    expect(options("authorization { users: [ { user: u, password: p, permissions: { import: x.>, export: y.> } } ] }").authorization?.users[0].permissions).toMatchObject({
+      publish: { allow: ["x.>"] },
+      subscribe: { allow: ["y.>"] }
+    })
+    const e = failure("cluster {\n  authorization {\n    permissions { import: a, allow_responses: true }\n  }\n}")
+    expect(`${e.line}:${e.column}: ${e.message}`).toMatch(/^3:5: .*allow_responses has no meaning on routes/)
+  })
+
   it("refuses a route URL it cannot use, without echoing it (it may carry a password)", () => {
     for (const bad of ["tls://u:pw@h:6222", "nats-route://h", "h:6222"]) {
       const e = failure(`cluster { routes: [ "${bad}" ] }`)
       expect(e.message).toMatch(/route URL/)
       expect(e.message).not.toContain("pw")
     }
+  })
+})
+
+describe("leafnodes", () => {
+  it("is off without a block; takes a listener, users bound to accounts, and remotes with their local account", () => {
+    expect(options("").leafnodes).toBeUndefined()
+    const o = options(`accounts { ACC { users: [ { user: a, password: a } ] }, EDGE {} }
+leafnodes {
+  listen: 127.0.0.1:7433
+  advertise: "203.0.113.9:7433"
+  no_advertise: true
+  reconnect: "2s"
+  authorization { timeout: 3, users: [ { user: l1, password: p1, account: ACC }, { user: l2, password: p2 } ] }
+  remotes: [
+    { url: "nats-leaf://u:secret@hub.example:7422", account: EDGE }
+    { urls: [ "nats://10.0.0.1", "nats-leaf://10.0.0.2:7000" ] }
+  ]
+}`)
+    expect(o.leafnodes).toEqual({
+      host: "127.0.0.1",
+      port: 7433,
+      advertise: "203.0.113.9:7433",
+      noAdvertise: true,
+      reconnectMs: 2000,
+      authorization: {
+        user: undefined,
+        password: undefined,
+        timeoutMs: 3000,
+        account: undefined,
+        users: [{ user: "l1", password: "p1", account: "ACC" }, { user: "l2", password: "p2", account: undefined }]
+      },
+      remotes: [
+        { urls: ["nats-leaf://u:secret@hub.example:7422"], account: "EDGE" },
+        { urls: ["nats://10.0.0.1", "nats-leaf://10.0.0.2:7000"], account: "$G" }
+      ]
+    })
+    // No port: remotes only, no listener; -1: a port the system picks; the client host by default.
+    expect(options("leafnodes { remotes: [ { url: nats-leaf://h:1 } ] }").leafnodes).toMatchObject({ port: undefined })
+    expect(options("host: 127.0.0.2\nleafnodes { port: -1 }").leafnodes).toMatchObject({ host: "127.0.0.2", port: 0 })
+  })
+
+  it("refuses, at its place, what leaf connections do not do yet instead of ignoring it", () => {
+    const cases: ReadonlyArray<[string, RegExp]> = [
+      ["leafnodes {\n  remotes: [\n    { url: nats-leaf://h:1, credentials: /x.creds }\n  ]\n}", /^3:29: .*credentials files .* are not supported by this version yet/],
+      ["leafnodes {\n  tls { cert_file: a, key_file: b }\n}", /^2:3: .*TLS on leaf-node connections is not supported/],
+      ["leafnodes {\n  remotes: [ { url: nats-leaf://h:1, hub: true } ]\n}", /^2:38: .*hub: true/],
+      ["leafnodes {\n  compression: s2_auto\n}", /^2:3: .*compression is not supported/],
+      ["leafnodes {\n  authorization { user: a, users: [ { user: b } ] }\n}", /^2:3: .*either user\/password or users/],
+      ["leafnodes {\n  remotes: [ {} ]\n}", /^2:14: .*a remote needs url or urls/]
+    ]
+    for (const [text, re] of cases) {
+      const e = failure(text)
+      expect(`${e.line}:${e.column}: ${e.message}`).toMatch(re)
+    }
+  })
+
+  it("refuses a remote URL it cannot use without echoing it (it may carry a password)", () => {
+    for (const bad of ["tls://u:pw@h:7422", "ws://u:pw@h:7422", "h:7422"]) {
+      const e = failure(`leafnodes { remotes: [ { url: "${bad}" } ] }`)
+      expect(e.message).toMatch(/leaf URL/)
+      expect(e.message).not.toContain("pw")
+    }
+  })
+
+  it("refuses accounts nobody defined, at their place", () => {
+    expect(failure("leafnodes {\n  remotes: [ { url: nats-leaf://h:1, account: NOPE } ]\n}").message).toMatch(/leafnodes.remotes\[0\]: account "NOPE" is not defined/)
+    expect(failure("leafnodes { authorization { users: [ { user: u, account: NOPE } ] } }").message).toMatch(/leafnodes.authorization.users\[0\]: account "NOPE"/)
+    // A server with routes may have leaf nodes too.
+    expect(options("cluster { name: C }\nleafnodes { port: -1 }").leafnodes).toMatchObject({ port: 0 })
   })
 })
 

@@ -252,6 +252,31 @@ describe("the other servers of a cluster (RemoteRouting, InterestWatcher)", () =
     expect(remote.calls).toEqual([])
   })
 
+  it("hands the leaf nodes (edge) what came from a route too, after the routes, with the groups a route was picked for", () => {
+    const { router, acc, who, sub, publish } = setup()
+    const routes = { calls: [] as Array<string>, forward: (d: Delivery, served: Array<string>) => {
+      routes.calls.push(`${d.subject} served=[${served.join(",")}]`)
+      served.push("R")
+      return 1
+    } }
+    const edge = remoteOf(1)
+    router.remote = routes
+    router.edge = edge
+    const [pub, q] = ["pub", "q"].map(who)
+    sub(q, "x", "1", "W")
+    expect(publish(pub, "x", "m")).toBe(3)
+    expect([routes.calls, edge.calls]).toEqual([["x served=[W]"], ["x served=[W,R]"]])
+    const peer = new Peer(acc)
+    const d = router.message(peer)
+    d.subject = "y"
+    d.buf = Buffer.from("m")
+    d.end = 1
+    d.origin.queues = []
+    router.route(d)
+    expect(routes.calls).toHaveLength(1)
+    expect(edge.calls[1]).toBe("y served=[]")
+  })
+
   it("delivers a message from another server to plain subscribers and only the queue groups it names", () => {
     const { router, acc, who, sub } = setup()
     const peer = new Peer(acc)

@@ -54,6 +54,16 @@ describe("planReload", () => {
     expect(plan.changed).toEqual(["max_payload"])
   })
 
+  it("refuses a change to the leafnodes block (leaf connections come and go only with a restart)", () => {
+    const leafnodes = { host: "127.0.0.1", port: 7422, advertise: undefined, noAdvertise: false, authorization: undefined, remotes: [], reconnectMs: 1000 }
+    const withLeaf: ServerOptions = { ...base, leafnodes }
+    expect(planReload(withLeaf, { ...withLeaf, leafnodes: { ...leafnodes, remotes: [{ urls: ["nats-leaf://10.0.0.9:7422"], account: "$G" }] } }).refused).toEqual([
+      "leafnodes: cannot be changed while the server runs (restart it to apply this)"
+    ])
+    expect(planReload(base, withLeaf).refused).toEqual(["leafnodes: cannot be changed while the server runs (restart it to apply this)"])
+    expect(planReload(withLeaf, { ...withLeaf }).refused).toEqual([])
+  })
+
   it("refuses a change to the cluster block (routes come and go only with a restart)", () => {
     const cluster = { name: "C1", host: "0.0.0.0", port: 6222, advertise: undefined, noAdvertise: false, routes: [], authorization: undefined, connectRetries: 0 }
     const withCluster: ServerOptions = { ...base, cluster }

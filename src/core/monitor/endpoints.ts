@@ -161,7 +161,7 @@ export const MonitorEndpoints: ReadonlyArray<Endpoint<any>> = [
     params: M.LeafzParams,
     response: M.Leafz,
     handle: (ctx, q) =>
-      json(buildLeafz(serverId(ctx), ctx.now, ctx.source.connections(), { subs: q.subs ?? false, acc: q.acc }))
+      json(buildLeafz(serverId(ctx), ctx.now, ctx.source.leafs?.() ?? [], { subs: q.subs ?? false, acc: q.acc }))
   }),
   endpoint({
     name: "subsz",

@@ -14,8 +14,9 @@ export interface MonitorSource {
   /** Identity, settings and server-wide counters. */
   server(): ServerSnapshot
   /**
-   * Open connections as /connz lists them: clients (NATS, MQTT, WebSocket) and
-   * leafnodes. Internal clients (system, JetStream) are left out.
+   * Open connections as /connz lists them: clients (NATS, MQTT, WebSocket); the server
+   * lists its leaf connections in `leafs` only, as nats-server's /connz lists clients
+   * only. Internal clients (system, JetStream) are left out.
    */
   connections(): ReadonlyArray<ConnSnapshot>
   /** Recently closed connections, oldest first, bounded by `max_closed_clients`. */
@@ -30,6 +31,8 @@ export interface MonitorSource {
   queues?(): ReadonlyArray<QueueSnapshot>
   /** Route connections (clustering); absent or empty until routes exist. */
   routes?(): ReadonlyArray<RouteSnapshot>
+  /** Leaf-node connections (both roles), as /leafz lists them; absent or empty without leaf nodes. */
+  leafs?(): ReadonlyArray<ConnSnapshot>
   /** Gateway state (superclusters); absent until gateways exist. */
   gateways?(): GatewaySnapshot | undefined
 }
@@ -98,7 +101,7 @@ export interface ConnSnapshot {
 export interface LeafSnapshot {
   /** Remote server name (or id). */
   readonly remoteServer: string
-  /** The remote is a spoke (it solicited this connection as a leaf of ours). */
+  /** This server is the spoke of this connection: it solicited it (a remote of ours), the other side is its hub. */
   readonly isSpoke: boolean
   readonly compression: string | undefined
 }
@@ -141,6 +144,18 @@ export interface ServerSnapshot {
   readonly websocket: WebsocketSnapshot | undefined
   /** Cluster (routes) settings; undefined until clustering exists. */
   readonly cluster: ClusterSnapshot | undefined
+  /** Leaf-node settings; undefined without a leafnodes block. */
+  readonly leaf?: LeafNodesSnapshot | undefined
+}
+
+/** The `leafnodes` block as /varz shows it (never a credential). */
+export interface LeafNodesSnapshot {
+  /** The leaf listener; undefined when there is none (only remotes). */
+  readonly host: string | undefined
+  readonly port: number | undefined
+  /** How long an accepted leaf connection has to authenticate, milliseconds. */
+  readonly authTimeoutMs: number
+  readonly remotes: ReadonlyArray<{ readonly localAccount: string; readonly urls: ReadonlyArray<string> }>
 }
 
 export interface LimitsSnapshot {

@@ -62,6 +62,17 @@ const clusterBlock = (s: ServerSnapshot): Varz["cluster"] => {
   }
 }
 
+const leafBlock = (s: ServerSnapshot): Varz["leaf"] => {
+  const l = s.leaf
+  if (l === undefined) return {}
+  return {
+    ...(l.host !== undefined ? { host: l.host } : {}),
+    ...(l.port !== undefined ? { port: l.port } : {}),
+    auth_timeout: l.authTimeoutMs / 1000,
+    ...(l.remotes.length > 0 ? { remotes: l.remotes.map((r) => ({ local_account: r.localAccount, urls: [...r.urls] })) } : {})
+  }
+}
+
 const jetstreamBlock = (js: JetStreamSnapshot | undefined): Varz["jetstream"] => {
   if (js === undefined) return {}
   const meta = metaClusterInfo(js)
@@ -104,7 +115,7 @@ export const buildVarz = (
     max_pending: l.maxPending,
     cluster: clusterBlock(s),
     gateway: {},
-    leaf: {},
+    leaf: leafBlock(s),
     mqtt: mqttBlock(s),
     websocket: websocketBlock(s),
     jetstream: jetstreamBlock(js),

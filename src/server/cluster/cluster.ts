@@ -21,6 +21,7 @@ import type { Conn, ConnHandlers } from "../../services/transport.js"
 import { NATS_COMPAT_VERSION, VERSION } from "../../version.js"
 import { passwordMatches } from "../nats/auth.js"
 import { ErrText } from "../reasons.js"
+import { forwardOnce, MAX_PEER_INTEREST } from "./forward.js"
 import { type ClusterHost, Route, RouteClosed, type RouteMesh, type Solicit } from "./route.js"
 
 export type { ClusterHost, Solicit } from "./route.js"
@@ -52,6 +53,14 @@ export interface ClusterEnv {
 }
 
 
+/** The leaf connections of this server, as the routes' interest reaches them (LeafNodes implements it). */
+export interface RouteInterestSink {
+  /** What the other servers behind one route (`src`) want in an account; `weight` 0 withdraws it. */
+  routeInterest(account: string, src: object, subject: string, queue: string, weight: number): void
+  /** A route is gone: its interest with it. */
+  routeGone(src: object): void
+}
+
 /** One subject (and queue group) some local subscriptions are on, and how many. */
 interface LocalEntry {
   readonly subject: string
@@ -69,7 +78,7 @@ export class Cluster implements RemoteRouting, InterestWatcher, RouteMesh {
   /** The route kept to each remote server, by its server id. */
   readonly byId = new Map<string, Route>()
   /** What the other servers asked for. */
-  readonly interest = new RemoteInterest<Route>()
+  readonly interest: RemoteInterest<Route>
   readonly solicits: Array<Solicit> = []
   /** This server's interest as announced: per account, per `subject queue`. */
   private readonly local = new Map<string, Map<string, LocalEntry>>()
@@ -83,17 +92,23 @@ export class Cluster implements RemoteRouting, InterestWatcher, RouteMesh {
   /** Routes cut off as slow consumers (/varz slow_consumer_stats.routes). */
   slowConsumers = 0
   private readonly importPerms: ClientPermissions | undefined
+  private readonly maxInterest: number
   private shuttingDown = false
   /** Forwarding scratch: the routes one message goes to. */
   private readonly touched: Array<Route | undefined> = []
+  /** This server's leaf connections, when it has leaf nodes too: they hear of the routes' interest. */
+  leafs: RouteInterestSink | undefined = undefined
   /** The client URLs clients are told about, as last sent. */
   private clientUrls: ReadonlyArray<string> = []
 
   constructor(
     readonly server: ClusterHost,
     readonly options: ClusterOptions,
-    private readonly env: ClusterEnv
+    private readonly env: ClusterEnv,
+    limits: { readonly maxPeerInterest?: number } = {}
   ) {
+    this.maxInterest = limits.maxPeerInterest ?? MAX_PEER_INTEREST
+    this.interest = new RemoteInterest<Route>({ maxPerRemote: this.maxInterest })
     this.dynamicName = options.name === ""
     // A made-up name: 16 bytes from the server's entropy, 22 characters (as long as nats-server's).
     this.name = this.dynamicName ? server.randomId(16) : options.name
@@ -182,7 +197,9 @@ export class Cluster implements RemoteRouting, InterestWatcher, RouteMesh {
       port: at.port,
       headers: !o.noHeaderSupport,
       max_payload: o.maxPayload,
-      cluster: this.name
+      cluster: this.name,
+      // Understands LS+/LMSG naming the leaf cluster interest and messages came from.
+      lnoc: true
     }
     if (this.dynamicName) info.cluster_dynamic = true
     if (auth?.user !== undefined) info.auth_required = true
@@ -205,6 +222,7 @@ export class Cluster implements RemoteRouting, InterestWatcher, RouteMesh {
       headers: !this.server.options.noHeaderSupport,
       name: this.server.serverId,
       cluster: this.name,
+      lnoc: true,
       ...(this.dynamicName ? { dynamic: true } : {}),
       ...(user !== undefined ? { user } : {}),
       ...(pass !== undefined ? { pass } : {})
@@ -362,6 +380,8 @@ export class Cluster implements RemoteRouting, InterestWatcher, RouteMesh {
     r.registered = false
     if (this.byId.get(r.remoteId) === r) this.byId.delete(r.remoteId)
     this.interest.dropRemote(r)
+    this.leafs?.routeGone(r)
+    this.leafs?.routeGone(r.leafShadow)
   }
 
   /** A route is gone (either side closed it). */
@@ -443,31 +463,39 @@ export class Cluster implements RemoteRouting, InterestWatcher, RouteMesh {
   /** A local subscription came: announced to every route when it is the first on its subject (or a queue group's count changed). */
   subscribed(account: Account, s: Subscription): void {
     if (!s.principal.announce || s.principal.remote) return
-    const queue = s.queue ?? ""
-    let entries = this.local.get(account.name)
-    if (entries === undefined) this.local.set(account.name, (entries = new Map()))
-    const key = queue === "" ? s.subject : `${s.subject} ${queue}`
-    let e = entries.get(key)
-    if (e === undefined) entries.set(key, (e = { subject: s.subject, queue, n: 0 }))
-    e.n++
-    if (queue === "" && e.n > 1) return
-    for (const r of this.byId.values()) r.sendSub(account.name, e.subject, queue, e.n)
+    this.announce(account.name, s.subject, s.queue ?? "", 1)
   }
 
   unsubscribed(account: Account, s: Subscription): void {
     if (!s.principal.announce || s.principal.remote) return
-    const queue = s.queue ?? ""
-    const entries = this.local.get(account.name)
-    const key = queue === "" ? s.subject : `${s.subject} ${queue}`
-    const e = entries?.get(key)
-    if (e === undefined) return
-    e.n--
+    this.announce(account.name, s.subject, s.queue ?? "", -1)
+  }
+
+  /**
+   * This server's interest in a subject of an account grew or shrank by `delta` (a local
+   * subscription, or the interest of a leaf node behind this server, a queue group by its
+   * weight): the routes hear RS+ for the first, a queue group's new count, RS- for the last.
+   */
+  announce(account: string, subject: string, queue: string, delta: number): void {
+    let entries = this.local.get(account)
+    if (entries === undefined) {
+      if (delta <= 0) return
+      this.local.set(account, (entries = new Map()))
+    }
+    const key = queue === "" ? subject : `${subject} ${queue}`
+    let e = entries.get(key)
+    if (e === undefined) {
+      if (delta <= 0) return
+      entries.set(key, (e = { subject, queue, n: 0 }))
+    }
+    const was = e.n
+    e.n += delta
     if (e.n <= 0) {
-      entries!.delete(key)
-      if (entries!.size === 0) this.local.delete(account.name)
-      for (const r of this.byId.values()) r.sendUnsub(account.name, e.subject, queue)
-    } else if (queue !== "") {
-      for (const r of this.byId.values()) r.sendSub(account.name, e.subject, queue, e.n)
+      entries.delete(key)
+      if (entries.size === 0) this.local.delete(account)
+      for (const r of this.byId.values()) r.sendUnsub(account, subject, queue)
+    } else if (queue !== "" ? e.n !== was : was === 0) {
+      for (const r of this.byId.values()) r.sendSub(account, subject, queue, e.n)
     }
   }
 
@@ -481,12 +509,17 @@ export class Cluster implements RemoteRouting, InterestWatcher, RouteMesh {
     if (change === "invalid") {
       this.server.log.error(`${r.logPrefix()} - Route sent an invalid subscription: "${i.subject}"${i.queue === "" ? "" : ` "${i.queue}"`}`)
       r.sendErr("Invalid Subscription")
+    } else if (change === "limit") {
+      this.server.log.error(`${r.logPrefix()} - Route announced more than ${this.maxInterest} subscriptions: closing the route`)
+      r.close(RouteClosed.InterestLimit, "Maximum Subscriptions Exceeded")
+    } else if (change !== "unchanged") {
+      this.leafs?.routeInterest(i.account, i.fromLeaf ? r.leafShadow : r, i.subject, i.queue, i.weight)
     }
   }
 
   /** RS- from a route. */
   remoteUnsub(r: Route, i: PeerInterest): void {
-    this.interest.remove(r, i)
+    if (this.interest.remove(r, i)) this.leafs?.routeInterest(i.account, i.fromLeaf ? r.leafShadow : r, i.subject, i.queue, 0)
   }
 
   // ---- forwarding: the router's RemoteRouting ----
@@ -497,55 +530,9 @@ export class Cluster implements RemoteRouting, InterestWatcher, RouteMesh {
    * to one server picked by its members' weight). Allocates nothing when no server is
    * interested.
    */
-  forward(d: Delivery, served: ReadonlyArray<string>): number {
-    const account = d.origin.publisher!.account.name
-    const r = this.interest.match(account, d.subject)
-    const psubs = r.psubs
-    const qsubs = r.qsubs
-    if (psubs.length === 0 && qsubs.length === 0) return 0
-    const seq = d.seq
-    const touched = this.touched
-    let n = 0
-    for (let i = 0; i < psubs.length; i++) {
-      const route = psubs[i].remote
-      if (route.mark === seq || !route.registered) continue
-      route.mark = seq
-      route.nq = 0
-      touched[n++] = route
-    }
-    for (let g = 0; g < qsubs.length; g++) {
-      const group = qsubs[g]
-      const name = group[0].queue!
-      if (served.includes(name)) continue
-      // One member cluster-wide: a server picked by how many members it has.
-      let total = 0
-      for (let k = 0; k < group.length; k++) if (group[k].remote.registered) total += group[k].weight
-      if (total === 0) continue
-      let at = this.server.env.random() * total
-      let pick = group[group.length - 1].remote
-      for (let k = 0; k < group.length; k++) {
-        const e = group[k]
-        if (!e.remote.registered) continue
-        at -= e.weight
-        if (at < 0) {
-          pick = e.remote
-          break
-        }
-      }
-      if (pick.mark !== seq) {
-        pick.mark = seq
-        pick.nq = 0
-        touched[n++] = pick
-      }
-      pick.queueSlots[pick.nq++] = name
-    }
-    let sent = 0
-    for (let i = 0; i < n; i++) {
-      const route = touched[i]!
-      touched[i] = undefined
-      if (route.sendMsg(d, account)) sent++
-    }
-    return sent
+  forward(d: Delivery, served: Array<string>): number {
+    // A leaf connection's message names the queue groups its other side picked this server for.
+    return forwardOnce(this.interest, d, served, d.origin.queues, undefined, this.touched, this.server.env.random)
   }
 
   // ---- client URLs ----

@@ -5,13 +5,12 @@
 // (interest, messages forwarded once per message) into its OutBuf, which the engine's one
 // Outbound flusher writes once per event-loop turn. The handshake rules, duplicates and
 // reconnects are the cluster's (cluster.ts): the route reports to it.
-import { encodeConnect, PING, PONG, writeRouteMsg, writeRouteSub, writeRouteUnsub } from "../../core/cluster/encode.js"
+import { encodeConnect, writeRouteMsg, writeRouteSub, writeRouteUnsub } from "../../core/cluster/encode.js"
 import { decodeRouteConnect, decodeRouteInfo, type RouteConnectOp, type RouteInfoOp } from "../../core/cluster/handshake.js"
-import { type ParseError, PeerParser, type PeerInterest, type PeerMsg, type PeerOpHandler } from "../../core/cluster/parser.js"
+import type { PeerInterest, PeerMsg } from "../../core/cluster/parser.js"
 import type { RouteSnapshot } from "../../core/monitor/source.js"
-import { writeErr } from "../../core/nats/encode.js"
-import { OutBuf, type SlabPool } from "../../core/outbuf.js"
-import { NATS_POLICY, type Outbound, Peer, type SlowConsumer } from "../../engine/outbound.js"
+import type { OutBuf, SlabPool } from "../../core/outbuf.js"
+import type { Outbound } from "../../engine/outbound.js"
 import type { ClientPermissions } from "../../engine/permissions.js"
 import type { Account, Delivery } from "../../engine/principal.js"
 import type { Conn } from "../../services/transport.js"
@@ -20,6 +19,7 @@ import type { ServerOptions } from "../../config/options.js"
 import type { RemoteInterest } from "../../core/cluster/interest.js"
 import type { Router } from "../../engine/router.js"
 import type { LogService } from "../../services/log.js"
+import { PeerLink } from "./link.js"
 
 /** What the cluster and its routes need from the server they belong to (server.ts implements it). */
 export interface ClusterHost {
@@ -96,66 +96,23 @@ export const RouteClosed = {
   DuplicateRoute: "Duplicate Route",
   RouteToSelf: "Route To Self",
   HandshakeTimeout: "Handshake Timeout",
-  PoolMismatch: "Route Pool Not Supported"
+  PoolMismatch: "Route Pool Not Supported",
+  InterestLimit: "Interest Limit Exceeded"
 } as const
 export type RouteClosed = (typeof RouteClosed)[keyof typeof RouteClosed]
 
-const EMPTY = Buffer.alloc(0)
-
-/** The fields of one outgoing message, reused (writeRouteMsg reads a PeerMsg). */
-class OutMsg implements PeerMsg {
-  account = ""
-  subject = ""
-  reply = ""
-  queues: Array<string> = []
-  hdrLen = -1
-  buf: Buffer = EMPTY
-  start = 0
-  end = 0
-  origin = ""
-}
-
-export class Route extends Peer implements PeerOpHandler {
+export class Route extends PeerLink<RouteClosed> {
   readonly kind = "Router"
   override readonly remote = true
-  readonly policy = NATS_POLICY
-  readonly out: OutBuf
-  readonly parser: PeerParser
+  protected readonly word = "Router"
+  protected readonly msgOp = "RMSG"
+  protected readonly parseErrorReason = RouteClosed.ParseError
 
-  /** The peer's server id (from its CONNECT or INFO), its name and its INFO. */
-  remoteId = ""
-  remoteName = ""
   remoteInfo: RouteInfoOp | undefined = undefined
-  connectReceived = false
-  /** Past the handshake and kept (not a duplicate): it carries interest and messages. */
-  registered = false
-  /** The peer takes HMSG (else headers are dropped and the payload goes alone). */
-  peerHeaders = false
-  peerMaxPayload = Number.POSITIVE_INFINITY
+  /** Stands for the leaf nodes behind the peer (its LS+) where interest is counted per source. */
+  readonly leafShadow = {}
   /** What the peer may send us (import: publish) and ask for (export: subscribe); undefined = everything. */
   permissions: ClientPermissions | undefined = undefined
-
-  // Counters for /routez and /varz.
-  inMsgs = 0
-  inBytes = 0
-  outMsgs = 0
-  outBytes = 0
-  readonly start: number
-  lastActivity: number
-  rttNs = 0
-  pingsOut = 0
-  nextPingAt: number
-  rttPingSentAt = -1
-  /** Closed if not registered by then. */
-  handshakeDeadline: number
-  tracing: boolean
-
-  /** Forwarding scratch (cluster.forward): the message seq it is marked for, and the queue groups named. */
-  mark = 0
-  nq = 0
-  /** The queue groups this message is to serve here (the first `nq`). */
-  readonly queueSlots: Array<string> = []
-  private readonly outMsg = new OutMsg()
   private lastAccountName = ""
   private lastAccount: Account
 
@@ -167,66 +124,33 @@ export class Route extends Peer implements PeerOpHandler {
     readonly solicit: Solicit | undefined,
     now: number
   ) {
-    const router = cluster.server.router
-    const account = router.account(cluster.server.options.systemAccount)
-    super(account)
+    const account = cluster.server.router.account(cluster.server.options.systemAccount)
+    super(account, cluster.server, "route", cluster.handshakeTimeoutMs, now)
     this.lastAccount = account
     this.lastAccountName = account.name
-    const o = cluster.server.options
-    this.out = new OutBuf(4096, cluster.server.slabs)
-    this.parser = new PeerParser("route", this, { maxControlLine: o.maxControlLine, maxPayload: o.maxPayload })
-    this.start = now
-    this.lastActivity = now
-    this.nextPingAt = now + o.pingIntervalMs
-    this.handshakeDeadline = now + cluster.handshakeTimeoutMs
-    this.tracing = cluster.server.log.traceEnabled
   }
 
-  get didSolicit(): boolean {
-    return this.solicit !== undefined
+  protected writeMsgOp(out: OutBuf, m: PeerMsg): void {
+    writeRouteMsg(out, m)
   }
 
-  // ---- the socket side ----
-
-  receive(chunk: Buffer, now: number): void {
-    if (this.closed) return
-    this.lastActivity = now
-    this.parser.feed(chunk)
+  protected countSlowConsumer(): void {
+    this.cluster.slowConsumers++
   }
 
-  lost(reason: RouteClosed): void {
-    if (this.closed) return
-    this.closed = true
-    this.finish(reason)
+  /** An LMSG names the leaf cluster the message entered through. */
+  protected originOf(m: PeerMsg): string {
+    return m.origin
   }
 
-  /** Close on our side: `-ERR '<errText>'` first when given, what is pending goes out, then the socket ends. */
-  close(reason: RouteClosed, errText?: string): void {
-    if (this.closed) return
-    this.closed = true
-    this.parser.stop()
-    if (errText !== undefined) {
-      if (this.tracing) this.traceOut(`-ERR '${errText}'`)
-      writeErr(this.out, errText)
-    }
-    this.cluster.server.outbound.flushNow(this)
-    this.conn.end()
-    this.finish(reason)
+  /** A message from a leaf node goes as LMSG with its cluster, to a peer that understands it (lnoc). */
+  protected originTo(d: Delivery): string {
+    return this.remoteInfo?.lnoc === true ? d.origin.cluster : ""
   }
 
-  private finish(reason: RouteClosed): void {
+  protected finish(reason: RouteClosed): void {
     this.out.clear()
     this.cluster.routeClosed(this, reason)
-  }
-
-  logName(): string {
-    return this.logPrefix()
-  }
-
-  cutOff(reason: SlowConsumer): void {
-    this.cluster.slowConsumers++
-    this.out.clear()
-    this.close(reason, ErrText.SlowConsumer)
   }
 
   /** Handshake deadline, write deadline, pings; returns when next due. */
@@ -240,20 +164,7 @@ export class Route extends Peer implements PeerOpHandler {
       }
       return this.handshakeDeadline
     }
-    const w = this.cluster.server.outbound.writeDeadline(this, now)
-    if (this.closed) return Infinity
-    const o = this.cluster.server.options
-    if (now >= this.nextPingAt) {
-      this.nextPingAt = now + o.pingIntervalMs
-      if (this.pingsOut + 1 > o.pingMax) {
-        this.cluster.server.log.debug(`${this.logPrefix()} - Stale Route Connection - Closing`)
-        this.close(RouteClosed.StaleConnection, ErrText.StaleConnection)
-        return Infinity
-      }
-      this.pingsOut++
-      this.sendPing()
-    }
-    return Math.min(w, this.nextPingAt)
+    return this.liveness(now)
   }
 
   // ---- PeerOpHandler ----
@@ -300,19 +211,8 @@ export class Route extends Peer implements PeerOpHandler {
   }
 
   connect(json: string): void {
-    if (this.closed) return
-    if (this.didSolicit || this.connectReceived) {
-      this.close(RouteClosed.ProtocolViolation, ErrText.UnknownOp)
-      return
-    }
-    const decoded = decodeRouteConnect(json)
-    if (decoded._tag === "Left") {
-      if (this.tracing) this.traceIn("CONNECT", "<unparseable>")
-      this.close(RouteClosed.ParseError, ErrText.InvalidConnect)
-      return
-    }
-    const c = decoded.right
-    if (this.tracing) this.traceIn("CONNECT", JSON.stringify({ ...c, pass: c.pass === undefined ? undefined : "[REDACTED]", auth_token: undefined }))
+    const c = this.acceptConnect(json, decodeRouteConnect)
+    if (c === undefined) return
     const refused = this.cluster.admit(this, c)
     if (refused !== undefined) {
       this.close(refused.reason, refused.errText)
@@ -322,59 +222,20 @@ export class Route extends Peer implements PeerOpHandler {
     this.remoteId = c.name ?? ""
   }
 
-  ping(): void {
-    if (this.closed) return
-    if (this.tracing) this.traceIn("PING", "")
-    this.out.writeBytes(PONG, 0, PONG.length)
-    this.cluster.server.outbound.markDirty(this)
-  }
-
-  pong(): void {
-    if (this.tracing) this.traceIn("PONG", "")
-    this.pingsOut = 0
-    if (this.rttPingSentAt >= 0) {
-      this.rttNs = Math.max(0, this.cluster.server.env.nanos() - this.rttPingSentAt)
-      this.rttPingSentAt = -1
-    }
-  }
-
   err(message: string): void {
     this.cluster.server.log.error(`${this.logPrefix()} - Router sent -ERR '${message.slice(0, 256)}'`)
   }
 
-  sub(i: PeerInterest): void {
-    if (this.closed) return
-    if (!this.registered) {
-      this.close(RouteClosed.ProtocolViolation)
-      return
-    }
-    if (this.tracing) this.traceIn(i.fromLeaf ? "LS+" : "RS+", `${i.account} ${i.subject}${i.queue === "" ? "" : ` ${i.queue} ${i.weight}`}`)
+  protected interestIn(i: PeerInterest): void {
     this.cluster.remoteSub(this, i)
   }
 
-  unsub(i: PeerInterest): void {
-    if (this.closed) return
-    if (!this.registered) {
-      this.close(RouteClosed.ProtocolViolation)
-      return
-    }
-    if (this.tracing) this.traceIn(i.fromLeaf ? "LS-" : "RS-", `${i.account} ${i.subject}${i.queue === "" ? "" : ` ${i.queue}`}`)
+  protected interestOut(i: PeerInterest): void {
     this.cluster.remoteUnsub(this, i)
   }
 
-  msg(m: PeerMsg): void {
-    if (this.closed) return
-    if (!this.registered) {
-      this.close(RouteClosed.ProtocolViolation)
-      return
-    }
-    const size = m.end - m.start
-    if (this.tracing) this.traceIn(m.hdrLen >= 0 ? "HMSG" : "RMSG", `${m.account} ${m.subject}${m.reply === "" ? "" : ` ${m.reply}`} ${size}`)
-    this.inMsgs++
-    this.inBytes += size
+  protected messageIn(m: PeerMsg, size: number): void {
     const server = this.cluster.server
-    server.inMsgs++
-    server.inBytes += size
     if (this.permissions !== undefined && !this.permissions.canPublish(m.subject, server.env)) {
       server.log.debug(`${this.logPrefix()} - Route message on "${m.subject}" outside cluster import permissions dropped`)
       return
@@ -390,71 +251,10 @@ export class Route extends Peer implements PeerOpHandler {
     this.account = acc
     acc.inMsgs++
     acc.inBytes += size
-    const router = server.router
-    const d = router.message(this, this.lastActivity)
-    d.subject = m.subject
-    d.reply = m.reply
-    d.hdrLen = m.hdrLen
-    d.buf = m.buf
-    d.start = m.start
-    d.end = m.end
-    d.origin.queues = m.queues
-    router.route(d)
-  }
-
-  protocolError(error: ParseError): void {
-    this.cluster.server.log.error(`${this.logPrefix()} - Router parser ERROR ${error.kind}: ${error.detail}`)
-    switch (error.kind) {
-      case "MaxControlLine":
-        this.close(RouteClosed.MaxControlLineExceeded, ErrText.MaxControlLine)
-        break
-      case "MaxPayload":
-        this.close(RouteClosed.MaxPayloadExceeded, ErrText.MaxPayload)
-        break
-      default:
-        this.close(RouteClosed.ParseError, ErrText.UnknownOp)
-    }
+    this.publish(m)
   }
 
   // ---- what the cluster sends through it ----
-
-  /** Routes take no subscriptions of their own: interest lives in the cluster's table. */
-  deliver(): boolean {
-    return false
-  }
-
-  /** `d` once, in `account`, naming the `nq` queue groups picked for this server (`queueSlots`). False when it could not go. */
-  sendMsg(d: Delivery, account: string): boolean {
-    let h = d.hdrLen
-    let from = d.start
-    if (h >= 0 && !this.peerHeaders) {
-      from += h
-      h = -1
-    }
-    const size = d.end - from
-    if (size - (h > 0 ? h : 0) > this.peerMaxPayload) return false
-    const m = this.outMsg
-    m.account = account
-    m.subject = d.subject
-    m.reply = d.reply
-    const q = m.queues
-    q.length = this.nq
-    for (let i = 0; i < this.nq; i++) q[i] = this.queueSlots[i]
-    m.hdrLen = h
-    m.buf = d.buf
-    m.start = from
-    m.end = d.end
-    writeRouteMsg(this.out, m)
-    m.buf = EMPTY
-    if (this.tracing) this.traceOut(`${h >= 0 ? "HMSG" : "RMSG"} ${account} ${d.subject} ${size}`)
-    this.outMsgs++
-    this.outBytes += size
-    const server = this.cluster.server
-    server.outMsgs++
-    server.outBytes += size
-    server.outbound.queued(this)
-    return true
-  }
 
   sendSub(account: string, subject: string, queue: string, weight: number): void {
     if (this.tracing) this.traceOut(`RS+ ${account} ${subject}${queue === "" ? "" : ` ${queue} ${weight}`}`)
@@ -469,36 +269,13 @@ export class Route extends Peer implements PeerOpHandler {
   }
 
   writeInfo(info: Buffer): void {
-    this.out.writeBytes(info, 0, info.length)
-    if (this.tracing) this.traceOut(`INFO ${info.toString("utf8", 5, Math.min(info.length - 2, 1024))}`)
-    this.cluster.server.outbound.markDirty(this)
-  }
-
-  sendErr(text: string): void {
-    if (this.tracing) this.traceOut(`-ERR '${text}'`)
-    writeErr(this.out, text)
-    this.cluster.server.outbound.markDirty(this)
-  }
-
-  sendPing(): void {
-    if (this.tracing) this.traceOut("PING")
-    this.out.writeBytes(PING, 0, PING.length)
-    if (this.rttPingSentAt < 0) this.rttPingSentAt = this.cluster.server.env.nanos()
-    this.cluster.server.outbound.markDirty(this)
+    this.writeRaw(info)
   }
 
   // ---- logs and monitoring ----
 
   logPrefix(): string {
     return `${this.conn.remoteAddress}:${this.conn.remotePort} - rid:${this.rid}`
-  }
-
-  traceIn(op: string, args: string): void {
-    this.cluster.server.log.trace(`${this.logPrefix()} - <<- [${op}${args === "" ? "" : ` ${args.slice(0, 1024)}`}]`)
-  }
-
-  traceOut(op: string): void {
-    this.cluster.server.log.trace(`${this.logPrefix()} - ->> [${op.slice(0, 1024)}]`)
   }
 
   snapshot(): RouteSnapshot {
@@ -509,16 +286,7 @@ export class Route extends Peer implements PeerOpHandler {
       remoteName: this.remoteName,
       didSolicit: this.didSolicit,
       isConfigured: this.solicit?.configured === true,
-      ip: this.conn.remoteAddress,
-      port: this.conn.remotePort,
-      start: this.start,
-      lastActivity: this.lastActivity,
-      rttNs: this.rttNs,
-      pendingBytes: this.pendingBytes,
-      inMsgs: this.inMsgs,
-      outMsgs: this.outMsgs,
-      inBytes: this.inBytes,
-      outBytes: this.outBytes,
+      ...this.traffic(),
       subs: entries.map((e) => ({
         subject: e.subject,
         queue: e.queue,

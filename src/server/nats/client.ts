@@ -10,7 +10,8 @@ import { OutBuf, type SlabPool } from "../../core/outbuf.js"
 import { NatsParser, type NatsOpHandler, type ParseError } from "../../core/nats/parser.js"
 import { isValidLiteralSubject, isValidQueueName, isValidSubject } from "../../core/subject/subject.js"
 import { ClientPermissions, publishViolation, subscribeViolation } from "../../engine/permissions.js"
-import { NATS_POLICY, type Outbound, Peer, type SlowConsumer } from "../../engine/outbound.js"
+import { NATS_POLICY, type Outbound, type SlowConsumer } from "../../engine/outbound.js"
+import { Connection } from "../connection.js"
 import { type Account, type Delivery, Subscription } from "../../engine/principal.js"
 import type { Router } from "../../engine/router.js"
 import type { LogService } from "../../services/log.js"
@@ -77,7 +78,7 @@ export type FirstRtt = typeof FirstRtt[keyof typeof FirstRtt]
 /** How long after the handshake the first RTT PING goes out at the latest (nats-server's first client ping: 2s). */
 export const FIRST_RTT_DELAY_MS = 1_000
 
-export class Client extends Peer implements NatsOpHandler {
+export class Client extends Connection<ClosedReason> implements NatsOpHandler {
   readonly kind = "Client"
   readonly policy = NATS_POLICY
   readonly type = "nats"
@@ -99,21 +100,6 @@ export class Client extends Peer implements NatsOpHandler {
    */
   connectOpts: ConnectOptions | undefined = undefined
 
-  // Counters for /connz and /varz.
-  inMsgs = 0
-  inBytes = 0
-  outMsgs = 0
-  outBytes = 0
-  readonly start: number
-  lastActivity: number
-  /** Round-trip time of the last server PING, nanoseconds; 0 until measured. */
-  rttNs = 0
-
-  // Liveness.
-  pingsOut = 0
-  nextPingAt: number
-  /** When (high-resolution nanoseconds) an RTT-measuring PING was sent; -1 when none is outstanding. */
-  rttPingSentAt = -1
   /** Where the first RTT measurement stands (see `FirstRtt`). */
   firstRtt: FirstRtt = FirstRtt.None
   /** When (milliseconds) the first RTT PING is due at the latest, while `firstRtt` is Connected or Handshaken. */
@@ -132,51 +118,28 @@ export class Client extends Peer implements NatsOpHandler {
     account: Account,
     now: number
   ) {
-    super(account)
+    super(account, now, door.options.pingIntervalMs)
     const o = door.options
     account.numConnections++
     this.out = new OutBuf(512, door.slabs)
     this.parser = new NatsParser(this, { maxControlLine: o.maxControlLine, maxPayload: o.maxPayload })
-    this.start = now
     this.tracing = door.log.traceEnabled
-    this.lastActivity = now
-    this.nextPingAt = now + o.pingIntervalMs
     if (door.authRequired) this.authDeadline = now + authTimeoutMs(o)
   }
 
-  // ---- the socket side: what the server's connection handlers pass on ----
+  // ---- the socket side (receive, lost, close: Connection) ----
 
-  /** A chunk read from the socket at `now`: every complete op in it is handled before this returns. */
-  receive(chunk: Buffer, now: number): void {
-    if (this.closed) return
-    this.lastActivity = now
+  protected get outbound(): Outbound {
+    return this.door.outbound
+  }
+
+  /** A chunk's first op may follow the handshake: the RTT PING goes first (see `FirstRtt`). */
+  protected override beforeFeed(): void {
     if (this.firstRtt === FirstRtt.Handshaken) this.sendFirstRttPing()
-    this.parser.feed(chunk)
-  }
-
-  /** The peer went away (or the transport confirms our close): nothing more is written. */
-  lost(reason: ClosedReason): void {
-    if (this.closed) return
-    this.closed = true
-    this.finish(reason)
-  }
-
-  /** Close on our side: `-ERR '<errText>'` first when given, what is pending goes out, then the socket ends. */
-  close(reason: ClosedReason, errText?: string): void {
-    if (this.closed) return
-    this.closed = true
-    this.parser.stop()
-    if (errText !== undefined) {
-      if (this.tracing) this.traceOut(`-ERR '${errText}'`)
-      writeErr(this.out, errText)
-    }
-    this.door.outbound.flushNow(this)
-    this.conn.end()
-    this.finish(reason)
   }
 
   /** Reported first (the closed record lists the subscriptions), then out of the engine. */
-  private finish(reason: ClosedReason): void {
+  protected finish(reason: ClosedReason): void {
     this.door.clientClosed(this, reason)
     this.removeAllSubs()
     this.out.clear()
@@ -525,16 +488,7 @@ export class Client extends Peer implements NatsOpHandler {
       cid: this.cid,
       kind: this.kind,
       type: this.type,
-      ip: this.conn.remoteAddress,
-      port: this.conn.remotePort,
-      start: this.start,
-      lastActivity: this.lastActivity,
-      rttNs: this.rttNs,
-      pendingBytes: this.pendingBytes,
-      inMsgs: this.inMsgs,
-      outMsgs: this.outMsgs,
-      inBytes: this.inBytes,
-      outBytes: this.outBytes,
+      ...this.traffic(),
       subs: [...this.subs.values()].map((s) => ({ subject: s.subject, queue: s.queue, sid: s.sid, msgs: s.delivered, max: s.max })),
       name: this.name,
       lang: this.lang,

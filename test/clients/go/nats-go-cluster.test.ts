@@ -4,9 +4,8 @@
 // checks what nats.go itself reported, in both directions.
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { type ClusterNode, routeUrl, startNode } from "../../helpers/cluster-nodes.js"
-import { eventuallyAsync } from "../../helpers/jetstream.js"
-import { type NatsServerProcess, spawnNatsServer } from "../../helpers/nats-server.js"
+import { type ClusterNode, useCluster } from "../../helpers/cluster-nodes.js"
+import type { NatsServerProcess } from "../../helpers/nats-server.js"
 import { buildDir, runCase } from "../run.js"
 import { buildNatsGo } from "./build.js"
 
@@ -15,18 +14,15 @@ const bin = join(out.dir, "nats-go")
 let ns: NatsServerProcess
 let sy: ClusterNode
 
-beforeAll(async () => {
+const cluster = useCluster({ seed: "nats-server", nodes: [{ name: "SY" }] })
+
+beforeAll(() => {
   buildNatsGo(bin)
-  ns = await spawnNatsServer("listen: 127.0.0.1:-1\nhttp: 127.0.0.1:-1\nserver_name: NS\ncluster { name: C1, listen: 127.0.0.1:-1 }\n")
-  sy = await startNode({ name: "SY", routes: [routeUrl(ns.routePort!)] })
-  await eventuallyAsync(async () => (await sy.monitor("/routez")).num_routes === 1, "the route", 30_000)
+  ns = cluster.ns()
+  sy = cluster.node("SY")
 }, 120_000)
 
-afterAll(async () => {
-  await sy?.stop()
-  await ns?.stop()
-  out.remove()
-})
+afterAll(() => out.remove())
 
 describe("nats.go 1.22.1 across a mixed cluster", () => {
   for (const [from, to] of [["Switchyard", "nats-server"], ["nats-server", "Switchyard"]] as const) {

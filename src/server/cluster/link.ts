@@ -1,0 +1,328 @@
+// What a connection to another server is, whichever protocol it speaks (a route, a leaf-node
+// connection): a PeerParser feeding it, the peer's identity and limits, its counters for
+// /routez and /leafz, liveness (PING/PONG with the round-trip time, the write deadline),
+// a parse error closing it with the reason nats-server logs, and each forwarded message
+// written once (headers dropped for a peer without them, refused past its max_payload).
+// Route and Leaf differ in their handshakes and in how a message names its account.
+import { Either } from "effect"
+import { PING, PONG } from "../../core/cluster/encode.js"
+import type { HandshakeError } from "../../core/cluster/handshake.js"
+import { type ParseError, type PeerKind, PeerParser, type PeerMsg, type PeerOpHandler, type PeerInterest } from "../../core/cluster/parser.js"
+import { writeErr } from "../../core/nats/encode.js"
+import { OutBuf } from "../../core/outbuf.js"
+import { NATS_POLICY, type Outbound, type SlowConsumer } from "../../engine/outbound.js"
+import type { Account, Delivery } from "../../engine/principal.js"
+import { Connection } from "../connection.js"
+import { ClosedReason, ErrText } from "../reasons.js"
+import type { ForwardPeer } from "./forward.js"
+import type { ClusterHost } from "./route.js"
+
+const EMPTY = Buffer.alloc(0)
+
+/** The fields of one outgoing message, reused (the encoders read a PeerMsg). */
+class OutMsg implements PeerMsg {
+  account = ""
+  subject = ""
+  reply = ""
+  queues: Array<string> = []
+  hdrLen = -1
+  buf: Buffer = EMPTY
+  start = 0
+  end = 0
+  origin = ""
+}
+
+export abstract class PeerLink<Reason extends string> extends Connection<Reason> implements PeerOpHandler, ForwardPeer {
+  readonly policy = NATS_POLICY
+  readonly out: OutBuf
+  readonly parser: PeerParser
+
+  /** The other server's id and name (from its INFO or CONNECT). */
+  remoteId = ""
+  remoteName = ""
+  connectReceived = false
+  /** Past the handshake (and kept): it carries interest and messages. */
+  registered = false
+  /** The peer takes HMSG (else headers are dropped and the payload goes alone). */
+  peerHeaders = false
+  peerMaxPayload = Number.POSITIVE_INFINITY
+
+  /** Closed if not registered by then. */
+  handshakeDeadline: number
+  tracing: boolean
+
+  /** Forwarding scratch (forwardOnce): the message seq it is marked for, and the queue groups named. */
+  mark = 0
+  nq = 0
+  /** The queue groups this message is to serve there (the first `nq`). */
+  readonly queueSlots: Array<string> = []
+  private readonly outMsg = new OutMsg()
+
+  /** How logs name this kind of connection: `Router`, `Leafnode`. */
+  protected abstract readonly word: string
+  /** Where messages go out: RMSG/HMSG/LMSG in each protocol's form. */
+  protected abstract writeMsgOp(out: OutBuf, m: PeerMsg): void
+  /** The op a message is traced as (RMSG, LMSG; HMSG with headers). */
+  protected abstract readonly msgOp: string
+  /** Why it closes on a parse error that is not a size limit. */
+  protected abstract readonly parseErrorReason: Reason
+
+
+  abstract logPrefix(): string
+  abstract info(json: string): void
+  abstract connect(json: string): void
+  abstract err(message: string): void
+  /** What we connected to (a route, a leaf remote); undefined when it connected to us. */
+  abstract readonly solicit: object | undefined
+
+  /** We connected to it (its CONNECT would be out of place: the soliciting side sends it). */
+  get didSolicit(): boolean {
+    return this.solicit !== undefined
+  }
+  /** RS+/LS+ once the handshake is done. */
+  protected abstract interestIn(i: PeerInterest): void
+  /** RS-/LS- once the handshake is done. */
+  protected abstract interestOut(i: PeerInterest): void
+  /** A message once the handshake is done (counted already): its account and permissions, then `publish`. */
+  protected abstract messageIn(m: PeerMsg, size: number): void
+
+  constructor(
+    account: Account,
+    readonly host: ClusterHost,
+    private readonly proto: PeerKind,
+    handshakeTimeoutMs: number,
+    now: number
+  ) {
+    super(account, now, host.options.pingIntervalMs)
+    const o = host.options
+    this.out = new OutBuf(4096, host.slabs)
+    this.parser = new PeerParser(proto, this, { maxControlLine: o.maxControlLine, maxPayload: o.maxPayload })
+    this.handshakeDeadline = now + handshakeTimeoutMs
+    this.tracing = host.log.traceEnabled
+  }
+
+  protected get outbound(): Outbound {
+    return this.host.outbound
+  }
+
+  logName(): string {
+    return this.logPrefix()
+  }
+
+  /** Counted by its owner (/varz slow consumers per kind); what is queued is dropped and it is closed. */
+  protected abstract countSlowConsumer(): void
+
+  cutOff(reason: SlowConsumer): void {
+    this.countSlowConsumer()
+    this.out.clear()
+    this.close(reason as string as Reason, ErrText.SlowConsumer)
+  }
+
+  /** Once registered: the write deadline and the pings (a peer that stopped answering is closed); returns when next due. */
+  protected liveness(now: number): number {
+    const host = this.host
+    const w = host.outbound.writeDeadline(this, now)
+    if (this.closed) return Infinity
+    const o = host.options
+    if (now >= this.nextPingAt) {
+      this.nextPingAt = now + o.pingIntervalMs
+      if (this.pingsOut + 1 > o.pingMax) {
+        host.log.debug(`${this.logPrefix()} - Stale ${this.word} Connection - Closing`)
+        this.close(ClosedReason.StaleConnection as string as Reason, ErrText.StaleConnection)
+        return Infinity
+      }
+      this.pingsOut++
+      this.sendPing()
+    }
+    return Math.min(w, this.nextPingAt)
+  }
+
+  // ---- PeerOpHandler: what both protocols share ----
+
+  /** An op that needs the handshake done: before it, the connection is closed. */
+  private ready(): boolean {
+    if (this.closed) return false
+    if (this.registered) return true
+    this.close(ClosedReason.ProtocolViolation as string as Reason)
+    return false
+  }
+
+  /** The other side's CONNECT, decoded and traced (credentials redacted); undefined when it is refused (closed). */
+  protected acceptConnect<C extends { readonly pass?: string }>(json: string, decode: (json: string) => Either.Either<C, HandshakeError>): C | undefined {
+    if (this.closed) return undefined
+    if (this.didSolicit || this.connectReceived) {
+      this.close(ClosedReason.ProtocolViolation as string as Reason, ErrText.UnknownOp)
+      return undefined
+    }
+    const decoded = decode(json)
+    if (Either.isLeft(decoded)) {
+      if (this.tracing) this.traceIn("CONNECT", "<unparseable>")
+      this.close(ClosedReason.ParseError as string as Reason, ErrText.InvalidConnect)
+      return undefined
+    }
+    const c = decoded.right
+    if (this.tracing) {
+      this.traceIn("CONNECT", JSON.stringify({ ...c, pass: c.pass === undefined ? undefined : "[REDACTED]", auth_token: undefined, sig: undefined, jwt: undefined }))
+    }
+    return c
+  }
+
+  sub(i: PeerInterest): void {
+    if (!this.ready()) return
+    if (this.tracing) this.traceInterest(i.fromLeaf || this.proto === "leaf" ? "LS+" : "RS+", i, true)
+    this.interestIn(i)
+  }
+
+  unsub(i: PeerInterest): void {
+    if (!this.ready()) return
+    if (this.tracing) this.traceInterest(i.fromLeaf || this.proto === "leaf" ? "LS-" : "RS-", i, false)
+    this.interestOut(i)
+  }
+
+  msg(m: PeerMsg): void {
+    if (!this.ready()) return
+    const size = m.end - m.start
+    if (this.tracing) this.traceIn(m.hdrLen >= 0 ? "HMSG" : this.msgOp, `${m.account === "" ? "" : `${m.account} `}${m.subject}${m.reply === "" ? "" : ` ${m.reply}`} ${size}`)
+    this.inMsgs++
+    this.inBytes += size
+    this.host.inMsgs++
+    this.host.inBytes += size
+    this.messageIn(m, size)
+  }
+
+  /** `m` routed on this server, as published by this connection in its (current) account. */
+  protected publish(m: PeerMsg): void {
+    const router = this.host.router
+    const d = router.message(this, this.lastActivity)
+    d.subject = m.subject
+    d.reply = m.reply
+    d.hdrLen = m.hdrLen
+    d.buf = m.buf
+    d.start = m.start
+    d.end = m.end
+    // The other server picked this one for these queue groups (none: plain subscribers only).
+    d.origin.queues = m.queues
+    d.origin.cluster = this.originOf(m)
+    router.route(d)
+  }
+
+  private traceInterest(op: string, i: PeerInterest, weight: boolean): void {
+    const q = i.queue === "" ? "" : weight ? ` ${i.queue} ${i.weight}` : ` ${i.queue}`
+    this.traceIn(op, `${i.account === "" ? "" : `${i.account} `}${i.subject}${q}`)
+  }
+
+  ping(): void {
+    if (this.closed) return
+    if (this.tracing) this.traceIn("PING", "")
+    this.out.writeBytes(PONG, 0, PONG.length)
+    this.host.outbound.markDirty(this)
+  }
+
+  pong(): void {
+    if (this.tracing) this.traceIn("PONG", "")
+    this.pingsOut = 0
+    if (this.rttPingSentAt >= 0) {
+      this.rttNs = Math.max(0, this.host.env.nanos() - this.rttPingSentAt)
+      this.rttPingSentAt = -1
+    }
+  }
+
+  protocolError(error: ParseError): void {
+    this.host.log.error(`${this.logPrefix()} - ${this.word} parser ERROR ${error.kind}: ${error.detail}`)
+    switch (error.kind) {
+      case "MaxControlLine":
+        this.close(ClosedReason.MaxControlLineExceeded as string as Reason, ErrText.MaxControlLine)
+        break
+      case "MaxPayload":
+        this.close(ClosedReason.MaxPayloadExceeded as string as Reason, ErrText.MaxPayload)
+        break
+      default:
+        this.close(this.parseErrorReason, ErrText.UnknownOp)
+    }
+  }
+
+  // ---- what its owner sends through it ----
+
+  /** Links take no subscriptions of their own: the other server's interest lives in its owner's table. */
+  deliver(): boolean {
+    return false
+  }
+
+  /** The leaf cluster a received message entered through ("" for none). */
+  protected abstract originOf(m: PeerMsg): string
+  /** The leaf cluster a forwarded message is said to come from on this connection ("": none). */
+  protected abstract originTo(d: Delivery): string
+  /** A message this connection must not take (it came from the other side's own leaf cluster). */
+  protected refuses(_d: Delivery): boolean {
+    return false
+  }
+
+  /** A message went out to it (`size` bytes): counted where its kind counts (a leaf connection's account). */
+  protected countOut(_size: number): void {}
+
+  /** `d` once, in `account`, naming the `nq` queue groups picked for the other server (`queueSlots`). False when it could not go. */
+  sendMsg(d: Delivery, account: string): boolean {
+    if (this.refuses(d)) return false
+    let h = d.hdrLen
+    let from = d.start
+    if (h >= 0 && !this.peerHeaders) {
+      from += h
+      h = -1
+    }
+    const size = d.end - from
+    if (size - (h > 0 ? h : 0) > this.peerMaxPayload) return false
+    const m = this.outMsg
+    m.account = account
+    m.subject = d.subject
+    m.reply = d.reply
+    const q = m.queues
+    q.length = this.nq
+    for (let i = 0; i < this.nq; i++) q[i] = this.queueSlots[i]
+    m.hdrLen = h
+    m.buf = d.buf
+    m.start = from
+    m.end = d.end
+    m.origin = this.originTo(d)
+    this.writeMsgOp(this.out, m)
+    m.buf = EMPTY
+    if (this.tracing) this.traceOut(`${m.origin !== "" ? `LMSG ${m.origin}` : h >= 0 ? "HMSG" : this.msgOp} ${account === "" ? "" : `${account} `}${d.subject} ${size}`)
+    this.outMsgs++
+    this.outBytes += size
+    const host = this.host
+    host.outMsgs++
+    host.outBytes += size
+    this.countOut(size)
+    host.outbound.queued(this)
+    return true
+  }
+
+  sendErr(text: string): void {
+    if (this.tracing) this.traceOut(`-ERR '${text}'`)
+    writeErr(this.out, text)
+    this.host.outbound.markDirty(this)
+  }
+
+  sendPing(): void {
+    if (this.tracing) this.traceOut("PING")
+    this.out.writeBytes(PING, 0, PING.length)
+    if (this.rttPingSentAt < 0) this.rttPingSentAt = this.host.env.nanos()
+    this.host.outbound.markDirty(this)
+  }
+
+  /** A prepared line (an INFO) as is. */
+  writeRaw(line: Buffer): void {
+    this.out.writeBytes(line, 0, line.length)
+    if (this.tracing) this.traceOut(line.toString("utf8", 0, Math.max(0, Math.min(line.length - 2, 1024))))
+    this.host.outbound.markDirty(this)
+  }
+
+  // ---- logs ----
+
+  traceIn(op: string, args: string): void {
+    this.host.log.trace(`${this.logPrefix()} - <<- [${op}${args === "" ? "" : ` ${args.slice(0, 1024)}`}]`)
+  }
+
+  traceOut(op: string): void {
+    this.host.log.trace(`${this.logPrefix()} - ->> [${op.slice(0, 1024)}]`)
+  }
+}

@@ -1,0 +1,261 @@
+// A leaf-node connection as a protocol driver: a link between this server and another one
+// (a hub we connected to, or a leaf node that connected to us), bound to one account on
+// each side. It turns the peer's ops (PeerParser("leaf")) into engine calls: LS+/LS- into
+// the leaf nodes' table of remote interest, LMSG/HMSG routed in its account, and writes
+// what the leaf nodes send it (interest, messages once each) into its OutBuf, which the
+// engine's Outbound writes once per event-loop turn. The handshake checks, the account
+// binding, loops and reconnects are decided by LeafNodes (leafnodes.ts): it reports there.
+import { encodeConnect, writeLeafMsg, writeLeafSub, writeLeafUnsub } from "../../core/cluster/encode.js"
+import {
+  decodeLeafConnect,
+  decodeLeafInfo,
+  isLeafListenerInfo,
+  type LeafConnectOp,
+  type LeafInfoOp,
+  WRONG_PORT
+} from "../../core/cluster/handshake.js"
+import type { PeerInterest, PeerMsg } from "../../core/cluster/parser.js"
+import type { ConnSnapshot } from "../../core/monitor/source.js"
+import type { OutBuf } from "../../core/outbuf.js"
+import type { ClientPermissions } from "../../engine/permissions.js"
+import type { Account, Delivery } from "../../engine/principal.js"
+import type { Conn } from "../../services/transport.js"
+import type { ClusterHost } from "../cluster/route.js"
+import { PeerLink } from "../cluster/link.js"
+import { ClosedReason, ErrText } from "../reasons.js"
+import type { LeafSolicit } from "./solicit.js"
+
+/** Why a leaf connection closed (logged as `Leafnode connection closed: <reason>`). */
+export const LeafClosed = {
+  ...ClosedReason,
+  LoopDetected: "Loop Detected",
+  WrongPort: "Wrong Port",
+  HandshakeTimeout: "Handshake Timeout",
+  InterestLimit: "Interest Limit Exceeded"
+} as const
+export type LeafClosed = (typeof LeafClosed)[keyof typeof LeafClosed]
+
+/** What a leaf connection needs of the leaf nodes it belongs to (LeafNodes implements it). */
+export interface LeafMesh {
+  readonly server: ClusterHost
+  readonly handshakeTimeoutMs: number
+  slowConsumers: number
+  /** Our CONNECT on a connection we solicited. */
+  connectFor(l: Leaf): Record<string, unknown>
+  /** An accepted connection's CONNECT: the account and permissions it is bound to, or why it is refused. */
+  admit(l: Leaf, c: LeafConnectOp): { account: Account; user: string; perms: ClientPermissions | undefined } | { refused: string }
+  /** The INFO answering an accepted CONNECT. */
+  connectInfoFor(l: Leaf): Buffer
+  register(l: Leaf): void
+  leafClosed(l: Leaf, reason: LeafClosed): void
+  remoteSub(l: Leaf, i: PeerInterest): void
+  remoteUnsub(l: Leaf, i: PeerInterest): void
+  /** The peer told us it found a loop (we wait before calling again). */
+  loopReported(l: Leaf): void
+  /** Our hub's INFO named its cluster's leaf listeners. */
+  hubUrls(l: Leaf, hostPorts: ReadonlyArray<string>): void
+}
+
+export class Leaf extends PeerLink<LeafClosed> {
+  readonly kind = "Leafnode"
+  protected readonly word = "Leafnode"
+  protected readonly msgOp = "LMSG"
+  protected readonly parseErrorReason = LeafClosed.ProtocolViolation
+
+  /** The hub's INFO (on a connection we solicited). */
+  remoteInfo: LeafInfoOp | undefined = undefined
+  /** The hub's account this connection is bound to on its side (its second INFO), for logs. */
+  remoteAccount = ""
+  connectSent = false
+  /** The cluster of the other side (its CONNECT's or INFO's cluster, else its name): messages that came from it are not sent back. */
+  originCluster = ""
+  /** An accepted leaf's user's permissions: what it may send (publish) and ask for (subscribe). */
+  permissions: ClientPermissions | undefined = undefined
+
+  constructor(
+    readonly mesh: LeafMesh,
+    readonly lid: number,
+    readonly conn: Conn,
+    /** We connected to it (a configured remote): it is our hub. Undefined: it connected to us. */
+    readonly solicit: LeafSolicit | undefined,
+    account: Account,
+    now: number
+  ) {
+    super(account, mesh.server, "leaf", mesh.handshakeTimeoutMs, now)
+  }
+
+  protected writeMsgOp(out: OutBuf, m: PeerMsg): void {
+    writeLeafMsg(out, m)
+  }
+
+  protected countSlowConsumer(): void {
+    this.mesh.slowConsumers++
+  }
+
+  /** What it sends entered through its own cluster. */
+  protected originOf(): string {
+    return this.originCluster
+  }
+
+  /** The leaf protocol names no origin. */
+  protected originTo(): string {
+    return ""
+  }
+
+  /** Never back into the leaf cluster a message came from (through another server of this cluster). */
+  protected override refuses(d: Delivery): boolean {
+    const c = d.origin.cluster
+    return c !== "" && c === this.originCluster
+  }
+
+  protected override countOut(size: number): void {
+    this.account.outMsgs++
+    this.account.outBytes += size
+  }
+
+  protected finish(reason: LeafClosed): void {
+    this.out.clear()
+    this.mesh.leafClosed(this, reason)
+  }
+
+  /** Handshake deadline, write deadline, pings; returns when next due. */
+  timers(now: number): number {
+    if (!this.registered) {
+      if (now >= this.handshakeDeadline) {
+        this.host.log.warn(`${this.logPrefix()} - Leafnode handshake not complete within ${this.mesh.handshakeTimeoutMs}ms`)
+        if (this.didSolicit) this.close(LeafClosed.HandshakeTimeout)
+        else this.close(LeafClosed.AuthenticationTimeout, ErrText.AuthenticationTimeout)
+        return Infinity
+      }
+      return this.handshakeDeadline
+    }
+    return this.liveness(now)
+  }
+
+  // ---- PeerOpHandler ----
+
+  info(json: string): void {
+    if (this.closed) return
+    const log = this.host.log
+    if (this.tracing) this.traceIn("INFO", json)
+    if (!this.didSolicit) return // a leaf has no INFO to give its hub; nats-server's send none
+    const decoded = decodeLeafInfo(json)
+    if (decoded._tag === "Left") {
+      log.error(`${this.logPrefix()} - Leafnode hub sent an invalid INFO: ${decoded.left.message.split("\n")[0]}`)
+      this.close(LeafClosed.ProtocolViolation)
+      return
+    }
+    const info = decoded.right
+    if (info.max_payload !== undefined && info.max_payload > 0) this.peerMaxPayload = info.max_payload
+    if (info.headers !== undefined) this.peerHeaders = info.headers && !this.host.options.noHeaderSupport
+    if (!this.connectSent) {
+      if (!isLeafListenerInfo(info)) {
+        log.error(`${this.logPrefix()} - Leafnode remote ${this.solicit!.url} ${WRONG_PORT}: it is not a leaf-node listener`)
+        this.close(LeafClosed.WrongPort)
+        return
+      }
+      this.remoteInfo = info
+      if (info.leafnode_urls !== undefined) this.mesh.hubUrls(this, info.leafnode_urls)
+      this.remoteId = info.server_id
+      this.remoteName = info.server_name ?? info.server_id
+      this.originCluster = info.cluster ?? this.remoteName
+      const connect = encodeConnect(this.mesh.connectFor(this))
+      this.out.writeBytes(connect, 0, connect.length)
+      if (this.tracing) this.traceOut("CONNECT {...}")
+      this.connectSent = true
+      this.host.outbound.markDirty(this)
+      // A hub that says info_on_connect answers the CONNECT with a second INFO; one that does not, nothing.
+      if (info.info_on_connect !== true) this.mesh.register(this)
+      return
+    }
+    if (info.connect_info === true && !this.registered) {
+      this.remoteAccount = info.remote_account ?? ""
+      this.mesh.register(this)
+    }
+    if (info.leafnode_urls !== undefined) this.mesh.hubUrls(this, info.leafnode_urls)
+  }
+
+  connect(json: string): void {
+    const c = this.acceptConnect(json, decodeLeafConnect)
+    if (c === undefined) return
+    const admitted = this.mesh.admit(this, c)
+    if ("refused" in admitted) {
+      this.close(LeafClosed.AuthenticationViolation, admitted.refused)
+      return
+    }
+    this.connectReceived = true
+    this.account = admitted.account
+    this.user = admitted.user
+    this.permissions = admitted.perms
+    this.remoteId = c.server_id ?? ""
+    this.remoteName = c.name ?? c.server_id ?? ""
+    this.originCluster = c.cluster ?? this.remoteName
+    this.peerHeaders = c.headers === true && !this.host.options.noHeaderSupport
+    this.writeRaw(this.mesh.connectInfoFor(this))
+    this.mesh.register(this)
+  }
+
+  err(message: string): void {
+    this.host.log.error(`${this.logPrefix()} - Leafnode Error '${message.slice(0, 256)}'`)
+    if (message.startsWith("Loop detected")) this.mesh.loopReported(this)
+  }
+
+  protected interestIn(i: PeerInterest): void {
+    this.mesh.remoteSub(this, i)
+  }
+
+  protected interestOut(i: PeerInterest): void {
+    this.mesh.remoteUnsub(this, i)
+  }
+
+  protected messageIn(m: PeerMsg, size: number): void {
+    const acc = this.account
+    acc.inMsgs++
+    acc.inBytes += size
+    if (this.permissions !== undefined && !this.permissions.canPublish(m.subject, this.host.env)) {
+      this.host.log.debug(`${this.logPrefix()} - Leafnode message on "${m.subject}" outside its user's publish permissions dropped`)
+      return
+    }
+    this.publish(m)
+  }
+
+  // ---- what the leaf nodes send through it ----
+
+  sendSub(subject: string, queue: string, weight: number): void {
+    if (this.tracing) this.traceOut(`LS+ ${subject}${queue === "" ? "" : ` ${queue} ${weight}`}`)
+    writeLeafSub(this.out, subject, queue, weight)
+    this.host.outbound.markDirty(this)
+  }
+
+  sendUnsub(subject: string, queue: string): void {
+    if (this.tracing) this.traceOut(`LS- ${subject}${queue === "" ? "" : ` ${queue}`}`)
+    writeLeafUnsub(this.out, subject, queue)
+    this.host.outbound.markDirty(this)
+  }
+
+  // ---- logs and monitoring ----
+
+  logPrefix(): string {
+    return `${this.conn.remoteAddress}:${this.conn.remotePort} - lid:${this.lid}`
+  }
+
+  /** What /leafz shows: `subs` the interest the other side announced. */
+  snapshot(subs: ReadonlyArray<{ readonly subject: string; readonly queue: string | undefined }>): ConnSnapshot {
+    return {
+      cid: this.lid,
+      kind: "Leafnode",
+      type: undefined,
+      ...this.traffic(),
+      subs: subs.map((s) => ({ subject: s.subject, queue: s.queue, sid: s.queue === undefined ? s.subject : `${s.subject} ${s.queue}`, msgs: 0, max: 0 })),
+      name: this.remoteName,
+      lang: "",
+      version: this.remoteInfo?.version ?? "",
+      tlsVersion: undefined,
+      tlsCipher: undefined,
+      user: this.user === "" ? undefined : this.user,
+      account: this.account.name,
+      mqttClient: undefined,
+      leaf: { remoteServer: this.remoteName, isSpoke: this.didSolicit, compression: undefined }
+    }
+  }
+}

@@ -1,0 +1,457 @@
+// Leaf nodes: this server's leaf-node connections, in both roles. As a leaf it connects to
+// the hubs of `leafnodes.remotes` (retried for ever with a bounded backoff, 30 s after a
+// loop), each connection bound to a local account; as a hub it accepts leaf nodes on its
+// leaf listener, authenticates them and binds each to the account of its user. Per
+// account it tells every leaf connection what the account wants here (its local
+// subscriptions and the other leaf connections' interest: LeafInterestBook), with the
+// account's loop-detection subject; it keeps what each connection asked for
+// (RemoteInterest) and sends it the messages published here that it wants, once each,
+// never back to the connection a message came in on.
+import type { LeafNodeOptions } from "../../config/options.js"
+import { encodeInfo } from "../../core/cluster/encode.js"
+import {
+  hubConnectInfo,
+  hubInfo,
+  type HubInfoFields,
+  isLoopDetectionSubject,
+  type LeafConnectOp,
+  loopDetectedError,
+  loopDetectionSubject,
+  LOOP_RECONNECT_DELAY_MS
+} from "../../core/cluster/handshake.js"
+import { RemoteInterest } from "../../core/cluster/interest.js"
+import { LeafInterestBook, type LeafInterestSink } from "../../core/cluster/leaf-interest.js"
+import type { PeerInterest } from "../../core/cluster/parser.js"
+import type { ConnSnapshot, LeafNodesSnapshot } from "../../core/monitor/source.js"
+import { ClientPermissions } from "../../engine/permissions.js"
+import { type Account, type Delivery, GLOBAL_ACCOUNT, type InterestWatcher, type Subscription } from "../../engine/principal.js"
+import type { RemoteRouting } from "../../engine/router.js"
+import type { Conn, ConnHandlers } from "../../services/transport.js"
+import { NATS_COMPAT_VERSION } from "../../version.js"
+import { type ClusterEnv, reconnectDelay, type RouteInterestSink } from "../cluster/cluster.js"
+import { forwardOnce, MAX_PEER_INTEREST } from "../cluster/forward.js"
+import type { ClusterHost } from "../cluster/route.js"
+import type { Authenticator } from "../nats/auth.js"
+import { passwordMatches } from "../nats/auth.js"
+import { ErrText } from "../reasons.js"
+import { Leaf, LeafClosed, type LeafMesh } from "./leaf.js"
+import { learnLeafUrls, type LeafSolicit, newLeafSolicit } from "./solicit.js"
+
+/** What leaf nodes need from the server beyond what routes do: its client authentication (a hub without leaf users uses it). */
+export interface LeafHost extends ClusterHost {
+  readonly auth: Authenticator
+  readonly authRequired: boolean
+  /** Its cluster, when it has routes too. */
+  readonly cluster: { readonly name: string } | undefined
+}
+
+/** How long a leaf connection attempt may take. */
+export const LEAF_DIAL_TIMEOUT_MS = 2_000
+
+const hostPort = (host: string, port: number): string => (host.includes(":") ? `[${host}]:${port}` : `${host}:${port}`)
+
+const noopHandlers: ConnHandlers = { onData: () => {}, onDrain: () => {}, onClose: () => {} }
+
+/** The routes of this server, as leaf nodes' interest reaches them (Cluster implements it). */
+export interface LeafInterestToRoutes {
+  /** This server's interest in a subject grew or shrank by `delta` (a queue group by its weight). */
+  announce(account: string, subject: string, queue: string, delta: number): void
+}
+
+export class LeafNodes implements RemoteRouting, InterestWatcher, LeafMesh, LeafInterestSink<object>, RouteInterestSink {
+  /** Every open leaf connection, by lid (registered or still in its handshake). */
+  readonly leafs = new Map<number, Leaf>()
+  /** What each leaf connection asked for, per account. */
+  readonly interest: RemoteInterest<Leaf>
+  /** What each leaf connection of an account was told. */
+  /** Keyed by the source of interest: a Leaf, or (on a server with routes) a route. */
+  private readonly book = new LeafInterestBook<object>()
+  /** The routes, on a server with a cluster too: they hear of leaf interest as this server's own. */
+  routes: LeafInterestToRoutes | undefined = undefined
+  readonly solicits: Array<LeafSolicit>
+  /** Each account's loop-detection subject (`$LDS.<random>`), made when its first leaf connection registers. */
+  private readonly lds = new Map<string, string>()
+  /** The leaf listener, once bound. */
+  host = ""
+  port = 0
+  readonly handshakeTimeoutMs: number
+  /** Leaf connections cut off as slow consumers (/varz slow_consumer_stats.leafs). */
+  slowConsumers = 0
+  private shuttingDown = false
+  private readonly touched: Array<Leaf | undefined> = []
+  private readonly maxInterest: number
+
+  constructor(
+    readonly server: LeafHost,
+    readonly options: LeafNodeOptions,
+    private readonly env: ClusterEnv,
+    limits: { readonly maxPeerInterest?: number } = {}
+  ) {
+    this.maxInterest = limits.maxPeerInterest ?? MAX_PEER_INTEREST
+    this.interest = new RemoteInterest<Leaf>({ maxPerRemote: this.maxInterest })
+    this.handshakeTimeoutMs = Math.max(options.authorization?.timeoutMs ?? server.options.authTimeoutMs, 2_000)
+    const now = server.env.now()
+    this.solicits = options.remotes.map((r) => newLeafSolicit(r, now))
+  }
+
+  /** The leaf listener is up (when there is one); remotes are called from now on. */
+  start(host: string | undefined, port: number | undefined): void {
+    if (host !== undefined && port !== undefined) {
+      this.host = host
+      this.port = port
+    }
+    if (this.solicits.length > 0) this.env.wakeAt(this.server.env.now())
+  }
+
+  /**
+   * The host:port leaf nodes are told (INFO leafnode_urls, where a nats-server leaf also
+   * reconnects): advertise, else the listener, else (a listener on every address) each
+   * of the machine's non-loopback IPv4 addresses, as client URLs are advertised.
+   */
+  advertised(): Array<string> {
+    if (this.options.advertise !== undefined) return [this.options.advertise]
+    if (this.host !== "0.0.0.0" && this.host !== "::" && this.host !== "") return [hostPort(this.host, this.port)]
+    return this.server.machineAddresses().filter((a) => a.family === "IPv4" && !a.address.startsWith("127.")).map((a) => hostPort(a.address, this.port))
+  }
+
+  // ---- connections ----
+
+  /** A connection accepted on the leaf listener: this server is its hub. */
+  accept(conn: Conn): ConnHandlers {
+    if (this.shuttingDown || this.server.shuttingDown) {
+      conn.destroy()
+      return noopHandlers
+    }
+    const l = this.open(conn, undefined, this.server.router.account(GLOBAL_ACCOUNT))
+    l.writeRaw(encodeInfo(hubInfo(this.hubFields(l), this.server.randomId(16))))
+    return this.handlers(l)
+  }
+
+  private hubFields(l: Leaf): HubInfoFields {
+    const s = this.server
+    const auth = this.options.authorization
+    return {
+      server_id: s.serverId,
+      server_name: s.serverName,
+      version: NATS_COMPAT_VERSION,
+      host: this.host,
+      port: this.port,
+      headers: !s.options.noHeaderSupport,
+      auth_required: auth?.user !== undefined || (auth?.users.length ?? 0) > 0 || s.authRequired,
+      max_payload: s.options.maxPayload,
+      client_id: l.lid,
+      leafnode_urls: this.options.noAdvertise ? [] : this.advertised()
+    }
+  }
+
+  private open(conn: Conn, solicit: LeafSolicit | undefined, account: Account): Leaf {
+    const now = this.server.env.now()
+    const l = new Leaf(this, this.server.allocateCid(), conn, solicit, account, now)
+    this.leafs.set(l.lid, l)
+    if (solicit !== undefined) solicit.leaf = l
+    this.env.wakeAt(l.handshakeDeadline)
+    this.server.log.debug(`${l.logPrefix()} - Leafnode connection ${solicit === undefined ? "accepted" : `to ${solicit.url} made`}`)
+    return l
+  }
+
+  private handlers(l: Leaf): ConnHandlers {
+    return {
+      onData: (chunk) => {
+        if (l.closed) return
+        l.receive(chunk, this.server.env.now())
+      },
+      onDrain: () => l.drained(),
+      onClose: (error) => {
+        if (l.closed) return
+        l.lost(error === undefined || (error as NodeJS.ErrnoException).code === "ECONNRESET" ? LeafClosed.ClientClosed : LeafClosed.ReadError)
+      }
+    }
+  }
+
+  /** Our CONNECT to a hub: the URL's credentials; our cluster's name (the hub does not send our messages back into it), else this server's name. */
+  connectFor(l: Leaf): Record<string, unknown> {
+    const s = l.solicit!
+    const u = s.urls[s.index % s.urls.length]
+    const server = this.server
+    return {
+      version: NATS_COMPAT_VERSION,
+      ...(u.user !== undefined ? { user: u.user } : {}),
+      ...(u.password !== undefined ? { pass: u.password } : {}),
+      tls_required: false,
+      server_id: server.serverId,
+      name: server.serverName,
+      cluster: server.cluster?.name ?? server.serverName,
+      headers: !server.options.noHeaderSupport
+    }
+  }
+
+  /**
+   * A leaf node's CONNECT: checked against `leafnodes.authorization` (one user, or users
+   * each bound to an account), else against the server's own users (its accounts and
+   * permissions), else bound to the global account.
+   */
+  admit(l: Leaf, c: LeafConnectOp): { account: Account; user: string; perms: ClientPermissions | undefined } | { refused: string } {
+    const server = this.server
+    const auth = this.options.authorization
+    const refuse = () => {
+      server.log.error(`${l.logPrefix()} - Leafnode authentication failed${c.user === undefined ? "" : ` for user "${c.user}"`}`)
+      return { refused: ErrText.AuthorizationViolation }
+    }
+    if (auth?.user !== undefined) {
+      if (c.user !== auth.user || (auth.password !== undefined && !passwordMatches(c.pass, auth.password))) return refuse()
+      return { account: server.router.account(auth.account ?? GLOBAL_ACCOUNT), user: auth.user, perms: undefined }
+    }
+    if (auth !== undefined && auth.users.length > 0) {
+      const u = auth.users.find((x) => x.user === c.user)
+      if (u === undefined || (u.password !== undefined && !passwordMatches(c.pass, u.password))) return refuse()
+      return { account: server.router.account(u.account ?? GLOBAL_ACCOUNT), user: u.user, perms: undefined }
+    }
+    if (server.authRequired) {
+      const res = server.auth.authenticate({ user: c.user, pass: c.pass, auth_token: c.auth_token, nkey: c.nkey, sig: c.sig, jwt: c.jwt }, undefined)
+      if (res === undefined) return refuse()
+      return {
+        account: server.router.account(res.account),
+        user: res.user,
+        perms: res.permissions === undefined ? undefined : new ClientPermissions(res.permissions)
+      }
+    }
+    return { account: server.router.account(GLOBAL_ACCOUNT), user: c.user ?? "", perms: undefined }
+  }
+
+  connectInfoFor(l: Leaf): Buffer {
+    return encodeInfo(hubConnectInfo(this.hubFields(l), l.account.name))
+  }
+
+  /** Past the handshake: the connection hears what its account wants here (its loop-detection subject first), then a PING. */
+  register(l: Leaf): void {
+    const server = this.server
+    l.registered = true
+    if (l.solicit !== undefined) {
+      l.solicit.attempts = 0
+      l.solicit.loop = false
+    }
+    const account = l.account.name
+    if (!this.lds.has(account)) {
+      const subject = loopDetectionSubject(server.randomId(16))
+      this.lds.set(account, subject)
+      this.book.local(account, subject, "", 1, this)
+    }
+    this.book.attach(account, l, this)
+    server.log.info(
+      `${l.logPrefix()} - Leafnode connection created${l.didSolicit ? ` for account: ${account}${l.remoteAccount === "" ? "" : ` (bound to "${l.remoteAccount}" on the hub)`}` : ` for account: ${account}`}${l.remoteName === "" ? "" : ` (${l.remoteName})`}`
+    )
+    l.sendPing()
+    l.nextPingAt = server.env.now() + server.options.pingIntervalMs
+    this.env.wakeAt(l.nextPingAt)
+  }
+
+  /** A leaf connection is gone (either side closed it). */
+  leafClosed(l: Leaf, reason: LeafClosed): void {
+    const server = this.server
+    this.leafs.delete(l.lid)
+    if (l.registered) {
+      l.registered = false
+      const account = l.account.name
+      // The routes forget what this connection wanted.
+      if (this.routes !== undefined) {
+        for (const e of this.interest.entries(l)) this.routes.announce(account, e.subject, e.queue ?? "", -e.weight)
+      }
+      this.interest.dropRemote(l)
+      this.book.detach(account, l, this)
+      // The last leaf connection of the account: its loop-detection subject goes too.
+      if (this.book.leafs(account).size === 0) {
+        const subject = this.lds.get(account)
+        if (subject !== undefined) {
+          this.lds.delete(account)
+          this.book.local(account, subject, "", -1, this)
+        }
+      }
+    }
+    const log = this.shuttingDown ? server.log.debug : server.log.info
+    log.call(server.log, `${l.logPrefix()} - Leafnode connection closed: ${reason}`)
+    const s = l.solicit
+    if (s !== undefined) {
+      s.leaf = undefined
+      this.scheduleRetry(s, server.env.now())
+    }
+  }
+
+  /** Our hub said it found a loop: wait the loop delay before calling again. */
+  loopReported(l: Leaf): void {
+    if (l.solicit !== undefined) l.solicit.loop = true
+  }
+
+  /** Our hub's cluster's leaf listeners: tried too when the connection is lost. */
+  hubUrls(l: Leaf, hostPorts: ReadonlyArray<string>): void {
+    const s = l.solicit
+    if (s === undefined) return
+    const added = learnLeafUrls(s, hostPorts)
+    if (added > 0) this.server.log.debug(`${l.logPrefix()} - Learned ${added} leafnode URL(s) of the hub's cluster: ${hostPorts.join(", ")}`)
+  }
+
+  private scheduleRetry(s: LeafSolicit, now: number): void {
+    if (this.shuttingDown) return
+    s.attempts++
+    const base = this.options.reconnectMs
+    const delay = s.loop ? LOOP_RECONNECT_DELAY_MS : Math.round(reconnectDelay(s.attempts - 1, this.server.env.random) * (base / 1_000))
+    if (s.loop) this.server.log.warn(`Leafnode loop detected through ${s.url}: connecting again in ${LOOP_RECONNECT_DELAY_MS / 1000}s`)
+    s.loop = false
+    // The next attempt tries the remote's next URL.
+    s.index = (s.index + 1) % Math.max(1, s.urls.length)
+    s.nextAt = now + delay
+    this.env.wakeAt(s.nextAt)
+  }
+
+  // ---- timers ----
+
+  /** Connects what is due, runs each connection's timers; returns when next due (undefined: nothing). */
+  tick(now: number): number | undefined {
+    let next = Infinity
+    for (const s of this.solicits) {
+      if (s.leaf !== undefined || s.dialing || this.shuttingDown || s.urls.length === 0) continue
+      if (now >= s.nextAt) this.dial(s)
+      else next = Math.min(next, s.nextAt)
+    }
+    for (const l of [...this.leafs.values()]) if (!l.closed) next = Math.min(next, l.timers(now))
+    return next === Infinity ? undefined : next
+  }
+
+  private dial(s: LeafSolicit): void {
+    const dial = this.env.dial
+    if (dial === undefined) return
+    const u = s.urls[s.index % s.urls.length]
+    s.dialing = true
+    this.server.log.debug(`Trying to connect as leafnode to remote server on ${hostPort(u.host, u.port)}`)
+    dial(u.host, u.port, LEAF_DIAL_TIMEOUT_MS, (conn) => {
+      s.dialing = false
+      if (this.shuttingDown) {
+        conn.destroy()
+        return noopHandlers
+      }
+      return this.handlers(this.open(conn, s, this.server.router.account(s.remote.account)))
+    }, (e) => {
+      s.dialing = false
+      this.server.log.debug(`Error trying to connect as leafnode to remote server ${s.url}: ${e.message}`)
+      this.scheduleRetry(s, this.server.env.now())
+    })
+  }
+
+  // ---- interest ----
+
+  /** A local subscription came: the account's leaf connections hear of it (the first on its subject, or a queue group's new count). */
+  subscribed(account: Account, s: Subscription): void {
+    if (!s.principal.announce || s.principal.remote) return
+    this.book.local(account.name, s.subject, s.queue ?? "", 1, this)
+  }
+
+  unsubscribed(account: Account, s: Subscription): void {
+    if (!s.principal.announce || s.principal.remote) return
+    this.book.local(account.name, s.subject, s.queue ?? "", -1, this)
+  }
+
+  /** LS+ from a leaf connection: a loop when it is our own loop-detection subject; else kept, and passed on to the account's other leaf connections. */
+  remoteSub(l: Leaf, i: PeerInterest): void {
+    const account = l.account.name
+    if (isLoopDetectionSubject(i.subject)) {
+      // Our own subject back, or another server's arriving over a second connection of the
+      // account: either way messages could go round.
+      const own = this.lds.get(account) === i.subject
+      if (own || this.interest.remotes(account, i.subject).some((o) => o !== l)) {
+        this.server.log.error(`${l.logPrefix()} - Loop detected for leafnode account="${account}": ${own ? "our loop-detection subject came back" : `${i.subject} came over another connection too`}`)
+        if (l.solicit !== undefined) l.solicit.loop = true
+        l.close(LeafClosed.LoopDetected, loopDetectedError(account))
+        return
+      }
+    }
+    if (l.permissions !== undefined && !l.permissions.canSubscribe(i.subject, i.queue)) {
+      this.server.log.debug(`${l.logPrefix()} - Leafnode interest in "${i.subject}" outside its user's subscribe permissions ignored`)
+      return
+    }
+    const change = this.interest.add(l, { account, subject: i.subject, queue: i.queue, fromLeaf: false, weight: i.weight, origin: "" })
+    if (change === "invalid") {
+      this.server.log.error(`${l.logPrefix()} - Leafnode sent an invalid subscription: "${i.subject}"${i.queue === "" ? "" : ` "${i.queue}"`}`)
+      l.sendErr("Invalid Subscription")
+      return
+    }
+    if (change === "limit") {
+      this.server.log.error(`${l.logPrefix()} - Leafnode announced more than ${this.maxInterest} subscriptions: closing the connection`)
+      l.close(LeafClosed.InterestLimit, "Maximum Subscriptions Exceeded")
+      return
+    }
+    if (change === "unchanged") return
+    const weight = i.queue === "" ? 1 : i.weight
+    this.routes?.announce(account, i.subject, i.queue, weight - this.book.weightOf(account, l, i.subject, i.queue))
+    this.book.remote(account, l, i.subject, i.queue, weight, this)
+  }
+
+  /** LS- from a leaf connection. */
+  remoteUnsub(l: Leaf, i: PeerInterest): void {
+    const account = l.account.name
+    if (this.interest.remove(l, { account, subject: i.subject, queue: i.queue, fromLeaf: false })) {
+      this.routes?.announce(account, i.subject, i.queue, -this.book.weightOf(account, l, i.subject, i.queue))
+      this.book.remote(account, l, i.subject, i.queue, 0, this)
+    }
+  }
+
+  // RouteInterestSink: what the other servers of the cluster want, as the account's leaf connections hear it.
+  routeInterest(account: string, src: object, subject: string, queue: string, weight: number): void {
+    this.book.source(account, src, subject, queue, weight, this)
+  }
+
+  routeGone(src: object): void {
+    this.book.dropSource(src, this)
+  }
+
+  // LeafInterestSink: the book's ops, to the connection they are for (only leaf connections are attached).
+  sub(l: object, subject: string, queue: string, weight: number): void {
+    if (l instanceof Leaf && !l.closed) l.sendSub(subject, queue, weight)
+  }
+
+  unsub(l: object, subject: string, queue: string): void {
+    if (l instanceof Leaf && !l.closed) l.sendUnsub(subject, queue)
+  }
+
+  // ---- forwarding: the router's RemoteRouting ----
+
+  /** A message published here (by a client, or by a leaf connection: never back to it) to the leaf connections that want it. */
+  forward(d: Delivery, served: Array<string>): number {
+    const from = d.origin.publisher
+    // From another server (a leaf connection, a route): only the queue groups it named.
+    return forwardOnce(this.interest, d, served, d.origin.queues, from instanceof Leaf ? from : undefined, this.touched, this.server.env.random)
+  }
+
+  // ---- monitoring and shutdown ----
+
+  /** Registered leaf connections, as /leafz lists them. */
+  snapshots(): Array<ConnSnapshot> {
+    return [...this.leafs.values()].filter((l) => l.registered).map((l) => l.snapshot(this.interest.entries(l)))
+  }
+
+  /** The /varz `leaf` block. */
+  snapshot(): LeafNodesSnapshot {
+    return {
+      host: this.options.port === undefined ? undefined : this.host,
+      port: this.options.port === undefined ? undefined : this.port,
+      authTimeoutMs: this.handshakeTimeoutMs,
+      remotes: this.solicits.map((s) => ({ localAccount: s.remote.account, urls: s.urls.map((u) => hostPort(u.host, u.port)) }))
+    }
+  }
+
+  get count(): number {
+    let n = 0
+    for (const l of this.leafs.values()) if (l.registered) n++
+    return n
+  }
+
+  /** max_payload or max_control_line changed (a reload): connections read the next op with the new limits. */
+  parserLimitsChanged(): void {
+    const o = this.server.options
+    for (const l of this.leafs.values()) l.parser.setLimits({ maxControlLine: o.maxControlLine, maxPayload: o.maxPayload })
+  }
+
+  shutdown(): void {
+    if (this.shuttingDown) return
+    this.shuttingDown = true
+    for (const l of [...this.leafs.values()]) l.close(LeafClosed.ServerShutdown)
+  }
+}

@@ -1,0 +1,81 @@
+// A hub this server connects to as a leaf node (`leafnodes.remotes`): its URLs, tried in
+// turn, and the state of the connection attempts (retried for ever with a bounded backoff;
+// 30 s after a loop was detected).
+import type { LeafRemote } from "../../config/options.js"
+import { parseLeafUrl } from "../../config/route-url.js"
+import type { Leaf } from "./leaf.js"
+
+export interface LeafUrl {
+  /** For logs: the URL without credentials. */
+  readonly url: string
+  readonly host: string
+  readonly port: number
+  readonly user: string | undefined
+  readonly password: string | undefined
+}
+
+export interface LeafSolicit {
+  readonly remote: LeafRemote
+  /** The configured URLs, then those the hub told us of (its cluster's leaf listeners). */
+  readonly urls: Array<LeafUrl>
+  /** The URL of the current or last attempt. */
+  index: number
+  /** Failed attempts in a row. */
+  attempts: number
+  /** When to try next (while there is no connection). */
+  nextAt: number
+  dialing: boolean
+  leaf: Leaf | undefined
+  /** The hub found a loop: the next attempt waits for the loop delay. */
+  loop: boolean
+  /** For logs: the URL of the current attempt. */
+  readonly url: string
+}
+
+const hostPort = (host: string, port: number): string => (host.includes(":") ? `[${host}]:${port}` : `${host}:${port}`)
+
+export const newLeafSolicit = (remote: LeafRemote, now: number): LeafSolicit => {
+  const urls = remote.urls.flatMap((text) => {
+    const u = parseLeafUrl(text)
+    return u === undefined ? [] : [{ ...u, url: `nats-leaf://${hostPort(u.host, u.port)}` }]
+  })
+  const s: LeafSolicit = {
+    remote,
+    urls,
+    index: 0,
+    attempts: 0,
+    nextAt: now,
+    dialing: false,
+    leaf: undefined,
+    loop: false,
+    get url() {
+      return urls[s.index % urls.length]?.url ?? ""
+    }
+  }
+  return s
+}
+
+/** The most URLs learned from a hub's INFO that one remote keeps. */
+export const MAX_LEARNED_LEAF_URLS = 32
+
+/**
+ * The hub's `leafnode_urls` (its cluster's leaf listeners, `host:port`): each one not known
+ * yet is tried too when the connection is lost, with the credentials of the URL in use,
+ * as nats-server leaves do. Returns how many were added.
+ */
+export const learnLeafUrls = (s: LeafSolicit, hostPorts: ReadonlyArray<string>): number => {
+  const current = s.urls[s.index % s.urls.length]
+  if (current === undefined) return 0
+  let added = 0
+  for (const hp of hostPorts) {
+    if (s.urls.length >= s.remote.urls.length + MAX_LEARNED_LEAF_URLS) break
+    const i = hp.lastIndexOf(":")
+    const host = hp.slice(0, i).replace(/^\[|\]$/g, "")
+    const port = Number(hp.slice(i + 1))
+    if (i <= 0 || !Number.isInteger(port) || port <= 0 || port > 65535) continue
+    if (s.urls.some((u) => u.host === host && u.port === port)) continue
+    s.urls.push({ url: `nats-leaf://${hostPort(host, port)}`, host, port, user: current.user, password: current.password })
+    added++
+  }
+  return added
+}

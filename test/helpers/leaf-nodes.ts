@@ -1,0 +1,75 @@
+// Servers joined by leaf-node connections, as real processes on loopback: a Switchyard
+// process or a nats-server (2.9.10) from a configuration text in which `{client}`,
+// `{http}` and `{leaf}` stand for ports picked once (free ones), so that a restart comes
+// back on the same ports. Each can be asked for a monitoring endpoint and a nats.js client.
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { connect, type NatsConnection } from "@nats-io/transport-node"
+import { freePort } from "../clients/run.js"
+import type { TestServerNode } from "./cluster-nodes.js"
+import { eventuallyAsync } from "./jetstream.js"
+import { type NatsServerProcess, spawnNatsServer } from "./nats-server.js"
+import { killProcess, type ServerProcess, startServerProcess } from "./process.js"
+
+export interface LeafServer extends TestServerNode {
+  readonly leafPort: number
+}
+
+export type Implementation = "switchyard" | "nats-server"
+
+const fill = (config: string, ports: { client: number; http: number; leaf: number }): string =>
+  config.replaceAll("{client}", String(ports.client)).replaceAll("{http}", String(ports.http)).replaceAll("{leaf}", String(ports.leaf))
+
+/** Starts one server of `impl` with `config` (its `{client}`, `{http}`, `{leaf}` placeholders filled with free ports). */
+export const startLeafServer = async (impl: Implementation, name: string, config: string): Promise<LeafServer> => {
+  const ports = { client: await freePort(), http: await freePort(), leaf: await freePort() }
+  const text = `server_name: ${name}\nlisten: 127.0.0.1:${ports.client}\nhttp: 127.0.0.1:${ports.http}\n${fill(config, ports)}`
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "leaf-"))
+  const file = path.join(dir, "server.conf")
+  fs.writeFileSync(file, text)
+  let sy: ServerProcess | undefined
+  let ns: NatsServerProcess | undefined
+  let before = ""
+  const start = async () => {
+    if (impl === "switchyard") sy = await startServerProcess(["-c", file])
+    else ns = await spawnNatsServer(text)
+  }
+  const halt = async () => {
+    before += (sy?.log() ?? ns?.log() ?? "") + "\n--- restart ---\n"
+    if (sy !== undefined) await killProcess(sy)
+    if (ns !== undefined) await ns.stop()
+  }
+  await start()
+  const clients: Array<NatsConnection> = []
+  return {
+    name,
+    ...{ clientPort: ports.client, httpPort: ports.http, leafPort: ports.leaf },
+    log: () => before + (sy?.log() ?? ns?.log() ?? ""),
+    monitor: async <T = any>(pathAndQuery: string): Promise<T> => {
+      const res = await fetch(`http://127.0.0.1:${ports.http}${pathAndQuery}`)
+      return (await res.json()) as T
+    },
+    client: async (opts = {}) => {
+      const nc = await connect({ servers: `127.0.0.1:${ports.client}`, ...opts })
+      clients.push(nc)
+      return nc
+    },
+    restart: async () => {
+      await halt()
+      await start()
+    },
+    stop: async () => {
+      await Promise.all(clients.map((c) => c.close().catch(() => {})))
+      await halt()
+      fs.rmSync(dir, { recursive: true, force: true })
+    }
+  }
+}
+
+/** /leafz of a server. */
+export const leafz = (s: LeafServer, q = "") => s.monitor<{ leafnodes: number; leafs: Array<Record<string, any>> }>(`/leafz${q}`)
+
+/** Waits until `s` lists `n` leaf connections. */
+export const leafsUp = (s: LeafServer, n: number, what = `${n} leaf connection(s) on ${s.name}`): Promise<void> =>
+  eventuallyAsync(async () => (await leafz(s)).leafnodes === n, what, 30_000)
