@@ -1,8 +1,9 @@
 // MQTT clients on two Switchyard nodes of a cluster: their subscriptions are announced on
 // the route like any other, so messages published on the other node, by NATS or MQTT
-// clients, reach them. MQTT across nodes is not done yet: a QoS 1 publication arrives
-// on the other node as QoS 0 (the QoS does not travel over a route) and sessions stay on
-// the node the client connects to; this test pins what works today.
+// clients, reach them. An MQTT publication's QoS travels with it in the `Nmqtt-Pub`
+// header (as nats-server marks messages that arrived over MQTT), so a QoS 1 message
+// reaches MQTT subscribers of the other node at QoS 1. Sessions stay on the node the
+// client connects to, and a message from another node is not stored on this one.
 import mqtt from "mqtt"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type ClusterNode, useCluster } from "../helpers/cluster-nodes.js"
@@ -33,7 +34,7 @@ afterAll(async () => {
 })
 
 describe("MQTT across a route", () => {
-  it("delivers NATS and MQTT publications of one node to MQTT subscribers of the other (as QoS 0)", async () => {
+  it("delivers NATS and MQTT publications of one node to MQTT subscribers of the other, each at its QoS", async () => {
     const sub = await mqttClient(b, "sub-on-b")
     const got: Array<string> = []
     sub.on("message", (topic, payload, packet) => got.push(`${topic} ${payload.toString()} q${packet.qos}`))
@@ -52,6 +53,28 @@ describe("MQTT across a route", () => {
     await nats.flush()
     const real = () => got.filter((g) => !g.includes(" probe "))
     await eventually(() => real().length >= 3, "three messages on B's MQTT subscriber")
-    expect(real().sort()).toEqual(["sensors/k1/temp 21.5 q0", "sensors/k2/temp 22.0 q0", "sensors/k3/temp 23.0 q0"])
+    // What mqtt.js itself reports: NATS is QoS 0, the MQTT publications keep theirs.
+    expect(real().sort()).toEqual(["sensors/k1/temp 21.5 q0", "sensors/k2/temp 22.0 q1", "sensors/k3/temp 23.0 q0"])
+  })
+
+  it("tells NATS subscribers of the other node the QoS in Nmqtt-Pub, as nats-server does", async () => {
+    const natsB = await b.client()
+    const got: Array<string> = []
+    const sub = natsB.subscribe("meters.>", {
+      callback: (_e, m) => void got.push(`${m.subject} ${m.string()} ${m.headers?.get("Nmqtt-Pub") ?? "-"}`)
+    })
+    await natsB.flush()
+    const pub = await mqttClient(a, "meter-pub-on-a")
+    await eventuallyAsync(async () => {
+      await pub.publishAsync("meters/probe", "p", { qos: 0 })
+      return got.length > 0
+    }, "B's NATS subscription to reach A", 20_000)
+    await pub.publishAsync("meters/m1", "one", { qos: 1 })
+    await pub.publishAsync("meters/m2", "two", { qos: 2 })
+    await eventually(() => got.filter((g) => !g.startsWith("meters.probe")).length >= 2, "two metered messages on B")
+    sub.unsubscribe()
+    expect(got.filter((g) => !g.startsWith("meters.probe"))).toEqual(["meters.m1 one 1", "meters.m2 two 2"])
+    // QoS 0 crosses without a header block.
+    expect(got.find((g) => g.startsWith("meters.probe"))).toBe("meters.probe p -")
   })
 })

@@ -355,6 +355,8 @@ describe("the edge deployment: MQTT clients of a Switchyard leaf and NATS client
     await eventually(() => got.includes("cmd/k1/set on"), "the hub's command on the MQTT client")
     await m.publishAsync("sensors/k1/temp", "21.5", { qos: 1 })
     await eventually(() => up.some((x) => x.subject === "sensors.k1.temp" && x.string() === "21.5"), "the MQTT reading on the hub")
+    // Its QoS crossed the leaf connection in nats-server's own header, which the hub passed on.
+    expect(up.find((x) => x.subject === "sensors.k1.temp")!.headers?.get("Nmqtt-Pub")).toBe("1")
   })
 })
 

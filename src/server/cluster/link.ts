@@ -8,6 +8,7 @@ import { Either } from "effect"
 import { PING, PONG } from "../../core/cluster/encode.js"
 import type { HandshakeError } from "../../core/cluster/handshake.js"
 import { type ParseError, type PeerKind, PeerParser, type PeerMsg, type PeerOpHandler, type PeerInterest } from "../../core/cluster/parser.js"
+import { mqttQosOf, withMqttQos } from "../../core/cluster/mqtt-qos.js"
 import { writeErr } from "../../core/nats/encode.js"
 import { OutBuf } from "../../core/outbuf.js"
 import { NATS_POLICY, type Outbound, type SlowConsumer } from "../../engine/outbound.js"
@@ -203,6 +204,8 @@ export abstract class PeerLink<Reason extends string> extends Connection<Reason>
     // The other server picked this one for these queue groups (none: plain subscribers only).
     d.origin.queues = m.queues
     d.origin.cluster = this.originOf(m)
+    // Published over MQTT at QoS 1/2 (on whichever server): delivered to MQTT subscribers at it.
+    if (m.hdrLen > 0) d.origin.qos = mqttQosOf(m.buf, m.start, m.start + m.hdrLen)
     router.route(d)
   }
 
@@ -265,12 +268,25 @@ export abstract class PeerLink<Reason extends string> extends Connection<Reason>
     if (this.refuses(d)) return false
     let h = d.hdrLen
     let from = d.start
+    let buf = d.buf
+    let end = d.end
     if (h >= 0 && !this.peerHeaders) {
       from += h
       h = -1
     }
-    const size = d.end - from
-    if (size - (h > 0 ? h : 0) > this.peerMaxPayload) return false
+    if (end - from - (h > 0 ? h : 0) > this.peerMaxPayload) return false
+    // An MQTT QoS 1/2 publication says its QoS to the other server (a copy with the header).
+    const qos = d.origin.qos
+    if (qos > 0 && this.peerHeaders) {
+      const marked = withMqttQos(buf, from, h, end, qos as 1 | 2)
+      if (marked !== undefined) {
+        buf = marked.buf
+        from = 0
+        end = marked.buf.length
+        h = marked.hdrLen
+      }
+    }
+    const size = end - from
     const m = this.outMsg
     m.account = account
     m.subject = d.subject
@@ -279,9 +295,9 @@ export abstract class PeerLink<Reason extends string> extends Connection<Reason>
     q.length = this.nq
     for (let i = 0; i < this.nq; i++) q[i] = this.queueSlots[i]
     m.hdrLen = h
-    m.buf = d.buf
+    m.buf = buf
     m.start = from
-    m.end = d.end
+    m.end = end
     m.origin = this.originTo(d)
     this.writeMsgOp(this.out, m)
     m.buf = EMPTY
