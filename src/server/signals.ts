@@ -49,6 +49,8 @@ export const lameDuckTarget = (s: Serving): LameDuckTarget => ({
     for (const l of s.server.listeners) l.stopAccepting?.()
   },
   announce: () => {
+    // The other servers of the cluster stop sending clients here.
+    s.server.cluster?.enterLameDuck()
     for (const c of s.server.clients.values()) {
       if (c.closed || !c.connectReceived) continue
       const info = s.server.infoFor(c, { ldm: true })

@@ -27,6 +27,8 @@ export interface ClusterNode extends TestServerNode {
   readonly routePort: number
   /** SIGKILL: gone without a goodbye. */
   kill(): Promise<void>
+  /** Sends the process a signal (SIGUSR2: lame duck mode, SIGHUP: reload, ...). */
+  signal(sig: NodeJS.Signals): void
 }
 
 export interface NodeSpec {
@@ -75,6 +77,7 @@ export const startNode = async (spec: NodeSpec): Promise<ClusterNode> => {
       return nc
     },
     kill: () => killProcess(proc),
+    signal: (sig) => void proc.child.kill(sig),
     restart: async () => {
       await killProcess(proc)
       proc = await startServerProcess(args(ports))

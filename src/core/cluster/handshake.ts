@@ -59,7 +59,8 @@ export const RouteInfoOp = Schema.Struct({
   import: Schema.optional(SubjectPermissionOp),
   export: Schema.optional(SubjectPermissionOp),
   jetstream: Schema.optional(Schema.Boolean),
-  lame_duck_mode: Schema.optional(Schema.Boolean),
+  /** the sender is in lame duck mode: its client URLs are no longer given to clients */
+  ldm: Schema.optional(Schema.Boolean),
   // nats-server 2.10+: route pools, per-account routes and compression.
   route_pool_size: Schema.optional(Count),
   route_pool_idx: Schema.optional(Count),

@@ -100,6 +100,8 @@ export class Cluster implements RemoteRouting, InterestWatcher, RouteMesh {
   leafs: RouteInterestSink | undefined = undefined
   /** The client URLs clients are told about, as last sent. */
   private clientUrls: ReadonlyArray<string> = []
+  /** In lame duck mode (`enterLameDuck`): said in every INFO to the other servers from then on. */
+  private lameDuck = false
 
   constructor(
     readonly server: ClusterHost,
@@ -206,6 +208,7 @@ export class Cluster implements RemoteRouting, InterestWatcher, RouteMesh {
     if (auth?.import !== undefined) info.import = { allow: auth.import.allow, deny: auth.import.deny }
     if (auth?.export !== undefined) info.export = { allow: auth.export.allow, deny: auth.export.deny }
     if (!this.options.noAdvertise) info.connect_urls = this.ownClientUrls()
+    if (this.lameDuck) info.ldm = true
     return encodeInfo(info)
   }
 
@@ -551,8 +554,9 @@ export class Cluster implements RemoteRouting, InterestWatcher, RouteMesh {
 
   private clientUrlsChanged(): void {
     if (this.options.noAdvertise) return
-    const urls = new Set(this.byId.size === 0 ? [] : this.ownClientUrls())
-    for (const r of this.byId.values()) for (const u of r.remoteInfo?.connect_urls ?? []) urls.add(u)
+    const urls = new Set(this.byId.size === 0 || this.lameDuck ? [] : this.ownClientUrls())
+    // A server in lame duck mode is going away: clients are not sent there.
+    for (const r of this.byId.values()) if (r.remoteInfo?.ldm !== true) for (const u of r.remoteInfo?.connect_urls ?? []) urls.add(u)
     const next = [...urls].sort()
     if (next.length === this.clientUrls.length && next.every((u, i) => u === this.clientUrls[i])) return
     this.clientUrls = next
@@ -588,6 +592,17 @@ export class Cluster implements RemoteRouting, InterestWatcher, RouteMesh {
       r.parser.setLimits({ maxControlLine: o.maxControlLine, maxPayload: o.maxPayload })
       if (r.registered) r.writeInfo(this.infoFor(r))
     }
+  }
+
+  /**
+   * Lame duck mode: the other servers get an INFO with `ldm: true`, so that they stop
+   * giving their clients this server's URLs (as nats-server does); routes stay up until
+   * the server stops, carrying messages for the clients still here.
+   */
+  enterLameDuck(): void {
+    if (this.lameDuck) return
+    this.lameDuck = true
+    for (const r of this.routes.values()) if (r.registered) r.writeInfo(this.infoFor(r))
   }
 
   shutdown(): void {
