@@ -62,6 +62,16 @@ export const sublistSnapshot = (sl: Sublist<Subscription>): SublistSnapshot => {
   }
 }
 
+/**
+ * An account's subscriptions counted as nats-server counts them: with the interest other
+ * servers announced on routes and leaf connections (each subject or queue group a peer
+ * asked for is one), which nats-server keeps in the same sublist as its clients'.
+ */
+const withRemoteInterest = (local: SublistSnapshot, server: Server, account: string): SublistSnapshot => {
+  const remote = (server.cluster?.interest.countIn(account) ?? 0) + (server.leafnodes?.interest.countIn(account) ?? 0)
+  return remote === 0 ? local : { ...local, subscriptions: local.subscriptions + remote }
+}
+
 const accountSnapshot = (server: Server, a: Account, extras: MonitorSourceExtras): AccountSnapshot => ({
   name: a.name,
   isSystem: a.name === server.options.systemAccount,
@@ -72,7 +82,7 @@ const accountSnapshot = (server: Server, a: Account, extras: MonitorSourceExtras
   slowConsumers: a.slowConsumers,
   sent: { msgs: a.inMsgs, bytes: a.inBytes },
   received: { msgs: a.outMsgs, bytes: a.outBytes },
-  sublist: sublistSnapshot(a.sublist),
+  sublist: withRemoteInterest(sublistSnapshot(a.sublist), server, a.name),
   ...accountSharing(server.options, a.name)
 })
 

@@ -127,6 +127,30 @@ describe("a mixed cluster: nats-server 2.9.10 and two Switchyard nodes", () => {
     await expect(nsc.request("nobody.anywhere", "x", { timeout: 5000 })).rejects.toMatchObject({ message: expect.stringMatching(/503|no responders/i) })
   })
 
+  it("counts the interest the other servers announced in /subsz, as nats-server does, and forgets it when withdrawn", async () => {
+    const subsz = async (n: ClusterNode) => (await n.monitor<{ num_subscriptions: number }>("/subsz")).num_subscriptions
+    const nsSubsz = async () => (await ns.monitor<{ num_subscriptions: number }>("/subsz")).num_subscriptions
+    const before = { s1: await subsz(s1), ns: await nsSubsz() }
+    // Three subjects and a queue group on nats-server: four entries announced to S1.
+    const nc = await nsClient()
+    const subs = ["count.a", "count.b.*", "count.c.>"].map((subject) => nc.subscribe(subject))
+    subs.push(nc.subscribe("count.q", { queue: "workers" }))
+    await nc.flush()
+    await eventuallyAsync(async () => (await subsz(s1)) === before.s1 + 4, "S1's /subsz to count nats-server's four entries", 20_000)
+    // One subscription on S1 is one more on nats-server's /subsz, the same way.
+    const c1 = await s1.client()
+    conns.push(c1)
+    const mine = c1.subscribe("count.from.s1")
+    await c1.flush()
+    await eventuallyAsync(async () => (await nsSubsz()) === before.ns + 4 + 1, "nats-server's /subsz to count S1's entry", 20_000)
+    expect(await subsz(s1)).toBe(before.s1 + 4 + 1)
+    for (const s of subs) s.unsubscribe()
+    mine.unsubscribe()
+    await nc.flush()
+    await c1.flush()
+    await eventuallyAsync(async () => (await subsz(s1)) === before.s1, "S1's /subsz back to what it was", 20_000)
+  })
+
   it("takes a restarted Switchyard node back: it calls nats-server again and hears its clients", async () => {
     await s2.restart()
     await eventuallyAsync(async () => (await nsRoutes()).length === 2 && (await s2.monitor("/routez")).num_routes === 2, "S2 back in the mesh", 30_000)

@@ -153,6 +153,11 @@ export class RemoteInterest<R> {
     return n
   }
 
+  /** Entries held in `account`, over every remote (what `/subsz` adds to the local subscriptions). */
+  countIn(account: string): number {
+    return this.byAccount.get(account)?.count() ?? 0
+  }
+
   /** A remote's entries, account by account in the order they came (for `/routez?subs=1`). */
   entries(remote: R): Array<RemoteSub<R>> {
     const out: Array<RemoteSub<R>> = []
