@@ -10,13 +10,44 @@ import type { HandshakeError } from "../../core/cluster/handshake.js"
 import { type ParseError, type PeerKind, PeerParser, type PeerMsg, type PeerOpHandler, type PeerInterest } from "../../core/cluster/parser.js"
 import { mqttQosOf, withMqttQos } from "../../core/cluster/mqtt-qos.js"
 import { writeErr } from "../../core/nats/encode.js"
-import { OutBuf } from "../../core/outbuf.js"
+import { OutBuf, type SlabPool } from "../../core/outbuf.js"
 import { NATS_POLICY, type Outbound, type SlowConsumer } from "../../engine/outbound.js"
 import type { Account, Delivery } from "../../engine/principal.js"
+import type { Router } from "../../engine/router.js"
+import type { LogService } from "../../services/log.js"
+import type { ServerOptions } from "../../config/options.js"
 import { Connection } from "../connection.js"
 import { ClosedReason, ErrText } from "../reasons.js"
 import type { ForwardPeer } from "./forward.js"
-import type { ClusterHost } from "./route.js"
+
+/** What the cluster and its routes need from the server they belong to (server.ts implements it). */
+export interface ClusterHost {
+  readonly router: Router
+  readonly outbound: Outbound
+  readonly log: LogService
+  readonly slabs: SlabPool
+  readonly env: { readonly now: () => number; readonly nanos: () => number; readonly random: () => number }
+  readonly options: ServerOptions
+  readonly serverId: string
+  readonly serverName: string
+  /** The client listener. */
+  readonly host: string
+  readonly port: number
+  readonly shuttingDown: boolean
+  readonly accounts: ReadonlyMap<string, Account>
+  // Totals for /varz.
+  inMsgs: number
+  inBytes: number
+  outMsgs: number
+  outBytes: number
+  allocateCid(): number
+  /** `n` unguessable bytes as base64url (the server's Entropy). */
+  randomId(n: number): string
+  /** The machine's addresses (a client listener on 0.0.0.0 is reached at each). */
+  machineAddresses(): ReadonlyArray<{ readonly address: string; readonly family: string }>
+  /** The cluster's client URLs changed: clients hear of it (INFO connect_urls). */
+  connectUrlsChanged(): void
+}
 
 const EMPTY = Buffer.alloc(0)
 

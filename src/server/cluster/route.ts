@@ -9,46 +9,16 @@ import { encodeConnect, writeRouteMsg, writeRouteSub, writeRouteUnsub } from "..
 import { decodeRouteConnect, decodeRouteInfo, type RouteConnectOp, type RouteInfoOp } from "../../core/cluster/handshake.js"
 import type { PeerInterest, PeerMsg } from "../../core/cluster/parser.js"
 import type { RouteSnapshot } from "../../core/monitor/source.js"
-import type { OutBuf, SlabPool } from "../../core/outbuf.js"
-import type { Outbound } from "../../engine/outbound.js"
+import type { OutBuf } from "../../core/outbuf.js"
 import type { ClientPermissions } from "../../engine/permissions.js"
 import type { Account, Delivery } from "../../engine/principal.js"
 import type { Conn } from "../../services/transport.js"
 import { ClosedReason, ErrText } from "../reasons.js"
-import type { ServerOptions } from "../../config/options.js"
 import type { RemoteInterest } from "../../core/cluster/interest.js"
-import type { Router } from "../../engine/router.js"
-import type { LogService } from "../../services/log.js"
-import { PeerLink } from "./link.js"
+import { type ClusterHost, PeerLink } from "./link.js"
 
-/** What the cluster and its routes need from the server they belong to (server.ts implements it). */
-export interface ClusterHost {
-  readonly router: Router
-  readonly outbound: Outbound
-  readonly log: LogService
-  readonly slabs: SlabPool
-  readonly env: { readonly now: () => number; readonly nanos: () => number; readonly random: () => number }
-  readonly options: ServerOptions
-  readonly serverId: string
-  readonly serverName: string
-  /** The client listener. */
-  readonly host: string
-  readonly port: number
-  readonly shuttingDown: boolean
-  readonly accounts: ReadonlyMap<string, Account>
-  // Totals for /varz.
-  inMsgs: number
-  inBytes: number
-  outMsgs: number
-  outBytes: number
-  allocateCid(): number
-  /** `n` unguessable bytes as base64url (the server's Entropy). */
-  randomId(n: number): string
-  /** The machine's addresses (a client listener on 0.0.0.0 is reached at each). */
-  machineAddresses(): ReadonlyArray<{ readonly address: string; readonly family: string }>
-  /** The cluster's client URLs changed: clients hear of it (INFO connect_urls). */
-  connectUrlsChanged(): void
-}
+export type { ClusterHost } from "./link.js"
+
 
 /** A route this server connects to: configured (retried for ever) or learned from another server (implicit). */
 export interface Solicit {

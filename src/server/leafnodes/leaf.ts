@@ -20,10 +20,38 @@ import type { OutBuf } from "../../core/outbuf.js"
 import type { ClientPermissions } from "../../engine/permissions.js"
 import type { Account, Delivery } from "../../engine/principal.js"
 import type { Conn } from "../../services/transport.js"
-import type { ClusterHost } from "../cluster/route.js"
+import type { LeafRemote } from "../../config/options.js"
+import type { ClusterHost } from "../cluster/link.js"
 import { PeerLink } from "../cluster/link.js"
 import { ClosedReason, ErrText } from "../reasons.js"
-import type { LeafSolicit } from "./solicit.js"
+
+/** A hub this server connects to as a leaf node (`leafnodes.remotes`), and its attempts (solicit.ts makes and updates them). */
+export interface LeafUrl {
+  /** For logs: the URL without credentials. */
+  readonly url: string
+  readonly host: string
+  readonly port: number
+  readonly user: string | undefined
+  readonly password: string | undefined
+}
+
+export interface LeafSolicit {
+  readonly remote: LeafRemote
+  /** The configured URLs, then those the hub told us of (its cluster's leaf listeners). */
+  readonly urls: Array<LeafUrl>
+  /** The URL of the current or last attempt. */
+  index: number
+  /** Failed attempts in a row. */
+  attempts: number
+  /** When to try next (while there is no connection). */
+  nextAt: number
+  dialing: boolean
+  leaf: Leaf | undefined
+  /** The hub found a loop: the next attempt waits for the loop delay. */
+  loop: boolean
+  /** For logs: the URL of the current attempt. */
+  readonly url: string
+}
 
 /** Why a leaf connection closed (logged as `Leafnode connection closed: <reason>`). */
 export const LeafClosed = {

@@ -3,34 +3,9 @@
 // 30 s after a loop was detected).
 import type { LeafRemote } from "../../config/options.js"
 import { parseLeafUrl } from "../../config/route-url.js"
-import type { Leaf } from "./leaf.js"
+import type { LeafSolicit } from "./leaf.js"
 
-export interface LeafUrl {
-  /** For logs: the URL without credentials. */
-  readonly url: string
-  readonly host: string
-  readonly port: number
-  readonly user: string | undefined
-  readonly password: string | undefined
-}
-
-export interface LeafSolicit {
-  readonly remote: LeafRemote
-  /** The configured URLs, then those the hub told us of (its cluster's leaf listeners). */
-  readonly urls: Array<LeafUrl>
-  /** The URL of the current or last attempt. */
-  index: number
-  /** Failed attempts in a row. */
-  attempts: number
-  /** When to try next (while there is no connection). */
-  nextAt: number
-  dialing: boolean
-  leaf: Leaf | undefined
-  /** The hub found a loop: the next attempt waits for the loop delay. */
-  loop: boolean
-  /** For logs: the URL of the current attempt. */
-  readonly url: string
-}
+export type { LeafSolicit, LeafUrl } from "./leaf.js"
 
 const hostPort = (host: string, port: number): string => (host.includes(":") ? `[${host}]:${port}` : `${host}:${port}`)
 
