@@ -14,6 +14,13 @@ import {
   topicToSubject,
   validateTopicName
 } from "./topic.js"
+import { acceptConnect, connectRefusal, type ServerLimits } from "./v5/connect.js"
+import { InboundTopicAliases } from "./v5/alias.js"
+import { sessionExpiry, sessionExpiryOnDisconnect, willSurvives } from "./v5/expiry.js"
+import { PacketError } from "./v5/reader.js"
+import { ReasonCode } from "./v5/reason.js"
+import { sendsRetained } from "./v5/subscription.js"
+import type { Connect, Properties } from "./v5/types.js"
 import {
   type ClientPacket,
   ConnackCode,
@@ -24,6 +31,7 @@ import {
   type SessionInput,
   type SessionSnapshot,
   SUBACK_FAILURE,
+  type SubscriptionRequest,
   type Will
 } from "./types.js"
 
@@ -51,6 +59,8 @@ export interface SessionConfig {
    * after the send action (it is not `released`: the shell's own write keeps it alive).
    */
   readonly keepSentPayloadMax?: number | undefined
+  /** What the server announces to MQTT 5.0 clients in CONNACK (and holds them to). */
+  readonly v5?: ServerLimits | undefined
 }
 
 export const defaultSessionConfig: SessionConfig = {
@@ -119,6 +129,18 @@ export const assignClientId = (randomBytes: (n: number) => Uint8Array): string =
   return id
 }
 
+/** The MQTT 5.0 CONNACK reason code of each 3.1.1 refusal code. */
+const V5_CONNACK: Readonly<Record<number, number>> = {
+  [ConnackCode.UnacceptableProtocolVersion]: ReasonCode.UnsupportedProtocolVersion,
+  [ConnackCode.IdentifierRejected]: ReasonCode.ClientIdentifierNotValid,
+  [ConnackCode.ServerUnavailable]: ReasonCode.ServerUnavailable,
+  [ConnackCode.BadUsernameOrPassword]: ReasonCode.BadUserNameOrPassword,
+  [ConnackCode.NotAuthorized]: ReasonCode.NotAuthorized
+}
+
+/** The Prefix of a Shared Subscription's filter (4.8.2). */
+const SHARE_PREFIX = "$share/"
+
 export const CloseReason = {
   ClientClosed: "Client Closed",
   DuplicateClientId: "Duplicate Client ID",
@@ -145,6 +167,24 @@ const minQos = (a: number, b: number): QoS => Math.min(a, b) as QoS
 
 export class MqttSession {
   private phase: Phase = "awaitConnect"
+  /** The protocol level of the connection: 5 from a CONNECT the v5 decoder read. */
+  private versionValue: 4 | 5 = 4
+  /** A level-4 CONNECT is refused with CONNACK 1 (a listener with `protocol_versions: [5]`). */
+  refuseLevel4 = false
+  /** MQTT 5.0: the CONNECT, kept until its CONNACK is built. */
+  private connect5: Connect | undefined
+  /** MQTT 5.0: whether the client wants Reason Strings on packets other than CONNACK, PUBLISH and DISCONNECT. */
+  private problemInformation = true
+  /** MQTT 5.0: the Session Expiry Interval in force (seconds; 0: the session ends with the connection). */
+  private expiryInterval = 0
+  /** MQTT 5.0: the client's Topic Aliases (none accepted while the server announces no Topic Alias Maximum). */
+  private inboundAliases: InboundTopicAliases | undefined
+  /** MQTT 5.0: the reason codes of refused PUBLISHes whose PUBACK/PUBREC waits its turn, by packet id. */
+  private refusedAcks: Map<number, number> | undefined
+  /** Clean Start (3.1.1: Clean Session): a stored session is discarded, not resumed. */
+  private discardStored = true
+  /** Whether this session was ever kept in the store (persistent, or resumed): its end then removes it there. */
+  private storedValue = false
   private readyValue = false
   private clientIdValue = ""
   private clean = true
@@ -258,8 +298,40 @@ export class MqttSession {
     return this.closeReasonValue
   }
 
+  /**
+   * Whether the session ends with its connection (3.1.1 Clean Session; 5.0 a Session
+   * Expiry Interval of 0): nothing of it is kept in the store.
+   */
   get cleanSession(): boolean {
     return this.clean
+  }
+
+  /** 4 (MQTT 3.1.1) or 5 (MQTT 5.0, from a CONNECT the v5 decoder read). */
+  get protocolVersion(): 4 | 5 {
+    return this.versionValue
+  }
+
+  /** CONNACK sent and not closed: a v5 server may end it with a DISCONNECT. */
+  get isConnected(): boolean {
+    return this.phase === "connected"
+  }
+
+  /** MQTT 5.0 Request Problem Information (true unless the client set it to 0). */
+  get requestProblemInformation(): boolean {
+    return this.problemInformation
+  }
+
+  /** MQTT 5.0: the Session Expiry Interval in force, seconds. */
+  get sessionExpiryInterval(): number {
+    return this.expiryInterval
+  }
+
+  /**
+   * A session that ends now but was kept in the store (it was persistent, or resumed one that
+   * was): the shell removes what the store holds of it.
+   */
+  get endsStored(): boolean {
+    return this.clean && this.storedValue
   }
 
   /**
@@ -359,21 +431,33 @@ export class MqttSession {
       case "connectionLost":
         return this.close(CloseReason.ConnectionLost, true)
       case "protocolError":
-        return this.close(`${CloseReason.ProtocolViolation}: ${input.reason}`, true)
+        return this.close(`${CloseReason.ProtocolViolation}: ${input.reason}`, true, input.code ?? ReasonCode.MalformedPacket)
       case "takenOver":
-        return this.close(CloseReason.DuplicateClientId, true)
+        return this.close(CloseReason.DuplicateClientId, true, ReasonCode.SessionTakenOver)
       case "refused":
         if (this.phase === "connecting") this.refuse(input.code)
         return
       case "revoked":
         return this.onRevoked(input.filters)
       case "deauthorized":
-        return this.close(CloseReason.AuthenticationFailure, false)
+        return this.close(CloseReason.AuthenticationFailure, false, ReasonCode.NotAuthorized)
     }
   }
 
-  /** Ends the connection; the will goes out unless the client said DISCONNECT [MQTT-3.1.2-8, -10]. */
-  private close(reason: string, publishWill: boolean): void {
+  /**
+   * Ends the connection; the will goes out unless the client said DISCONNECT [MQTT-3.1.2-8, -10].
+   * On MQTT 5.0 the server says why first (`code`): a DISCONNECT once the CONNACK went out
+   * [MQTT-4.13.1-1], else a CONNACK refusing the CONNECT [MQTT-3.2.2-7]; with its Reason
+   * String, which both may carry whatever Request Problem Information says [MQTT-3.1.2-29].
+   */
+  private close(reason: string, publishWill: boolean, code?: number): void {
+    if (code !== undefined && this.versionValue === 5) {
+      const properties: Properties = { reasonString: reason }
+      if (this.phase === "connected") this.send({ cmd: "disconnect", reasonCode: code, properties })
+      else if (this.phase === "awaitConnect" || this.phase === "connecting") {
+        this.send({ cmd: "connack", returnCode: ConnackCode.ServerUnavailable, sessionPresent: false, reasonCode: code, properties })
+      }
+    }
     if (publishWill && this.will !== undefined) this.publishWill(this.will)
     this.will = undefined
     this.phase = "closed"
@@ -381,8 +465,9 @@ export class MqttSession {
     this.emit({ type: "close", reason })
   }
 
-  private violation(reason: string): void {
-    this.close(`${CloseReason.ProtocolViolation}: ${reason}`, true)
+  /** A protocol violation: closed with its will; on MQTT 5.0 with `code` (default Protocol Error). */
+  private violation(reason: string, code: number = ReasonCode.ProtocolError): void {
+    this.close(`${CloseReason.ProtocolViolation}: ${reason}`, true, code)
   }
 
   /**
@@ -412,7 +497,7 @@ export class MqttSession {
         return this.onConnect(packet)
       case "connecting":
         if (packet.cmd === "connect") return this.violation("second CONNECT")
-        if (this.early.length >= this.config.maxEarlyPackets) return this.violation("too many packets before CONNACK")
+        if (this.early.length >= this.config.maxEarlyPackets) return this.violation("too many packets before CONNACK", ReasonCode.QuotaExceeded)
         this.early.push(packet)
         return
       case "connected":
@@ -437,8 +522,19 @@ export class MqttSession {
     return undefined
   }
 
-  private refuse(code: number): void {
+  /**
+   * Refuses the CONNECT with a 3.1.1 return `code`; on MQTT 5.0 with its v5 reason code
+   * (or `code5`) and, when given, a Reason String.
+   */
+  private refuse(code: number, code5?: number, reason?: string): void {
     // A refused CONNACK carries session present 0 [MQTT-3.2.2-4], then the connection closes [MQTT-3.2.2-5].
+    if (this.versionValue === 5) {
+      const reasonCode = code5 ?? V5_CONNACK[code] ?? ReasonCode.UnspecifiedError
+      const properties: Properties = reason === undefined ? {} : { reasonString: reason }
+      this.send({ cmd: "connack", returnCode: code, sessionPresent: false, reasonCode, properties })
+      this.close(`${CloseReason.ConnackRefused} (0x${reasonCode.toString(16)}${reason === undefined ? "" : `: ${reason}`})`, false)
+      return
+    }
     this.send({ cmd: "connack", returnCode: code, sessionPresent: false })
     this.close(`${CloseReason.ConnackRefused} (${code})`, false)
   }
@@ -450,7 +546,8 @@ export class MqttSession {
     if (connect.protocolId !== "MQTT" && !v31) {
       return this.close(`${CloseReason.ProtocolViolation}: protocol name ${connect.protocolId}`, false)
     }
-    if (connect.protocolVersion !== 4) return this.refuse(ConnackCode.UnacceptableProtocolVersion)
+    if (connect.protocolVersion === 5 && connect.properties !== undefined) return this.onConnect5(connect as Connect)
+    if (connect.protocolVersion !== 4 || this.refuseLevel4) return this.refuse(ConnackCode.UnacceptableProtocolVersion)
     const bad = this.connectViolation(connect)
     if (bad !== undefined) return this.close(`${CloseReason.ProtocolViolation}: ${bad}`, false)
     let clientId = connect.clientId
@@ -460,36 +557,85 @@ export class MqttSession {
       clientId = assignClientId(this.deps.randomBytes)
       assigned = true
     }
+    if (!this.admit(connect, clientId)) return
+    this.clean = connect.clean
+    this.discardStored = connect.clean
+    this.storedValue = !connect.clean
+    this.keepaliveMs = connect.keepalive * 1000
+    this.will = connect.will
+    this.phase = "connecting"
+    this.emit({ type: "accept", clientId, cleanSession: connect.clean, persistent: !connect.clean, assignedId: assigned })
+  }
+
+  /**
+   * The credentials and the will of a CONNECT: false (the CONNECT refused) when the
+   * authenticator turns the client away, or when the will is one the client could not
+   * publish itself: it would otherwise be a way around publish permissions (a will on
+   * `$JS/API/...`, say).
+   */
+  private admit(connect: ConnectPacket, clientId: string): boolean {
     const auth = this.deps.authenticate?.(connect) ?? ConnackCode.Accepted
-    if (auth !== ConnackCode.Accepted) return this.refuse(auth)
+    if (auth !== ConnackCode.Accepted) {
+      this.refuse(auth)
+      return false
+    }
     this.clientIdValue = clientId
-    // A will the client could not publish itself is refused with the connection: it would
-    // otherwise be a way around publish permissions (a will on `$JS/API/...`, say).
     const will = connect.will
     if (will !== undefined) {
       const subject = topicToSubject(will.topic)
       if (subject.ok && !this.mayPublish(will.topic, subject.value)) {
         this.emit({ type: "denied", op: "will", topic: will.topic })
-        return this.refuse(ConnackCode.NotAuthorized)
+        this.refuse(ConnackCode.NotAuthorized, undefined, `not authorized to publish the will to ${JSON.stringify(will.topic)}`)
+        return false
       }
     }
-    this.clean = connect.clean
+    return true
+  }
+
+  /**
+   * An MQTT 5.0 CONNECT (the v5 decoder checked its form). Clean Start says whether a stored
+   * session is discarded; the Session Expiry Interval whether this one is kept after the
+   * connection. An empty Client Identifier is assigned one whatever Clean Start says
+   * [MQTT-3.1.3-6]; refusals are CONNACKs with v5 reason codes.
+   */
+  private onConnect5(connect: Connect): void {
+    this.versionValue = 5
+    this.connect5 = connect
+    this.problemInformation = connect.properties.requestProblemInformation ?? true
+    const limits = this.config.v5 ?? {}
+    const refusal = connectRefusal(connect, limits)
+    if (refusal !== undefined) return this.refuse(ConnackCode.ServerUnavailable, refusal.code, refusal.reason)
+    if (connect.will !== undefined) {
+      const t = validateTopicName(connect.will.topic)
+      if (!t.ok) return this.refuse(ConnackCode.ServerUnavailable, ReasonCode.TopicNameInvalid, `Will Topic: ${t.reason}`)
+    }
+    let clientId = connect.clientId
+    const assigned = clientId.length === 0
+    if (assigned) clientId = assignClientId(this.deps.randomBytes)
+    if (!this.admit(connect, clientId)) return
+    const will = connect.will
+    this.expiryInterval = sessionExpiry(connect.properties.sessionExpiryInterval, limits.maximumSessionExpiry).interval
+    this.clean = this.expiryInterval === 0
+    this.discardStored = connect.clean
+    this.storedValue = !this.clean
     this.keepaliveMs = connect.keepalive * 1000
-    this.will = connect.will
+    this.will = will
+    this.inboundAliases = new InboundTopicAliases(limits.topicAliasMaximum ?? 0)
     this.phase = "connecting"
-    this.emit({ type: "accept", clientId, cleanSession: connect.clean, assignedId: assigned })
+    this.emit({ type: "accept", clientId, cleanSession: connect.clean, persistent: !this.clean, assignedId: assigned })
   }
 
   private onSessionReady(stored: SessionSnapshot | undefined, owner: string | undefined, now: number): void {
     if (this.phase !== "connecting") return
     this.owner = owner ?? ""
     let present = false
-    if (!this.clean && stored !== undefined) {
+    if (!this.discardStored && stored !== undefined) {
       // The store key is a hash of the id: a different full id is a collision, never resumed.
       if (stored.clientId !== this.clientIdValue) return this.refuse(ConnackCode.IdentifierRejected)
       if (mayResume(stored, owner)) {
         this.restore(stored, now)
         present = true
+        this.storedValue = true
       } else {
         // Another user's session: never resumed (its subscriptions and messages are that
         // user's); it is discarded and this connection starts a fresh one [MQTT-3.2.2-3].
@@ -498,7 +644,12 @@ export class MqttSession {
     }
     this.phase = "connected"
     this.readyValue = true
-    this.send({ cmd: "connack", returnCode: ConnackCode.Accepted, sessionPresent: present })
+    if (this.connect5 !== undefined) {
+      const n = acceptConnect(this.connect5, this.config.v5 ?? {}, present, this.connect5.clientId === "" ? this.clientIdValue : undefined)
+      this.connect5 = undefined
+      this.keepaliveMs = n.keepAlive * 1000
+      this.send({ cmd: "connack", returnCode: ConnackCode.Accepted, sessionPresent: n.connack.sessionPresent, reasonCode: ReasonCode.Success, properties: n.connack.properties })
+    } else this.send({ cmd: "connack", returnCode: ConnackCode.Accepted, sessionPresent: present })
     for (const [filter, s] of this.subs) {
       this.emit({ type: "subscribe", filter, subjects: s.subjects, qos: s.qos, restored: true })
     }
@@ -556,22 +707,46 @@ export class MqttSession {
       case "puback":
         return this.onPuback(packet.messageId, now)
       case "pubrec":
-        return this.onPubrec(packet.messageId, now)
+        return this.onPubrec(packet.messageId, now, packet.reasonCode ?? 0)
       case "pubrel":
         return this.onPubrel(packet.messageId)
       case "pubcomp":
         return this.onPubcomp(packet.messageId, now)
       case "subscribe":
+        if (this.versionValue === 5 && packet.properties?.subscriptionIdentifiers !== undefined && this.config.v5?.subscriptionIdentifiersAvailable === false) {
+          // Announced as not available in CONNACK: a SUBSCRIBE with one is refused so (3.8.2.1.2).
+          return this.violation("Subscription Identifier in SUBSCRIBE", ReasonCode.SubscriptionIdentifiersNotSupported)
+        }
         return this.onSubscribe(packet.messageId, packet.subscriptions)
       case "unsubscribe":
         return this.onUnsubscribe(packet.messageId, packet.unsubscriptions)
       case "pingreq":
         return this.send({ cmd: "pingresp" })
       case "disconnect":
-        return this.close(CloseReason.ClientClosed, false)
+        return this.onDisconnect(packet.reasonCode, packet.properties)
+      case "auth":
+        // No authentication method was agreed at CONNECT (4.12).
+        return this.violation("AUTH without an authentication method")
       default:
         return this.violation(`client sent ${packet.cmd.toUpperCase()}`)
     }
+  }
+
+  /**
+   * The client's DISCONNECT. On MQTT 5.0 its reason code says whether the will goes out
+   * (0x04 Disconnect with Will Message) [MQTT-3.14.4-3], and it may change the Session
+   * Expiry Interval, but not from 0 [MQTT-3.14.2-2].
+   */
+  private onDisconnect(reasonCode: number | undefined, properties: Properties | undefined): void {
+    if (this.versionValue !== 5) return this.close(CloseReason.ClientClosed, false)
+    try {
+      this.expiryInterval = sessionExpiryOnDisconnect(this.expiryInterval, properties?.sessionExpiryInterval, this.config.v5?.maximumSessionExpiry)
+    } catch (e) {
+      if (e instanceof PacketError) return this.violation(e.reason, e.code)
+      throw e
+    }
+    this.clean = this.expiryInterval === 0
+    this.close(CloseReason.ClientClosed, willSurvives(reasonCode ?? 0))
   }
 
   private onPublish(p: PublishPacket): void {
@@ -579,13 +754,23 @@ export class MqttSession {
     if (p.qos > 0 && (p.messageId === undefined || p.messageId < 1 || p.messageId > 65535)) {
       return this.violation("PUBLISH without a packet id") // [MQTT-2.3.1-1]
     }
+    if (this.inboundAliases !== undefined) {
+      let topic: string
+      try {
+        topic = this.inboundAliases.resolve(p.topic, p.properties?.topicAlias)
+      } catch (e) {
+        if (e instanceof PacketError) return this.violation(e.reason, e.code)
+        throw e
+      }
+      if (topic !== p.topic) p = { ...p, topic }
+    }
     // Devices publish to a few topics over and over: the last translation is kept.
     if (p.topic !== this.lastPubTopic) {
       this.lastPubTopic = p.topic
       this.lastPubSubject = topicToSubject(p.topic)
     }
     const subject = this.lastPubSubject!
-    if (!subject.ok) return this.violation(`PUBLISH topic: ${subject.reason}`)
+    if (!subject.ok) return this.violation(`PUBLISH topic: ${subject.reason}`, ReasonCode.TopicNameInvalid)
     const qos = p.qos as QoS
     const id = p.messageId ?? 0
     // Not permitted: acknowledged as usual (3.1.1 has no negative ack) but not routed.
@@ -597,6 +782,14 @@ export class MqttSession {
     }
     if (!allowed) {
       this.emit({ type: "denied", op: "publish", topic: p.topic })
+      if (this.versionValue === 5) {
+        // MQTT 5.0 says so: PUBACK or PUBREC 0x87, which ends the exchange (no PUBREL follows a failed PUBREC).
+        if (qos > 0) {
+          ;(this.refusedAcks ??= new Map()).set(id, ReasonCode.NotAuthorized)
+          this.acknowledge(id, qos === 1 ? "puback" : "pubrec")
+        }
+        return
+      }
       if (qos === 1) this.acknowledge(id, "puback")
       if (qos === 2) this.confirmQos2(id)
       return
@@ -625,7 +818,16 @@ export class MqttSession {
   /** PUBACK / PUBREC, behind the acknowledgements of earlier PUBLISHes still waiting [MQTT-4.6.0-2, -3]. */
   private acknowledge(id: number, ack: InboundAck): void {
     this.acks.confirm(id, ack)
-    for (let e = this.acks.next(); e >= 0; e = this.acks.next()) this.send({ cmd: AckOrder.ack(e), messageId: AckOrder.packetId(e) })
+    for (let e = this.acks.next(); e >= 0; e = this.acks.next()) {
+      const messageId = AckOrder.packetId(e)
+      const refused = this.refusedAcks?.get(messageId)
+      if (refused === undefined) this.send({ cmd: AckOrder.ack(e), messageId })
+      else {
+        this.refusedAcks!.delete(messageId)
+        const properties: Properties = { reasonString: `not authorized to publish to this topic` }
+        this.send({ cmd: AckOrder.ack(e), messageId, reasonCode: refused, properties })
+      }
+    }
   }
 
   private recordKey(packetId: number): string {
@@ -651,6 +853,9 @@ export class MqttSession {
     if (this.inQos2.ids.get(id)?.confirmed === false) return this.violation("PUBREL before PUBREC")
     if (this.inQos2.ids.delete(id)) {
       this.emit({ type: "persist", stream: "$MQTT_qos2in", key: this.recordKey(id), record: undefined })
+    } else if (this.versionValue === 5) {
+      // Nothing to release: MQTT 5.0 says so in the PUBCOMP (3.7.2.1).
+      return this.send({ cmd: "pubcomp", messageId: id, reasonCode: ReasonCode.PacketIdentifierNotFound })
     }
     this.send({ cmd: "pubcomp", messageId: id })
   }
@@ -664,9 +869,17 @@ export class MqttSession {
     this.fillWindow(now)
   }
 
-  private onPubrec(id: number, now: number): void {
+  private onPubrec(id: number, now: number, reasonCode: number): void {
     const e = this.out.inflight.get(id)
     if (e === undefined || e.qos !== 2) return
+    if (reasonCode >= 0x80 && e.phase === "publish") {
+      // The client refused the message (MQTT 5.0): the exchange ends here, no PUBREL
+      // follows, and it is never sent again [MQTT-4.3.3-4].
+      this.out.inflight.delete(id)
+      if (e.payload !== undefined) this.deps.released?.(e.payload)
+      if (e.ref !== undefined) this.emit({ type: "ack", ref: e.ref })
+      return this.fillWindow(now)
+    }
     if (e.phase === "publish") {
       e.phase = "pubrel"
       // Received: from here on only the PUBREL is resent [MQTT-4.3.3], the payload is not read again.
@@ -687,48 +900,72 @@ export class MqttSession {
     this.fillWindow(now)
   }
 
-  private onSubscribe(messageId: number, list: ReadonlyArray<{ topic: string; qos: number }>): void {
+  private onSubscribe(messageId: number, list: ReadonlyArray<SubscriptionRequest>): void {
     if (messageId < 1 || messageId > 65535) return this.violation("SUBSCRIBE with packet id 0") // [MQTT-2.3.1-1]
     if (list.length === 0) return this.violation("SUBSCRIBE without topic filters") // [MQTT-3.8.3-3]
     if (list.some((s) => s.qos < 0 || s.qos > 2)) return this.violation("SUBSCRIBE QoS 3") // [MQTT-3.8.3-4]
+    const v5 = this.versionValue === 5
     const granted: number[] = []
+    /** MQTT 5.0: the reason code of each filter. */
+    const codes: number[] | undefined = v5 ? [] : undefined
+    const refused = (code: number): void => {
+      granted.push(SUBACK_FAILURE)
+      codes?.push(code)
+    }
     const added: string[] = []
-    for (const { topic: filter, qos } of list) {
+    const retainedFor: string[] = []
+    for (const req of list) {
+      const filter = req.topic
+      // Shared Subscriptions are announced as not available (CONNACK) until they are bridged.
+      if (v5 && filter.startsWith(SHARE_PREFIX)) {
+        refused(ReasonCode.SharedSubscriptionsNotSupported)
+        continue
+      }
       const subjects = subscriptionSubjects(filter)
       if (!subjects.ok) {
-        granted.push(SUBACK_FAILURE)
+        refused(ReasonCode.TopicFilterInvalid)
         continue
       }
       if (!(this.deps.canSubscribe?.(filter) ?? true)) {
         this.emit({ type: "denied", op: "subscribe", topic: filter })
-        granted.push(SUBACK_FAILURE)
+        refused(ReasonCode.NotAuthorized)
         continue
       }
-      const g = minQos(qos, MAX_QOS)
+      const g = minQos(req.qos, MAX_QOS)
+      const existed = this.subs.has(filter)
       // An identical filter replaces the existing subscription [MQTT-3.8.4-3].
       this.subs.set(filter, { filter, qos: g, subjects: subjects.value })
       this.subsVersion++
       granted.push(g)
+      codes?.push(g)
       added.push(filter)
+      // Retain Handling (MQTT 5.0): 0 always, 1 only for a new subscription, 2 never [MQTT-3.3.1-9, -10].
+      if (!v5 || sendsRetained({ rh: req.rh ?? 0, topic: filter }, existed)) retainedFor.push(filter)
       this.emit({ type: "subscribe", filter, subjects: subjects.value, qos: g, restored: false })
     }
-    this.send({ cmd: "suback", messageId, granted })
+    this.send(codes === undefined ? { cmd: "suback", messageId, granted } : { cmd: "suback", messageId, granted, reasonCodes: codes })
     for (const filter of added) this.persistSubscription(filter, this.subs.get(filter)!.qos)
     // Retained messages follow the SUBACK that grants their subscription, never precede it.
-    for (const filter of added) this.emit({ type: "wantRetained", filter })
+    for (const filter of retainedFor) this.emit({ type: "wantRetained", filter })
   }
 
   private onUnsubscribe(messageId: number, filters: ReadonlyArray<string>): void {
     if (messageId < 1 || messageId > 65535) return this.violation("UNSUBSCRIBE with packet id 0") // [MQTT-2.3.1-1]
     if (filters.length === 0) return this.violation("UNSUBSCRIBE without topic filters") // [MQTT-3.10.3-2]
+    const codes: number[] | undefined = this.versionValue === 5 ? [] : undefined
     for (const filter of filters) {
       const s = this.subs.get(filter)
-      if (s === undefined) continue
+      if (s === undefined) {
+        codes?.push(ReasonCode.NoSubscriptionExisted)
+        continue
+      }
+      codes?.push(ReasonCode.Success)
       if (this.subs.delete(filter)) this.subsVersion++
       this.emit({ type: "unsubscribe", filter, subjects: s.subjects })
       this.persistSubscription(filter, undefined)
     }
-    this.send({ cmd: "unsuback", messageId }) // even when nothing matched [MQTT-3.10.4-5]
+    // even when nothing matched [MQTT-3.10.4-5]; on 5.0 with a code per filter [MQTT-3.11.3-1]
+    this.send(codes === undefined ? { cmd: "unsuback", messageId } : { cmd: "unsuback", messageId, reasonCodes: codes })
   }
 
   /**
@@ -990,7 +1227,7 @@ export class MqttSession {
     }
     // Silence for 1.5 x keepalive closes the connection, will published [MQTT-3.1.2-24].
     if (this.keepaliveMs > 0 && now >= this.lastActivity + this.keepaliveMs * 1.5) {
-      return this.close(CloseReason.KeepaliveTimeout, true)
+      return this.close(CloseReason.KeepaliveTimeout, true, ReasonCode.KeepAliveTimeout)
     }
     if (this.phase !== "connected") return
     for (const e of this.out.due(now)) this.resend(e, now)

@@ -6,7 +6,7 @@
 // to the socket (pacing.ts), and where state is kept, the `MqttStore` port (store.ts): the
 // account's `$MQTT_*` streams with the stream subsystem on, memory without it.
 import type { Alarm } from "../alarm.js"
-import type { MqttOptions } from "../../config/options.js"
+import { DEFAULT_MQTT_PROTOCOL_VERSIONS, type MqttOptions, type MqttProtocolLevel } from "../../config/options.js"
 import {
   type ClientPacket,
   CloseReason,
@@ -20,17 +20,35 @@ import {
   type SessionSnapshot
 } from "../../core/mqtt/index.js"
 import { encodeInto, encodePublishRange } from "../../core/mqtt/codec.js"
+import { encodeIntoV5 } from "../../core/mqtt/codec5.js"
+import { encodePublishRange as encodePublishRangeV5 } from "../../core/mqtt/v5/encode.js"
+import { ReasonCode } from "../../core/mqtt/v5/reason.js"
+import { NO_PROPERTIES } from "../../core/mqtt/v5/types.js"
+import type { ServerLimits } from "../../core/mqtt/v5/connect.js"
 import type { Conn, ConnHandlers } from "../../services/transport.js"
 import { type Delivery, GLOBAL_ACCOUNT, type Subscription } from "../../engine/principal.js"
 import type { Server } from "../server.js"
 import { ClosedReason } from "../reasons.js"
 import { MqttCommitGate } from "./commit-gate.js"
 import { closedRecord, MqttConnection, type MqttDriver, mqttLogPrefix } from "./connection.js"
+import type { MalformedPacket } from "../../core/mqtt/codec.js"
 import { HELD_MAX, HeldPayloads } from "./held.js"
 import { BacklogPump, RetainedLookups } from "./pacing.js"
 import { MqttRegistry } from "./registry.js"
 import type { MqttAccountStore, MqttStoreService } from "./store.js"
 import { traceMqttIn, traceMqttOut, traceMqttOutQos0 } from "./trace.js"
+
+/**
+ * What the server announces to MQTT 5.0 clients in CONNACK: its Maximum Packet Size (the
+ * bound every connection is held to), and what it does not offer yet (Topic Aliases from
+ * the client, Subscription Identifiers, Shared Subscriptions).
+ */
+export const mqtt5Limits = (maxPacketBytes: number): ServerLimits => ({
+  maximumPacketSize: maxPacketBytes,
+  topicAliasMaximum: 0,
+  subscriptionIdentifiersAvailable: false,
+  sharedSubscriptionAvailable: false
+})
 
 export class MqttBridge implements MqttDriver {
   readonly connections = new Map<number, MqttConnection>()
@@ -47,6 +65,9 @@ export class MqttBridge implements MqttDriver {
   partialPackets = 0
   host: string
   port: number
+  /** `protocol_versions` of the mqtt listener (a reload may change it: new connections take it) and of the websocket one. */
+  mqttLevels: ReadonlyArray<MqttProtocolLevel>
+  websocketLevels: ReadonlyArray<MqttProtocolLevel> = DEFAULT_MQTT_PROTOCOL_VERSIONS
   /** Payloads of QoS 1/2 messages in the sessions' windows (see held.ts). */
   private readonly held = new HeldPayloads()
   private readonly registry: MqttRegistry
@@ -61,6 +82,7 @@ export class MqttBridge implements MqttDriver {
     readonly store: MqttStoreService
   ) {
     this.maxPacketBytes = server.options.maxPayload + MAX_TOPIC_BYTES + 8
+    this.mqttLevels = options.protocolVersions ?? DEFAULT_MQTT_PROTOCOL_VERSIONS
     const sessionConfig: SessionConfig = {
       ...defaultSessionConfig,
       ackWaitMs: options.ackWaitMs,
@@ -72,7 +94,8 @@ export class MqttBridge implements MqttDriver {
       // 500 MB); payloads up to HELD_MAX live in reused slabs and stay (see held.ts).
       keepSentPayloadMax: HELD_MAX,
       // A connection that never sends CONNECT is closed, as NATS clients are at auth_timeout.
-      connectTimeoutMs: options.authorization?.timeoutMs ?? server.options.authTimeoutMs
+      connectTimeoutMs: options.authorization?.timeoutMs ?? server.options.authTimeoutMs,
+      v5: mqtt5Limits(this.maxPacketBytes)
     }
     this.host = options.host
     this.port = options.port
@@ -122,10 +145,12 @@ export class MqttBridge implements MqttDriver {
     return this.registry.openStoredAccounts()
   }
 
-  accept(conn: Conn): ConnHandlers {
+  /** A new connection on the mqtt listener, or (`websocket`) on the websocket one. */
+  accept(conn: Conn, listener: "mqtt" | "websocket" = "mqtt"): ConnHandlers {
     const now = this.server.now()
     const account = this.server.account(GLOBAL_ACCOUNT)
-    const c = new MqttConnection(this.server, this.sessionConfig, this.server.allocateCid(), conn, account, now, this.held, this)
+    const levels = listener === "mqtt" ? this.mqttLevels : this.websocketLevels
+    const c = new MqttConnection(this.server, this.sessionConfig, this.server.allocateCid(), conn, account, now, this.held, this, levels)
     this.connections.set(c.cid, c)
     this.totalConnections++
     if (this.server.log.debugEnabled) this.server.log.debug(`${mqttLogPrefix(c)} - Client connection created`)
@@ -138,16 +163,17 @@ export class MqttBridge implements MqttDriver {
       if (packet.cmd === "publish") {
         // Every PUBLISH the client sent, routed or not (a QoS 2 resend is a duplicate).
         c.inMsgs++
-        // The hot path: a QoS 0 PUBLISH the session routes as it is, without a step.
-        if (packet.qos === 0 && !packet.retain) {
+        // The hot path: a QoS 0 PUBLISH the session routes as it is, without a step (on
+        // MQTT 5.0 only one without properties: a Topic Alias is the session's to resolve).
+        if (packet.qos === 0 && !packet.retain && (packet.properties === undefined || packet.properties === NO_PROPERTIES)) {
           const subject = c.session.publishQos0(packet.topic, c.readAt)
           if (subject !== undefined) return this.publish(c, subject, packet.payload, 0, undefined, c.readAt)
         }
       }
       this.input(c, { type: "packet", packet }, c.readAt)
     }
-    c.parser.onError = (e: Error) => {
-      if (!c.closed) this.input(c, { type: "protocolError", reason: e.message }, c.readAt)
+    c.parser.onError = (e: MalformedPacket) => {
+      if (!c.closed) this.input(c, { type: "protocolError", reason: e.message, code: e.code }, c.readAt)
     }
     return {
       onData: (chunk) => {
@@ -163,7 +189,8 @@ export class MqttBridge implements MqttDriver {
         // A packet announced (or buffered) past the limit is cut off before its bytes pile up.
         const announced = c.parser.announced
         if (!c.closed && (announced > this.maxPacketBytes || buffered > this.maxPacketBytes)) {
-          this.input(c, { type: "protocolError", reason: `packet of ${Math.max(announced, buffered)} bytes over the limit of ${this.maxPacketBytes}` }, now)
+          const reason = `packet of ${Math.max(announced, buffered)} bytes over the limit of ${this.maxPacketBytes}`
+          this.input(c, { type: "protocolError", reason, code: ReasonCode.PacketTooLarge }, now)
         }
       },
       onDrain: () => this.backlog.drained(c),
@@ -210,7 +237,7 @@ export class MqttBridge implements MqttDriver {
         this.gate.storeOf(c.account.name)?.deleteRetained(a.topic, a.subject)
         return
       case "accept":
-        return this.onAccept(c, a.clientId, a.cleanSession)
+        return this.onAccept(c, a.clientId, a.cleanSession, a.persistent)
       case "subscribe":
         return this.subscribe(c, a.filter, a.subjects, a.qos)
       case "wantRetained": {
@@ -285,7 +312,9 @@ export class MqttBridge implements MqttDriver {
       c.outMsgs++
       this.gate.sending(c, packet.qos, packet.dup)
     }
-    c.outBytes += encodeInto(c.out, packet, this.held)
+    c.outBytes += c.session.protocolVersion === 5
+      ? encodeIntoV5(c.out, packet, c.session.requestProblemInformation, undefined, this.held)
+      : encodeInto(c.out, packet, this.held)
     this.gate.markDirty(c)
   }
 
@@ -319,7 +348,7 @@ export class MqttBridge implements MqttDriver {
 
   // ---- a CONNECT accepted: the client id taken (over), the account's store open, the session resumed ----
 
-  private onAccept(c: MqttConnection, clientId: string, clean: boolean): void {
+  private onAccept(c: MqttConnection, clientId: string, clean: boolean, persistent: boolean): void {
     const claim = this.registry.claim(c, clientId, this.server.now())
     if (claim.kind === "flapping") {
       // Two clients fighting over one id would take it from each other forever: past the
@@ -334,14 +363,19 @@ export class MqttBridge implements MqttDriver {
     }
     this.registry.register(c, clientId)
     const ready = this.gate.storeOf(c.account.name)
-    if (ready !== undefined) return this.sessionReady(c, clean, ready)
+    if (ready !== undefined) return this.sessionReady(c, clean, persistent, ready)
     // First client of the account since start: its store is opened (streams created) first.
     this.registry.openAccount(c.account.name).then((store) => {
-      if (!c.closed && this.registry.holds(c)) this.sessionReady(c, clean, store)
+      if (!c.closed && this.registry.holds(c)) this.sessionReady(c, clean, persistent, store)
     })
   }
 
-  private sessionReady(c: MqttConnection, clean: boolean, store: MqttAccountStore): void {
+  /**
+   * `clean`: Clean Session / Clean Start, the stored session is discarded; `persistent`:
+   * this one outlives the connection (on 3.1.1 the one is the other's opposite; an MQTT 5.0
+   * client may resume a session it then lets end, or start afresh one that lasts).
+   */
+  private sessionReady(c: MqttConnection, clean: boolean, persistent: boolean, store: MqttAccountStore): void {
     const stored = this.registry.resume(c.account.name, c.session.clientId)
     const owner = c.user
     if (clean) {
@@ -358,7 +392,7 @@ export class MqttBridge implements MqttDriver {
     // (bounded by the in-flight window) may exceed max_pending without the client being slow;
     // cut for it, a client with a backlog would reconnect into the same cut forever.
     if (stored !== undefined) c.pendingAllowance += c.out.length
-    if (!c.closed) {
+    if (!c.closed && persistent) {
       c.recordDirty = "now"
       this.gate.hold(c, store)
     }
@@ -467,7 +501,11 @@ export class MqttBridge implements MqttDriver {
       if (c.closed) return
       if (this.tracing) traceMqttOutQos0(this.server.log, c, topic, end - from)
       c.outMsgs++
-      c.outBytes += encodePublishRange(c.out, topic, buf, from, end, 0, false, false, undefined)
+      if (c.session.protocolVersion === 5) {
+        const head = c.head5
+        head.topic = topic
+        c.outBytes += encodePublishRangeV5(c.out, head, buf, from, end)
+      } else c.outBytes += encodePublishRange(c.out, topic, buf, from, end, 0, false, false, undefined)
       this.gate.markDirty(c)
       return
     }
@@ -508,6 +546,11 @@ export class MqttBridge implements MqttDriver {
     c.out.clear()
     if (!this.registry.holds(c)) return
     let snap: SessionSnapshot | undefined
+    if (c.session.endsStored && c.session.isReady) {
+      // It was kept in the store (persistent once, or resumed), and ends now: removed there too.
+      this.gate.storeOf(c.account.name)?.deleteSession(c.session.snapshot(), c.session.clientId)
+      this.store.commit(() => {})
+    }
     if (!c.session.cleanSession && c.session.isReady) {
       snap = c.session.snapshot()
       const store = this.gate.storeOf(c.account.name)
@@ -552,6 +595,10 @@ export class MqttBridge implements MqttDriver {
   /** Close one connection as the server stops (lame duck mode, shutdown): no will, its session kept. */
   closeForShutdown(c: MqttConnection): void {
     if (c.closed) return
+    // MQTT 5.0 clients are told why [MQTT-4.13.1-1].
+    if (c.session.protocolVersion === 5 && c.session.isConnected) {
+      this.send(c, { cmd: "disconnect", reasonCode: ReasonCode.ServerShuttingDown, properties: { reasonString: "server shutting down" } })
+    }
     c.closed = true
     c.reasonOverride ??= ClosedReason.ServerShutdown
     if (c.awaiting === 0) this.writeLast(c)
