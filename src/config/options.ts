@@ -110,7 +110,17 @@ export interface MqttOptions {
    * default says.
    */
   readonly protocolVersions?: ReadonlyArray<MqttProtocolLevel> | undefined
+  /**
+   * MQTT 5.0 `receive_maximum`: QoS 1/2 PUBLISHes a client may have unacknowledged towards
+   * the server (announced in CONNACK; more is DISCONNECT 0x93). Undefined = 65,535, not announced.
+   */
+  readonly receiveMaximum?: number | undefined
+  /** MQTT 5.0 `topic_alias_maximum`: Topic Aliases a client may set (announced in CONNACK). Undefined = 10; 0: none. */
+  readonly topicAliasMaximum?: number | undefined
 }
+
+/** Topic Aliases an MQTT 5.0 client may set when `topic_alias_maximum` is not given (mosquitto's default too). */
+export const DEFAULT_TOPIC_ALIAS_MAXIMUM = 10
 
 /** MQTT protocol levels the server speaks: 4 (3.1.1) and 5 (5.0). */
 export type MqttProtocolLevel = 4 | 5

@@ -54,6 +54,8 @@ export interface MqttPatch {
   readonly authorization?: AuthorizationOptions
   readonly noAuthUser?: string
   readonly protocolVersions?: ReadonlyArray<MqttProtocolLevel>
+  readonly receiveMaximum?: number
+  readonly topicAliasMaximum?: number
 }
 
 export interface WebsocketPatch {

@@ -549,6 +549,16 @@ const ProtocolVersions: Schema.Schema<ReadonlyArray<MqttProtocolLevel>, unknown>
   })
 })
 
+const ReceiveMaximum = leaf("an integer from 1 to 65535", (u) => {
+  const n = intOf(u)
+  return n !== NO && n >= 1 && n <= 65535 ? n : NO
+})
+
+const TopicAliasMaximum = leaf("an integer from 0 to 65535", (u) => {
+  const n = intOf(u)
+  return n !== NO && n >= 0 && n <= 65535 ? n : NO
+})
+
 const mqttFields = {
   host: opt(Str),
   port: opt(Port),
@@ -561,7 +571,9 @@ const mqttFields = {
   tls: opt(Tls),
   authorization: opt(Authorization),
   no_auth_user: opt(Str),
-  protocol_versions: opt(ProtocolVersions)
+  protocol_versions: opt(ProtocolVersions),
+  receive_maximum: opt(ReceiveMaximum),
+  topic_alias_maximum: opt(TopicAliasMaximum)
 }
 
 const Mqtt: Schema.Schema<MqttPatch, unknown> = oneOf<MqttPatch>("enabled, disabled, true, false or a map", {
@@ -584,7 +596,9 @@ const Mqtt: Schema.Schema<MqttPatch, unknown> = oneOf<MqttPatch>("enabled, disab
       tls: s.tls,
       authorization: s.authorization,
       noAuthUser: s.no_auth_user,
-      protocolVersions: s.protocol_versions
+      protocolVersions: s.protocol_versions,
+      receiveMaximum: s.receive_maximum,
+      topicAliasMaximum: s.topic_alias_maximum
     })
   })
 })

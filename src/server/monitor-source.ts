@@ -114,6 +114,7 @@ export const makeMonitorSource = (server: Server, extras: MonitorSourceExtras): 
       maxQueuedBytes: mo.maxQueuedBytes,
       queueDropped: m.queueDrops,
       protocolVersions: m.mqttLevels,
+      packetTooLargeDropped: m.tooLargeDrops,
       tlsTimeoutMs: mo.tls?.timeoutMs,
       authTimeoutMs: mo.authorization?.timeoutMs,
       noAuthUser: mo.noAuthUser

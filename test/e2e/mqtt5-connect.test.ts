@@ -57,15 +57,15 @@ const raw = async (over: Record<string, unknown> = {}) => {
 }
 
 describe("MQTT 5.0 CONNECT and CONNACK", () => {
-  it("accepts an mqtt.js v5 client: CONNACK 0x00 with the server's Maximum Packet Size and what it does not offer", async () => {
+  it("accepts an mqtt.js v5 client: CONNACK 0x00 with the server's limits and what it does not offer", async () => {
     const { client, connack } = await connack5({ clientId: "v5-hello" })
     expect(connack.reasonCode).toBe(0)
     expect(connack.sessionPresent).toBe(false)
     expect(connack.properties?.maximumPacketSize).toBe(srv.serving.mqtt!.maxPacketBytes)
     expect(connack.properties?.subscriptionIdentifiersAvailable).toBe(false)
     expect(connack.properties?.sharedSubscriptionAvailable).toBe(false)
-    // defaults are not sent: no Topic Alias Maximum (0), Receive Maximum 65,535, Maximum QoS 2, retain available
-    expect(connack.properties?.topicAliasMaximum).toBeUndefined()
+    expect(connack.properties?.topicAliasMaximum).toBe(10) // topic_alias_maximum's default
+    // defaults are not sent: Receive Maximum 65,535, Maximum QoS 2, retain available
     expect(connack.properties?.receiveMaximum).toBeUndefined()
     expect(connack.properties?.maximumQoS).toBeUndefined()
     await client.endAsync()
@@ -290,7 +290,8 @@ describe("MQTT 5.0 DISCONNECT from the server", () => {
       // a PUBLISH whose Property Length runs past its end
       ["malformed", (r) => r.sendBytes(Buffer.from([0x30, 0x05, 0x00, 0x01, 0x61, 0x09, 0x01])), 0x81],
       ["auth", (r) => r.send({ cmd: "auth", reasonCode: 0x18, properties: { authenticationMethod: "x" } }), 0x82],
-      ["alias", (r) => r.send({ cmd: "publish", topic: "a/b", payload: Buffer.from("x"), qos: 0, retain: false, dup: false, properties: { topicAlias: 1 } }), 0x94],
+      ["alias", (r) => r.send({ cmd: "publish", topic: "a/b", payload: Buffer.from("x"), qos: 0, retain: false, dup: false, properties: { topicAlias: 11 } }), 0x94],
+      ["unset alias", (r) => r.send({ cmd: "publish", topic: "", payload: Buffer.from("x"), qos: 0, retain: false, dup: false, properties: { topicAlias: 3 } }), 0x82],
       ["wildcard", (r) => r.send({ cmd: "publish", topic: "a/+", payload: Buffer.from("x"), qos: 0, retain: false, dup: false }), 0x90]
     ]
     for (const [name, misbehave, code] of cases) {
@@ -397,5 +398,87 @@ describe("MQTT 5.0 on shutdown", () => {
     const d = await r.next("disconnect") as { reasonCode: number }
     expect(d.reasonCode).toBe(0x8b)
     await closing
+  })
+})
+
+describe("MQTT 5.0 flow control (slice 2)", () => {
+  it("Topic Aliases both ways: mqtt.js publishing with aliases, and the server aliasing what it sends", async () => {
+    const sub = await v5("alias-sub", { properties: { topicAliasMaximum: 5 } })
+    await sub.client.subscribeAsync("alias/#", { qos: 1 })
+    // mqtt.js sets aliases itself (up to the server's Topic Alias Maximum) and then sends the topic empty
+    const pub = await v5("alias-pub", { autoUseTopicAlias: true })
+    for (let i = 0; i < 3; i++) await pub.client.publishAsync("alias/long/topic/name", `m${i}`, { qos: i === 1 ? 1 : 0 })
+    const got = await sub.waitFor((m) => m.topic === "alias/long/topic/name", 3)
+    expect(got.map((m) => m.payload)).toEqual(["m0", "m1", "m2"])
+    // what went over the wire to a client taking aliases: the name once, then the alias alone
+    const { r } = await raw({ clientId: "alias-raw", properties: { topicAliasMaximum: 2 } })
+    r.send({ cmd: "subscribe", messageId: 1, subscriptions: [{ topic: "alias/#", qos: 1 }] })
+    await r.next("suback")
+    await pub.client.publishAsync("alias/long/topic/name", "a", { qos: 0 })
+    await pub.client.publishAsync("alias/long/topic/name", "b", { qos: 1 })
+    const first = await r.next("publish") as { topic: string; properties?: { topicAlias?: number } }
+    const second = await r.next("publish") as { topic: string; messageId: number; properties?: { topicAlias?: number } }
+    expect([first.topic, first.properties?.topicAlias]).toEqual(["alias/long/topic/name", 1])
+    expect([second.topic, second.properties?.topicAlias]).toEqual(["", 1])
+    r.send({ cmd: "puback", messageId: second.messageId })
+    r.end()
+    await sub.client.endAsync()
+    await pub.client.endAsync()
+  })
+
+  it("the client's Maximum Packet Size: a delivery over it is dropped and counted in /varz, never sent [MQTT-3.1.2-24]", async () => {
+    const before = (await getJson<{ mqtt: { packet_too_large_dropped?: number } }>(srv.base, "/varz")).json.mqtt.packet_too_large_dropped ?? 0
+    const small = await v5("small-max", { properties: { maximumPacketSize: 128 } })
+    await small.client.subscribeAsync("small/#", { qos: 1 })
+    const pub = await v5("small-pub")
+    await pub.client.publishAsync("small/big", "x".repeat(500), { qos: 0 })
+    await pub.client.publishAsync("small/big", "y".repeat(500), { qos: 1 })
+    await pub.client.publishAsync("small/ok", "fits", { qos: 1 })
+    await small.waitFor((m) => m.topic === "small/ok")
+    expect(small.received.map((m) => m.topic)).toEqual(["small/ok"])
+    const after = (await getJson<{ mqtt: { packet_too_large_dropped?: number } }>(srv.base, "/varz")).json.mqtt.packet_too_large_dropped
+    expect(after).toBe(before + 2)
+    expect(srv.serving.mqtt!.connectedClient("small-max")!.session.inflightCount).toBe(0)
+    await small.client.endAsync()
+    await pub.client.endAsync()
+  })
+
+  it("the client's Receive Maximum: never more QoS 1 deliveries unacknowledged than it allows [MQTT-4.9.0-2]", async () => {
+    const { r } = await raw({ clientId: "rm-client", properties: { receiveMaximum: 1 } })
+    r.send({ cmd: "subscribe", messageId: 1, subscriptions: [{ topic: "rm/t", qos: 1 }] })
+    await r.next("suback")
+    const pub = await v5("rm-pub")
+    for (const m of ["one", "two", "three"]) await pub.client.publishAsync("rm/t", m, { qos: 1 })
+    const first = await r.next("publish") as { messageId: number; payload: Buffer }
+    await eventually(() => srv.serving.mqtt!.connectedClient("rm-client")!.session.inflightCount === 1, "one in flight")
+    expect(r.received.filter((p) => p.cmd === "publish")).toEqual([])
+    r.send({ cmd: "puback", messageId: first.messageId })
+    const second = await r.next("publish") as { messageId: number; payload: Buffer }
+    expect([first.payload.toString(), second.payload.toString()]).toEqual(["one", "two"])
+    r.end()
+    await pub.client.endAsync()
+  })
+
+  it("the server's Receive Maximum (receive_maximum): announced, and one PUBLISH more is DISCONNECT 0x93 [MQTT-3.3.4-7]", async () => {
+    const own = await startMqttServer({ mqtt: mqttOptions({ protocolVersions: [4, 5], receiveMaximum: 2 }) })
+    try {
+      const r = await RawMqtt5.open(own.mqttPort)
+      const connack = await r.connect({ clientId: "rm-over" })
+      expect(connack.properties?.receiveMaximum).toBe(2)
+      // QoS 2 exchanges stay open until PUBCOMP: without PUBREL the third is one too many
+      for (const id of [1, 2, 3]) r.send({ cmd: "publish", topic: "rm/x", payload: Buffer.from("p"), qos: 2, messageId: id, retain: false, dup: false })
+      const d = await r.next("disconnect") as { reasonCode: number }
+      expect(d.reasonCode).toBe(0x93)
+      await r.waitClosed()
+      // mqtt.js 5.16 does not hold back for the server's Receive Maximum: it is told why it is cut off
+      const c = await connectMqtt(own.mqttUrl, { clientId: "rm-eager", protocolVersion: 5 })
+      const told = new Promise<mqtt.IDisconnectPacket>((resolve) => c.client.once("disconnect", resolve))
+      for (const i of [1, 2, 3]) c.client.publish("rm/y", `p${i}`, { qos: 2 }, () => {})
+      expect((await told).reasonCode).toBe(0x93)
+      await waitClosed(c.client)
+      c.client.end(true)
+    } finally {
+      await own.close()
+    }
   })
 })

@@ -626,6 +626,14 @@ describe("mqtt", () => {
     expect(options("mqtt { protocol_versions: [4, 5] }\nwebsocket { port: 8080, no_tls: true }").websocket?.protocolVersions).toBeUndefined()
   })
 
+  it("reads receive_maximum (1 to 65535) and topic_alias_maximum (0 to 65535) for MQTT 5.0 clients", () => {
+    const m = options("mqtt { receive_maximum: 100, topic_alias_maximum: 0 }").mqtt
+    expect([m?.receiveMaximum, m?.topicAliasMaximum]).toEqual([100, 0])
+    expect(options("mqtt {}").mqtt?.topicAliasMaximum).toBeUndefined()
+    expect(failure("mqtt { receive_maximum: 0 }").detail).toBe("mqtt.receive_maximum: expected an integer from 1 to 65535, got 0")
+    expect(failure("mqtt { topic_alias_maximum: 70000 }").detail).toBe("mqtt.topic_alias_maximum: expected an integer from 0 to 65535, got 70000")
+  })
+
   it("refuses bad protocol_versions with the place of the value", () => {
     const three = failure("mqtt {\n  protocol_versions: [4, 3]\n}")
     expect(three.detail).toBe("mqtt.protocol_versions[1]: expected 4 (MQTT 3.1.1) or 5 (MQTT 5.0), got 3")

@@ -324,3 +324,69 @@ describe("MQTT 5.0 acknowledgements in the session", () => {
     expect(sent(s.step(pkt(unsub), 0))).toEqual([{ cmd: "unsuback", messageId: 2, reasonCodes: [0x11, 0x00] }])
   })
 })
+
+describe("MQTT 5.0 flow control in the session (slice 2)", () => {
+  const subscribeTo = (s: MqttSession, topic: string, qos: number) => {
+    const [sub] = v5Packets({ cmd: "subscribe", messageId: 1, subscriptions: [{ topic, qos }] })
+    s.step(pkt(sub), 0)
+  }
+  const publishes = (actions: ReadonlyArray<SessionAction>) => sent(actions).filter((p) => p.cmd === "publish")
+
+  it("the client's Receive Maximum bounds the deliveries in flight [MQTT-4.9.0-2]; a PUBACK makes room", () => {
+    const { s } = ready5({ properties: { receiveMaximum: 2 } })
+    subscribeTo(s, "t", 1)
+    const out = [1, 2, 3].flatMap((i) => publishes(s.step({ type: "deliver", subject: "t", payload: Buffer.from(`m${i}`), qos: 1 }, 0)))
+    expect(out.map((p) => p.cmd === "publish" && Buffer.from(p.payload).toString())).toEqual(["m1", "m2"])
+    const [ack] = v5Packets({ cmd: "puback", messageId: (out[0] as { messageId: number }).messageId })
+    expect(publishes(s.step(pkt(ack), 0)).map((p) => p.cmd === "publish" && Buffer.from(p.payload).toString())).toEqual(["m3"])
+  })
+
+  it("the server's Receive Maximum: one QoS 1/2 PUBLISH more than it is DISCONNECT 0x93 [MQTT-3.3.4-7]; an acknowledged one frees its place", () => {
+    const s = new MqttSession(0, { randomBytes: seededBytes(3) }, { ...config, v5: { ...v5Limits, receiveMaximum: 1 } })
+    s.step(pkt(parse(new MqttParser({ v5: true }), connect5()).packets[0]), 0)
+    expect(sent(s.step({ type: "sessionReady" }, 0))[0]).toMatchObject({ properties: { receiveMaximum: 1 } })
+    const [p1, p2, p3] = v5Packets(
+      { cmd: "publish", topic: "a", payload: Buffer.from("1"), qos: 1, messageId: 1, retain: false, dup: false },
+      { cmd: "publish", topic: "a", payload: Buffer.from("2"), qos: 1, messageId: 2, retain: false, dup: false },
+      { cmd: "publish", topic: "a", payload: Buffer.from("3"), qos: 1, messageId: 3, retain: false, dup: false }
+    )
+    s.step(pkt(p1), 0)
+    expect(sent(s.step({ type: "published", packetId: 1 }, 0))).toMatchObject([{ cmd: "puback", messageId: 1 }])
+    expect(sent(s.step(pkt(p2), 0))).toEqual([]) // the first was acknowledged: room for this one
+    expect(sent(s.step(pkt(p3), 0))).toMatchObject([{ cmd: "disconnect", reasonCode: 0x93 }])
+  })
+
+  it("the client's Maximum Packet Size: a delivery over it is dropped as if sent, takes no packet id, and is counted [MQTT-3.1.2-25]", () => {
+    const { s } = ready5({ properties: { maximumPacketSize: 40 } })
+    subscribeTo(s, "t", 1)
+    const big = s.step({ type: "deliver", subject: "t", payload: Buffer.alloc(100), qos: 1, ref: 7 }, 0)
+    expect(publishes(big)).toEqual([])
+    expect(ofType(big, "drop")).toEqual([{ type: "drop", reason: "packet_too_large" }])
+    expect(s.storedTaken).toBe(0) // the store keeps no hold for this session
+    expect(s.inflightCount).toBe(0)
+    const small = s.step({ type: "deliver", subject: "t", payload: Buffer.from("ok"), qos: 1 }, 0)
+    expect(publishes(small)).toMatchObject([{ messageId: 1 }])
+  })
+
+  it("resends only on a new connection, never after ack_wait [MQTT-4.4.0-1]", () => {
+    const { s } = ready5({ keepalive: 0 })
+    subscribeTo(s, "t", 1)
+    s.step({ type: "deliver", subject: "t", payload: Buffer.from("x"), qos: 1 }, 0)
+    expect(s.nextDeadline()).toBeUndefined()
+    expect(publishes(s.step({ type: "tick" }, 10 * defaultSessionConfig.ackWaitMs))).toEqual([])
+  })
+
+  it("Topic Aliases from the client up to the server's maximum: set, used by an empty topic, 0x94 above", () => {
+    const s = new MqttSession(0, { randomBytes: seededBytes(3) }, { ...config, v5: { ...v5Limits, topicAliasMaximum: 2 } })
+    s.step(pkt(parse(new MqttParser({ v5: true }), connect5()).packets[0]), 0)
+    s.step({ type: "sessionReady" }, 0)
+    const [set, use, over] = v5Packets(
+      { cmd: "publish", topic: "x/y", payload: Buffer.from("1"), qos: 0, retain: false, dup: false, properties: { topicAlias: 2 } },
+      { cmd: "publish", topic: "", payload: Buffer.from("2"), qos: 0, retain: false, dup: false, properties: { topicAlias: 2 } },
+      { cmd: "publish", topic: "z", payload: Buffer.from("3"), qos: 0, retain: false, dup: false, properties: { topicAlias: 3 } }
+    )
+    expect(ofType(s.step(pkt(set), 0), "publish").map((p) => p.subject)).toEqual(["x.y"])
+    expect(ofType(s.step(pkt(use), 0), "publish").map((p) => p.subject)).toEqual(["x.y"])
+    expect(sent(s.step(pkt(over), 0))).toMatchObject([{ cmd: "disconnect", reasonCode: 0x94 }])
+  })
+})

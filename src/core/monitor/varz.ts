@@ -32,7 +32,8 @@ const mqttBlock = (s: ServerSnapshot): Varz["mqtt"] => {
     max_ack_pending: m.maxAckPending,
     ...(m.maxQueuedMessages === undefined ? {} : { max_queued_messages: m.maxQueuedMessages, max_queued_bytes: m.maxQueuedBytes ?? 0 }),
     ...(m.queueDropped === undefined ? {} : { queue_dropped: m.queueDropped }),
-    ...(m.protocolVersions === undefined ? {} : { protocol_versions: [...m.protocolVersions] })
+    ...(m.protocolVersions === undefined ? {} : { protocol_versions: [...m.protocolVersions] }),
+    ...(m.packetTooLargeDropped === undefined ? {} : { packet_too_large_dropped: m.packetTooLargeDropped })
   }
 }
 

@@ -18,6 +18,8 @@ import { acceptConnect, connectRefusal, type ServerLimits } from "./v5/connect.j
 import { InboundTopicAliases } from "./v5/alias.js"
 import { sessionExpiry, sessionExpiryOnDisconnect, willSurvives } from "./v5/expiry.js"
 import { PacketError } from "./v5/reader.js"
+import { publishSize, type PublishHead } from "./v5/encode.js"
+import { DEFAULT_RECEIVE_MAXIMUM, InboundQuota } from "./v5/flow.js"
 import { ReasonCode } from "./v5/reason.js"
 import { sendsRetained } from "./v5/subscription.js"
 import type { Connect, Properties } from "./v5/types.js"
@@ -179,6 +181,14 @@ export class MqttSession {
   private expiryInterval = 0
   /** MQTT 5.0: the client's Topic Aliases (none accepted while the server announces no Topic Alias Maximum). */
   private inboundAliases: InboundTopicAliases | undefined
+  /** MQTT 5.0: the QoS 1/2 PUBLISHes the client has in flight, within the server's Receive Maximum. */
+  private inboundQuota: InboundQuota | undefined
+  /** MQTT 5.0: the client's limits on what the server sends (from its CONNECT). */
+  private clientReceiveMaximum = DEFAULT_RECEIVE_MAXIMUM
+  private clientMaxPacket = Number.POSITIVE_INFINITY
+  private clientAliasMax = 0
+  /** For `tooLarge`: one record reused. */
+  private sizeHead: { -readonly [K in keyof PublishHead]: PublishHead[K] } | undefined
   /** MQTT 5.0: the reason codes of refused PUBLISHes whose PUBACK/PUBREC waits its turn, by packet id. */
   private refusedAcks: Map<number, number> | undefined
   /** Clean Start (3.1.1: Clean Session): a stored session is discarded, not resumed. */
@@ -321,6 +331,16 @@ export class MqttSession {
     return this.problemInformation
   }
 
+  /** MQTT 5.0: the largest packet the client accepts (Infinity: the protocol's limit). */
+  get clientMaximumPacketSize(): number {
+    return this.clientMaxPacket
+  }
+
+  /** MQTT 5.0: Topic Aliases the client accepts from the server (0: none). */
+  get clientTopicAliasMaximum(): number {
+    return this.clientAliasMax
+  }
+
   /** MQTT 5.0: the Session Expiry Interval in force, seconds. */
   get sessionExpiryInterval(): number {
     return this.expiryInterval
@@ -373,7 +393,7 @@ export class MqttSession {
         return this.config.connectTimeoutMs === undefined ? undefined : this.openedAt + this.config.connectTimeoutMs
       default: {
         const ka = this.keepaliveMs > 0 ? this.lastActivity + this.keepaliveMs * 1.5 : undefined
-        const redeliver = this.phase === "connected" ? this.out.nextDeadline() : undefined
+        const redeliver = this.phase === "connected" && this.versionValue !== 5 ? this.out.nextDeadline() : undefined
         if (ka === undefined) return redeliver
         return redeliver === undefined ? ka : Math.min(ka, redeliver)
       }
@@ -648,6 +668,12 @@ export class MqttSession {
       const n = acceptConnect(this.connect5, this.config.v5 ?? {}, present, this.connect5.clientId === "" ? this.clientIdValue : undefined)
       this.connect5 = undefined
       this.keepaliveMs = n.keepAlive * 1000
+      this.clientReceiveMaximum = n.clientReceiveMaximum
+      this.clientMaxPacket = n.clientMaximumPacketSize
+      this.clientAliasMax = n.clientTopicAliasMaximum
+      // Never more QoS 1/2 deliveries unacknowledged than the client allows [MQTT-4.9.0-2].
+      this.out.maxAckPending = Math.min(this.config.maxAckPending, n.clientReceiveMaximum)
+      this.inboundQuota = new InboundQuota(this.config.v5?.receiveMaximum ?? DEFAULT_RECEIVE_MAXIMUM)
       this.send({ cmd: "connack", returnCode: ConnackCode.Accepted, sessionPresent: n.connack.sessionPresent, reasonCode: ReasonCode.Success, properties: n.connack.properties })
     } else this.send({ cmd: "connack", returnCode: ConnackCode.Accepted, sessionPresent: present })
     for (const [filter, s] of this.subs) {
@@ -773,6 +799,14 @@ export class MqttSession {
     if (!subject.ok) return this.violation(`PUBLISH topic: ${subject.reason}`, ReasonCode.TopicNameInvalid)
     const qos = p.qos as QoS
     const id = p.messageId ?? 0
+    if (qos > 0 && this.inboundQuota !== undefined) {
+      try {
+        this.inboundQuota.received(id)
+      } catch (e) {
+        if (e instanceof PacketError) return this.violation(e.reason, e.code)
+        throw e
+      }
+    }
     // Not permitted: acknowledged as usual (3.1.1 has no negative ack) but not routed.
     const allowed = this.deps.canPublish?.(p.topic, subject.value) ?? true
     if (qos === 2 && this.inQos2.has(id)) {
@@ -821,6 +855,8 @@ export class MqttSession {
     for (let e = this.acks.next(); e >= 0; e = this.acks.next()) {
       const messageId = AckOrder.packetId(e)
       const refused = this.refusedAcks?.get(messageId)
+      // A PUBACK, or a PUBREC with a failure code, ends the exchange for flow control.
+      if (this.inboundQuota !== undefined && (AckOrder.ack(e) === "puback" || refused !== undefined)) this.inboundQuota.completed(messageId)
       if (refused === undefined) this.send({ cmd: AckOrder.ack(e), messageId })
       else {
         this.refusedAcks!.delete(messageId)
@@ -851,6 +887,7 @@ export class MqttSession {
   private onPubrel(id: number): void {
     // A PUBREL answers a PUBREC: before it, the client is ahead of the flow [MQTT-4.3.3].
     if (this.inQos2.ids.get(id)?.confirmed === false) return this.violation("PUBREL before PUBREC")
+    this.inboundQuota?.completed(id)
     if (this.inQos2.ids.delete(id)) {
       this.emit({ type: "persist", stream: "$MQTT_qos2in", key: this.recordKey(id), record: undefined })
     } else if (this.versionValue === 5) {
@@ -1078,6 +1115,23 @@ export class MqttSession {
     return subject.ok && canReceive(subject.value)
   }
 
+  /**
+   * MQTT 5.0: a PUBLISH the client's Maximum Packet Size does not admit, with its topic by
+   * name (an alias the shell may choose only makes it shorter, or is left out). It is
+   * discarded as if sent [MQTT-3.1.2-25] and counted (`drop`, `packet_too_large`).
+   */
+  private tooLarge(topic: string, payloadLength: number, qos: QoS, retain: boolean): boolean {
+    if (this.clientMaxPacket === Number.POSITIVE_INFINITY) return false
+    const h = (this.sizeHead ??= {
+      topic: "", qos: 0, retain: false, dup: false, messageId: 1, topicAlias: 0,
+      messageExpiryInterval: -1, subscriptionIdentifiers: undefined, messageProperties: undefined
+    })
+    h.topic = topic
+    h.qos = qos
+    h.retain = retain
+    return publishSize(h, payloadLength) > this.clientMaxPacket
+  }
+
   private deliverOut(
     topic: string,
     payload: Uint8Array,
@@ -1086,6 +1140,11 @@ export class MqttSession {
     ref: string | number | undefined,
     now: number
   ): void {
+    if (this.tooLarge(topic, payload.length, qos, retain)) {
+      // Not taken: a stored message stays the store's (no hold, nothing to release).
+      this.emit({ type: "drop", reason: "packet_too_large" })
+      return
+    }
     if (qos === 0) {
       this.send({ cmd: "publish", topic, payload, qos: 0, retain, dup: false })
       return
@@ -1110,6 +1169,12 @@ export class MqttSession {
 
   /** Sends `q` if the window has room and a packet id is free. */
   private trySend(q: Queued, now: number): boolean {
+    if (this.tooLarge(q.topic, q.size, q.qos, q.retain)) {
+      // Taken for delivery (queued): let go, and the store's hold with it; no packet id spent.
+      if (q.payload !== undefined) this.deps.released?.(q.payload)
+      this.emit({ type: "drop", reason: "packet_too_large", ref: q.ref })
+      return true
+    }
     if (!this.out.hasRoom()) return false
     const packetId = this.out.nextPacketId()
     if (packetId === undefined) return false
@@ -1230,6 +1295,8 @@ export class MqttSession {
       return this.close(CloseReason.KeepaliveTimeout, true, ReasonCode.KeepAliveTimeout)
     }
     if (this.phase !== "connected") return
+    // MQTT 5.0 resends only on a new connection [MQTT-4.4.0-1]; 3.1.1 after ack_wait too.
+    if (this.versionValue === 5) return
     for (const e of this.out.due(now)) this.resend(e, now)
   }
 
@@ -1238,7 +1305,7 @@ export class MqttSession {
   /** New ack_wait / max_ack_pending (a reload): from the next delivery and redelivery deadline on. */
   setLimits(config: SessionConfig): void {
     this.config = config
-    this.out.maxAckPending = config.maxAckPending
+    this.out.maxAckPending = Math.min(config.maxAckPending, this.clientReceiveMaximum)
     this.out.maxQueued = config.maxQueued
     this.out.maxQueuedBytes = config.maxQueuedBytes ?? 0
   }

@@ -281,9 +281,14 @@ export type SessionAction =
   /**
    * A message will not be sent: the oldest waiting one gave way to a newer one at the queue's
    * bounds (`queue_full`), the client may no longer receive it (`not_permitted`: a stored
-   * message of a resumed session), or it is no longer stored (`gone`).
+   * message of a resumed session), or it is no longer stored (`gone`), or (MQTT 5.0) it is
+   * larger than the client's Maximum Packet Size (`packet_too_large`).
    */
-  | { readonly type: "drop"; readonly reason: "queue_full" | "not_permitted" | "gone"; readonly ref?: string | number | undefined }
+  | {
+    readonly type: "drop"
+    readonly reason: "queue_full" | "not_permitted" | "gone" | "packet_too_large"
+    readonly ref?: string | number | undefined
+  }
   /**
    * Read these stored messages (refs of `$MQTT_msgs`) back for sending: the shell answers
    * with `fetched`, as fast as the client's socket drains.

@@ -6,7 +6,7 @@
 // to the socket (pacing.ts), and where state is kept, the `MqttStore` port (store.ts): the
 // account's `$MQTT_*` streams with the stream subsystem on, memory without it.
 import type { Alarm } from "../alarm.js"
-import { DEFAULT_MQTT_PROTOCOL_VERSIONS, type MqttOptions, type MqttProtocolLevel } from "../../config/options.js"
+import { DEFAULT_MQTT_PROTOCOL_VERSIONS, DEFAULT_TOPIC_ALIAS_MAXIMUM, type MqttOptions, type MqttProtocolLevel } from "../../config/options.js"
 import {
   type ClientPacket,
   CloseReason,
@@ -21,7 +21,8 @@ import {
 } from "../../core/mqtt/index.js"
 import { encodeInto, encodePublishRange } from "../../core/mqtt/codec.js"
 import { encodeIntoV5 } from "../../core/mqtt/codec5.js"
-import { encodePublishRange as encodePublishRangeV5 } from "../../core/mqtt/v5/encode.js"
+import { encodePublishRange as encodePublishRangeV5, publishSize } from "../../core/mqtt/v5/encode.js"
+import { OutboundTopicAliases } from "../../core/mqtt/v5/alias.js"
 import { ReasonCode } from "../../core/mqtt/v5/reason.js"
 import { NO_PROPERTIES } from "../../core/mqtt/v5/types.js"
 import type { ServerLimits } from "../../core/mqtt/v5/connect.js"
@@ -40,12 +41,14 @@ import { traceMqttIn, traceMqttOut, traceMqttOutQos0 } from "./trace.js"
 
 /**
  * What the server announces to MQTT 5.0 clients in CONNACK: its Maximum Packet Size (the
- * bound every connection is held to), and what it does not offer yet (Topic Aliases from
- * the client, Subscription Identifiers, Shared Subscriptions).
+ * bound every connection is held to), Receive Maximum and Topic Alias Maximum
+ * (`receive_maximum`, `topic_alias_maximum`), and what it does not offer yet
+ * (Subscription Identifiers, Shared Subscriptions).
  */
-export const mqtt5Limits = (maxPacketBytes: number): ServerLimits => ({
+export const mqtt5Limits = (options: MqttOptions, maxPacketBytes: number): ServerLimits => ({
   maximumPacketSize: maxPacketBytes,
-  topicAliasMaximum: 0,
+  receiveMaximum: options.receiveMaximum,
+  topicAliasMaximum: options.topicAliasMaximum ?? DEFAULT_TOPIC_ALIAS_MAXIMUM,
   subscriptionIdentifiersAvailable: false,
   sharedSubscriptionAvailable: false
 })
@@ -60,6 +63,8 @@ export class MqttBridge implements MqttDriver {
   tracing: boolean
   /** The largest packet accepted: max_payload plus room for a full-length topic and the header fields. */
   maxPacketBytes: number
+  /** MQTT 5.0 deliveries dropped for being larger than the client's Maximum Packet Size (/varz mqtt.packet_too_large_dropped). */
+  tooLargeDrops = 0
   /** Memory held by partial packets of every connection (see MqttParser.held), and how many hold one. */
   partialBytes = 0
   partialPackets = 0
@@ -95,7 +100,7 @@ export class MqttBridge implements MqttDriver {
       keepSentPayloadMax: HELD_MAX,
       // A connection that never sends CONNECT is closed, as NATS clients are at auth_timeout.
       connectTimeoutMs: options.authorization?.timeoutMs ?? server.options.authTimeoutMs,
-      v5: mqtt5Limits(this.maxPacketBytes)
+      v5: mqtt5Limits(options, this.maxPacketBytes)
     }
     this.host = options.host
     this.port = options.port
@@ -261,6 +266,7 @@ export class MqttBridge implements MqttDriver {
       case "ack":
       case "drop": {
         if (a.type === "drop" && a.reason === "queue_full") this.registry.queueDropped(c.session.clientId, c.account.name)
+        if (a.type === "drop" && a.reason === "packet_too_large") this.tooLargeDrops++
         const store = this.gate.persisted(c)
         if (store !== undefined && typeof a.ref === "number") {
           store.unref(a.ref)
@@ -312,10 +318,55 @@ export class MqttBridge implements MqttDriver {
       c.outMsgs++
       this.gate.sending(c, packet.qos, packet.dup)
     }
-    c.outBytes += c.session.protocolVersion === 5
-      ? encodeIntoV5(c.out, packet, c.session.requestProblemInformation, undefined, this.held)
-      : encodeInto(c.out, packet, this.held)
+    if (c.session.protocolVersion !== 5) c.outBytes += encodeInto(c.out, packet, this.held)
+    else if (packet.cmd === "publish") {
+      const p = packet.payload
+      const buf = Buffer.isBuffer(p) ? p : Buffer.from(p.buffer, p.byteOffset, p.byteLength)
+      c.outBytes += this.writePublish5(c, packet.topic, packet.qos, packet.retain, packet.dup, packet.messageId, buf, 0, buf.length, this.held)
+    } else c.outBytes += encodeIntoV5(c.out, packet, c.session.requestProblemInformation, c.session.clientMaximumPacketSize, this.held)
     this.gate.markDirty(c)
+  }
+
+  /**
+   * An MQTT 5.0 PUBLISH of src[start, end) into c's output: the topic by a Topic Alias
+   * when the client takes them and it pays (`OutboundTopicAliases`), else by name (also
+   * when the aliased form would not fit the client's Maximum Packet Size, which the
+   * session checked by name). No packet object, one head record per connection.
+   */
+  private writePublish5(
+    c: MqttConnection,
+    topic: string,
+    qos: number,
+    retain: boolean,
+    dup: boolean,
+    messageId: number | undefined,
+    src: Buffer,
+    start: number,
+    end: number,
+    pin?: HeldPayloads
+  ): number {
+    const head = c.head5
+    head.topic = topic
+    head.topicAlias = 0
+    head.qos = qos
+    head.retain = retain
+    head.dup = dup
+    head.messageId = messageId
+    const max = c.session.clientTopicAliasMaximum
+    if (max > 0) {
+      const aliases = (c.aliases5 ??= new OutboundTopicAliases(max))
+      const choice = aliases.choose(topic)
+      if (choice.topicAlias !== 0) {
+        head.topic = choice.topic
+        head.topicAlias = choice.topicAlias
+        if (publishSize(head, end - start) <= c.session.clientMaximumPacketSize) aliases.commit(topic, choice)
+        else {
+          head.topic = topic
+          head.topicAlias = 0
+        }
+      }
+    }
+    return encodePublishRangeV5(c.out, head, src, start, end, pin)
   }
 
   // ---- MqttDriver: the Outbound's flush (through the commit gate), and a connection cut off ----
@@ -499,13 +550,10 @@ export class MqttBridge implements MqttDriver {
     if (topic === null) return
     if (topic !== undefined) {
       if (c.closed) return
+      if (c.session.protocolVersion === 5) return this.deliverQos0V5(c, topic, buf, from, end)
       if (this.tracing) traceMqttOutQos0(this.server.log, c, topic, end - from)
       c.outMsgs++
-      if (c.session.protocolVersion === 5) {
-        const head = c.head5
-        head.topic = topic
-        c.outBytes += encodePublishRangeV5(c.out, head, buf, from, end)
-      } else c.outBytes += encodePublishRange(c.out, topic, buf, from, end, 0, false, false, undefined)
+      c.outBytes += encodePublishRange(c.out, topic, buf, from, end, 0, false, false, undefined)
       this.gate.markDirty(c)
       return
     }
@@ -518,6 +566,26 @@ export class MqttBridge implements MqttDriver {
     // dropped (taking it may have pushed the oldest waiting one out: the count of pending
     // messages would not tell).
     if (store !== undefined && c.session.storedTaken !== taken) store.ref(ref!)
+  }
+
+  /** The QoS 0 fast path of an MQTT 5.0 connection: within the client's Maximum Packet Size, aliased where it pays. */
+  private deliverQos0V5(c: MqttConnection, topic: string, buf: Buffer, from: number, end: number): void {
+    const head = c.head5
+    head.topic = topic
+    head.topicAlias = 0
+    head.qos = 0
+    head.retain = false
+    head.dup = false
+    head.messageId = undefined
+    // Larger than the client takes: discarded as if sent [MQTT-3.1.2-25], counted.
+    if (publishSize(head, end - from) > c.session.clientMaximumPacketSize) {
+      this.tooLargeDrops++
+      return
+    }
+    if (this.tracing) traceMqttOutQos0(this.server.log, c, topic, end - from)
+    c.outMsgs++
+    c.outBytes += this.writePublish5(c, topic, 0, false, false, undefined, buf, from, end)
+    this.gate.markDirty(c)
   }
 
   // ---- a connection's end ----

@@ -23,6 +23,7 @@ import { MqttParser } from "../../core/mqtt/codec.js"
 import type { HeldPayloads } from "./held.js"
 import { OutBuf } from "../../core/outbuf.js"
 import type { PublishHead } from "../../core/mqtt/v5/encode.js"
+import type { OutboundTopicAliases } from "../../core/mqtt/v5/alias.js"
 
 type MutablePublishHead = { -readonly [K in keyof PublishHead]: PublishHead[K] }
 
@@ -115,6 +116,8 @@ export class MqttConnection extends Peer {
   outBytes = 0
   /** The last routed message taken (its Delivery seq), so overlapping subscriptions deliver it once. */
   lastSeq = 0
+  /** MQTT 5.0: the Topic Aliases it was told (made at its first PUBLISH when the client takes aliases). */
+  aliases5: OutboundTopicAliases | undefined
   /** MQTT 5.0: the head of its QoS 0 deliveries, one record reused (the fast path allocates nothing per message). */
   readonly head5: MutablePublishHead = {
     topic: "",

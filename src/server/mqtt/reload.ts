@@ -24,7 +24,7 @@ export const reloadMqtt = (bridge: MqttBridge, previous: MqttAuthenticator, next
     maxQueued: m.maxQueuedMessages,
     maxQueuedBytes: m.maxQueuedBytes,
     connectTimeoutMs: m.authorization?.timeoutMs ?? next.authTimeoutMs,
-    v5: mqtt5Limits(next.maxPayload + MAX_TOPIC_BYTES + 8)
+    v5: mqtt5Limits(m, next.maxPayload + MAX_TOPIC_BYTES + 8)
   }
   bridge.setSessionConfig(config)
   bridge.maxPacketBytes = next.maxPayload + MAX_TOPIC_BYTES + 8

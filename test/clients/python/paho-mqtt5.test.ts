@@ -35,7 +35,7 @@ describe(`MQTT 5.0 with paho-mqtt ${VERSION} (Python, MQTTv5)`, () => {
       properties: { MaximumPacketSize: srv.serving.mqtt!.maxPacketBytes, SharedSubscriptionAvailable: 0, SubscriptionIdentifierAvailable: 0 }
     })
     expect(r.connack.properties.AssignedClientIdentifier).toMatch(/^[0-9A-Za-z]{22}$/)
-    expect(r.connack.properties.TopicAliasMaximum).toBeUndefined()
+    expect(r.connack.properties.TopicAliasMaximum).toBe(10)
     expect(r.granted).toEqual([2, 0x9e])
     expect(r.acks).toEqual([0, 0, 0])
     expect(r.received).toEqual(["mx5/q0|0|hello 0", "mx5/q1|1|hello 1", "mx5/q2|2|hello 2"])
