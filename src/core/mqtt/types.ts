@@ -173,6 +173,13 @@ export interface SessionSnapshot {
   /** Inbound QoS 2 packet ids received and not yet released. */
   readonly inboundQos2: ReadonlyArray<number>
   readonly lastPacketId: number
+  /**
+   * MQTT 5.0: the Session Expiry Interval, seconds; absent: the session never expires
+   * (3.1.1 persistent sessions, and 5.0 ones with 0xFFFFFFFF).
+   */
+  readonly expiryInterval?: number | undefined
+  /** When the session ends unless a connection resumes it (ms since the epoch): set as its connection closes. */
+  readonly endsAt?: number | undefined
 }
 
 export type SessionInput =
