@@ -10,6 +10,7 @@ import { encodeIntoV5, toV5Packet } from "../../src/core/mqtt/codec5.js"
 import { MqttSession, defaultSessionConfig, type SessionConfig } from "../../src/core/mqtt/session.js"
 import type { ClientPacket, ServerPacket, SessionAction } from "../../src/core/mqtt/types.js"
 import { OutBuf } from "../../src/core/outbuf.js"
+import { decodeSessionRecord, encodeSessionRecord } from "../../src/core/mqtt/record.js"
 import { ofType, pkt, seededBytes, sent } from "../helpers/mqtt-session.js"
 
 const gen5 = (p: Record<string, unknown>): Buffer => MqttPacket.generate(p as unknown as MqttPacket.Packet, { protocolVersion: 5 })
@@ -388,5 +389,23 @@ describe("MQTT 5.0 flow control in the session (slice 2)", () => {
     expect(ofType(s.step(pkt(set), 0), "publish").map((p) => p.subject)).toEqual(["x.y"])
     expect(ofType(s.step(pkt(use), 0), "publish").map((p) => p.subject)).toEqual(["x.y"])
     expect(sent(s.step(pkt(over), 0))).toMatchObject([{ cmd: "disconnect", reasonCode: 0x94 }])
+  })
+})
+
+describe("MQTT 5.0 Session Expiry in the snapshot and the stored record", () => {
+  it("a v5 session's snapshot carries its interval (not for 0xFFFFFFFF, nor on 3.1.1); the record keeps it and its end", () => {
+    expect(ready5({ clean: false, properties: { sessionExpiryInterval: 30 } }).s.snapshot().expiryInterval).toBe(30)
+    expect(ready5({ clean: false, properties: { sessionExpiryInterval: 0xffffffff } }).s.snapshot().expiryInterval).toBeUndefined()
+    const s4 = new MqttSession(0, { randomBytes: seededBytes(1) }, config)
+    s4.step(pkt({ cmd: "connect", protocolId: "MQTT", protocolVersion: 4, clean: false, clientId: "x", keepalive: 0 }), 0)
+    s4.step({ type: "sessionReady" }, 0)
+    expect(s4.snapshot().expiryInterval).toBeUndefined()
+    const snap = { ...ready5({ clean: false, properties: { sessionExpiryInterval: 30 } }).s.snapshot(), endsAt: 1_700_000_030_000 }
+    const rec = decodeSessionRecord(encodeSessionRecord(snap, 0))
+    expect([rec?.x, rec?.e]).toEqual([30, 1_700_000_030_000])
+    // an away session made from it keeps both for its own snapshot
+    const away = MqttSession.away(snap, 0, { randomBytes: seededBytes(1) }, config)
+    expect([away.snapshot().expiryInterval, away.snapshot().endsAt]).toEqual([30, 1_700_000_030_000])
+    expect(decodeSessionRecord(Buffer.from(JSON.stringify({ v: 1, id: "x", subs: [], pid: 0, cursor: 0, out: [], queued: [], x: "30" })))).toBeUndefined()
   })
 })

@@ -16,7 +16,7 @@ import {
 } from "./topic.js"
 import { acceptConnect, connectRefusal, type ServerLimits } from "./v5/connect.js"
 import { InboundTopicAliases } from "./v5/alias.js"
-import { sessionExpiry, sessionExpiryOnDisconnect, willSurvives } from "./v5/expiry.js"
+import { SESSION_NEVER_EXPIRES, sessionExpiry, sessionExpiryOnDisconnect, willSurvives } from "./v5/expiry.js"
 import { PacketError } from "./v5/reader.js"
 import { publishSize, type PublishHead } from "./v5/encode.js"
 import { DEFAULT_RECEIVE_MAXIMUM, InboundQuota } from "./v5/flow.js"
@@ -179,6 +179,8 @@ export class MqttSession {
   private problemInformation = true
   /** MQTT 5.0: the Session Expiry Interval in force (seconds; 0: the session ends with the connection). */
   private expiryInterval = 0
+  /** An away session's end (from its snapshot), kept for its next snapshot. */
+  private endsAtValue: number | undefined
   /** MQTT 5.0: the client's Topic Aliases (none accepted while the server announces no Topic Alias Maximum). */
   private inboundAliases: InboundTopicAliases | undefined
   /** MQTT 5.0: the QoS 1/2 PUBLISHes the client has in flight, within the server's Receive Maximum. */
@@ -274,6 +276,11 @@ export class MqttSession {
     }
     for (const id of stored.inboundQos2) s.inQos2.ids.set(id, { confirmed: true })
     s.out.setLastId(stored.lastPacketId)
+    if (stored.expiryInterval !== undefined) {
+      s.versionValue = 5
+      s.expiryInterval = stored.expiryInterval
+      s.endsAtValue = stored.endsAt
+    }
     return s
   }
 
@@ -417,7 +424,10 @@ export class MqttSession {
       })),
       queued: this.out.queue.toArray().filter((q) => q.gone !== true).map((q) => ({ qos: q.qos, topic: q.topic, payload: q.payload, size: q.size, retain: q.retain, ref: q.ref })),
       inboundQos2: [...this.inQos2.ids.keys()],
-      lastPacketId: this.out.lastPacketId
+      lastPacketId: this.out.lastPacketId,
+      ...(this.versionValue === 5 && this.expiryInterval !== SESSION_NEVER_EXPIRES
+        ? { expiryInterval: this.expiryInterval, endsAt: this.endsAtValue }
+        : {})
     }
   }
 

@@ -23,6 +23,7 @@ import { encodeInto, encodePublishRange } from "../../core/mqtt/codec.js"
 import { encodeIntoV5 } from "../../core/mqtt/codec5.js"
 import { encodePublishRange as encodePublishRangeV5, publishSize } from "../../core/mqtt/v5/encode.js"
 import { OutboundTopicAliases } from "../../core/mqtt/v5/alias.js"
+import { sessionEndsAt } from "../../core/mqtt/v5/expiry.js"
 import { ReasonCode } from "../../core/mqtt/v5/reason.js"
 import { NO_PROPERTIES } from "../../core/mqtt/v5/types.js"
 import type { ServerLimits } from "../../core/mqtt/v5/connect.js"
@@ -106,6 +107,7 @@ export class MqttBridge implements MqttDriver {
     this.port = options.port
     this.tracing = server.log.traceEnabled
     this.registry = new MqttRegistry(server, store, this.held, sessionConfig)
+    this.registry.wakeAt = (at) => this.wakeAt(at)
     this.gate = new MqttCommitGate(server, store, this)
     this.retained = new RetainedLookups(server, this)
     this.backlog = new BacklogPump(store, this)
@@ -621,6 +623,8 @@ export class MqttBridge implements MqttDriver {
     }
     if (!c.session.cleanSession && c.session.isReady) {
       snap = c.session.snapshot()
+      // MQTT 5.0: kept for its Session Expiry Interval from now, restarts included.
+      if (snap.expiryInterval !== undefined) snap = { ...snap, endsAt: sessionEndsAt(this.server.now(), snap.expiryInterval) }
       const store = this.gate.storeOf(c.account.name)
       if (c.unannounced && c.session.closeReason !== CloseReason.ClientClosed) {
         // A session the client was never told of (its CONNACK not written: a failed commit
@@ -644,8 +648,9 @@ export class MqttBridge implements MqttDriver {
    * records. Returns when a session next needs it (undefined: none does).
    */
   tick(now: number): number | undefined {
-    let wrote = false
-    let next = Infinity
+    const expired = this.registry.expire(now)
+    let wrote = expired.wrote
+    let next = expired.next ?? Infinity
     for (const c of [...this.connections.values()]) {
       const at = c.session.nextDeadline()
       if (at !== undefined && at <= now && !c.closed) this.input(c, { type: "tick" })

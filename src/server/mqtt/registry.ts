@@ -50,6 +50,10 @@ export class MqttRegistry {
   private readonly flaps = new Map<string, FlapRecord>()
   private readonly away = new Map<string, Away>()
   private readonly offlineClients = new Map<string, InternalPrincipal>()
+  /** MQTT 5.0 away sessions with a Session Expiry Interval: when each ends unless resumed (ms). */
+  private readonly endsAt = new Map<string, { readonly account: string; readonly clientId: string; readonly at: number }>()
+  /** Asks the shell to run `expire` by then (set by the bridge). */
+  wakeAt: (at: number) => void = () => {}
   /** Messages dropped at a session's queue bounds (/varz mqtt.queue_dropped); logged at most every 10 s per session. */
   queueDrops = 0
   private readonly dropLog = new Map<string, { at: number; count: number }>()
@@ -112,6 +116,7 @@ export class MqttRegistry {
     const d = this.away.get(key)
     if (d === undefined) return undefined
     this.away.delete(key)
+    this.endsAt.delete(key)
     for (const s of d.subs) s.principal.removeSub(s)
     return d.session.snapshot()
   }
@@ -153,7 +158,39 @@ export class MqttRegistry {
         d.subs.push(sub)
       }
     }
-    this.away.set(sessionKey(account, snapshot.clientId), d)
+    const key = sessionKey(account, snapshot.clientId)
+    this.away.set(key, d)
+    if (snapshot.endsAt !== undefined) {
+      // An MQTT 5.0 session is kept for its Session Expiry Interval [MQTT-3.1.2-23], then discarded [MQTT-4.1.0-2].
+      this.endsAt.set(key, { account, clientId: snapshot.clientId, at: snapshot.endsAt })
+      this.wakeAt(snapshot.endsAt)
+    }
+  }
+
+  /**
+   * Discard the away sessions whose Session Expiry Interval has run out by `now`: their
+   * subscriptions, their queued messages and what the store holds of them. Returns when
+   * the next one ends (undefined: none is counting down), and whether any store was written.
+   */
+  expire(now: number): { readonly next: number | undefined; readonly wrote: boolean } {
+    let next = Number.POSITIVE_INFINITY
+    let wrote = false
+    for (const [key, e] of [...this.endsAt]) {
+      if (e.at > now) {
+        next = Math.min(next, e.at)
+        continue
+      }
+      const snap = this.resume(e.account, e.clientId)
+      this.endsAt.delete(key)
+      if (snap === undefined) continue
+      const store = this.store.ready(e.account)
+      if (store !== undefined) {
+        store.deleteSession(snap, e.clientId)
+        wrote = true
+      }
+      if (this.server.log.debugEnabled) this.server.log.debug(`MQTT session "${e.clientId}" expired (Session Expiry Interval ${snap.expiryInterval ?? 0}s): discarded`)
+    }
+    return { next: next === Number.POSITIVE_INFINITY ? undefined : next, wrote }
   }
 
   /**
