@@ -6,6 +6,7 @@ import mqtt from "mqtt"
 import { afterEach, describe, expect, it } from "vitest"
 import { type JsTestServer, startJsServer } from "../helpers/jetstream.js"
 import { collect, eventually, mqttOptions, type MqttServer, startMqttServer, type TestMqttClient } from "../helpers/mqtt.js"
+import { RawMqtt5 } from "../helpers/mqtt5-raw.js"
 
 let srv: MqttServer | undefined
 let js: JsTestServer | undefined
@@ -92,5 +93,50 @@ describe("MQTT 5.0 Session Expiry Interval", () => {
     const short = await session(url(), "exp-short", 1)
     expect(short.present).toBe(false)
     await short.client.endAsync()
+  })
+})
+
+describe("MQTT 5.0 Will Delay Interval", () => {
+  const will = (topic: string, delay: number) => ({ topic, payload: Buffer.from("gone"), qos: 1 as const, retain: false, properties: { willDelayInterval: delay } })
+
+  it("a will waits for its delay; a session that ends with its connection sends it at once", async () => {
+    srv = await startMqttServer({ mqtt: mqttOptions({ protocolVersions: [4, 5] }) })
+    const watcher = await session(srv.mqttUrl, "wd-watch", 0, true)
+    await watcher.client.subscribeAsync("wd/#", { qos: 1 })
+    const r1 = await RawMqtt5.open(srv.mqttPort)
+    await r1.connect({ clientId: "wd-delayed", clean: false, properties: { sessionExpiryInterval: 60 }, will: will("wd/delayed", 2) })
+    const r2 = await RawMqtt5.open(srv.mqttPort)
+    await r2.connect({ clientId: "wd-ends", clean: true, will: will("wd/ends", 2) })
+    r1.end()
+    r2.end()
+    await watcher.waitFor((m) => m.topic === "wd/ends")
+    expect(srv.serving.mqtt!.delayedWillCount).toBe(1)
+    expect(watcher.received.map((m) => m.topic)).toEqual(["wd/ends"])
+    await watcher.waitFor((m) => m.topic === "wd/delayed")
+    expect(srv.serving.mqtt!.delayedWillCount).toBe(0)
+    await watcher.client.endAsync()
+  })
+
+  it("a new connection to the session before the delay cancels the will [MQTT-3.1.3-9]; Clean Start sends it", async () => {
+    srv = await startMqttServer({ mqtt: mqttOptions({ protocolVersions: [4, 5] }) })
+    const watcher = await session(srv.mqttUrl, "wc-watch", 0, true)
+    await watcher.client.subscribeAsync("wc/#", { qos: 1 })
+    for (const id of ["wc-resumed", "wc-fresh"]) {
+      const r = await RawMqtt5.open(srv.mqttPort)
+      await r.connect({ clientId: id, clean: false, properties: { sessionExpiryInterval: 600 }, will: will(`wc/${id}`, 600) })
+      r.end()
+    }
+    await eventually(() => srv!.serving.mqtt!.delayedWillCount === 2, "both wills waiting")
+    const resumed = await session(srv.mqttUrl, "wc-resumed", 600)
+    expect(resumed.present).toBe(true)
+    const fresh = await session(srv.mqttUrl, "wc-fresh", 600, true)
+    await watcher.waitFor((m) => m.topic === "wc/wc-fresh")
+    expect(srv.serving.mqtt!.delayedWillCount).toBe(0)
+    await watcher.client.publishAsync("wc/marker", "m", { qos: 1 })
+    await watcher.waitFor((m) => m.topic === "wc/marker")
+    expect(watcher.received.map((m) => m.topic)).toEqual(["wc/wc-fresh", "wc/marker"])
+    await resumed.client.endAsync()
+    await fresh.client.endAsync()
+    await watcher.client.endAsync()
   })
 })

@@ -409,3 +409,29 @@ describe("MQTT 5.0 Session Expiry in the snapshot and the stored record", () => 
     expect(decodeSessionRecord(Buffer.from(JSON.stringify({ v: 1, id: "x", subs: [], pid: 0, cursor: 0, out: [], queued: [], x: "30" })))).toBeUndefined()
   })
 })
+
+describe("MQTT 5.0 Will Delay Interval in the session", () => {
+  const will = (delay: number) => ({ topic: "w", payload: Buffer.from("bye"), qos: 1, retain: true, properties: { willDelayInterval: delay } })
+
+  it("delays the will's actions by the shorter of its delay and the session's interval; none with a session ending now", () => {
+    const cases: Array<[Record<string, unknown>, number | undefined]> = [
+      [{ clean: false, properties: { sessionExpiryInterval: 60 }, will: will(5) }, 5000],
+      [{ clean: false, properties: { sessionExpiryInterval: 3 }, will: will(5) }, 3000],
+      [{ clean: true, will: will(5) }, undefined],
+      [{ clean: false, properties: { sessionExpiryInterval: 60 }, will: will(0) }, undefined]
+    ]
+    for (const [connect, afterMs] of cases) {
+      const { s } = ready5(connect)
+      const actions = s.step({ type: "connectionLost" }, 0)
+      const delayed = ofType(actions, "willDelayed")
+      if (afterMs === undefined) {
+        expect(delayed).toEqual([])
+        expect(ofType(actions, "publish")).toHaveLength(1)
+      } else {
+        expect(delayed.map((d) => d.afterMs)).toEqual([afterMs])
+        expect(delayed[0].actions.map((a) => a.type)).toEqual(["storeRetained", "publish"])
+        expect(ofType(actions, "publish")).toEqual([])
+      }
+    }
+  })
+})

@@ -505,6 +505,20 @@ export class MqttSession {
    * CONNECT, and permissions can have changed since (a reload).
    */
   private publishWill(will: Will): void {
+    // MQTT 5.0 Will Delay Interval: the will waits for it, or for the session's end when that
+    // comes first (3.1.3.2.2); a session that ends with its connection sends it now.
+    const delay = this.versionValue === 5 ? will.properties?.willDelayInterval ?? 0 : 0
+    const afterMs = delay > 0 && this.expiryInterval > 0 ? Math.min(delay, this.expiryInterval) * 1000 : 0
+    if (afterMs === 0) return this.emitWill(will)
+    const outer = this.actions
+    this.actions = []
+    this.emitWill(will)
+    const later = this.actions
+    this.actions = outer
+    if (later.length > 0) this.emit({ type: "willDelayed", afterMs, actions: later })
+  }
+
+  private emitWill(will: Will): void {
     const subject = topicToSubject(will.topic)
     if (!subject.ok) return
     if (!this.mayPublish(will.topic, subject.value)) return this.emit({ type: "denied", op: "will", topic: will.topic })

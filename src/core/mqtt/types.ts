@@ -313,3 +313,9 @@ export type SessionAction =
    */
   | { readonly type: "discardStored"; readonly stored: SessionSnapshot }
   | { readonly type: "deadline"; readonly at: number }
+  /**
+   * MQTT 5.0: the will's actions, to be carried out `afterMs` from now (its Will Delay
+   * Interval, or the session's end if sooner), unless a new connection takes up the
+   * session before then [MQTT-3.1.3-9].
+   */
+  | { readonly type: "willDelayed"; readonly afterMs: number; readonly actions: ReadonlyArray<SessionAction> }

@@ -74,6 +74,8 @@ export class MqttBridge implements MqttDriver {
   /** `protocol_versions` of the mqtt listener (a reload may change it: new connections take it) and of the websocket one. */
   mqttLevels: ReadonlyArray<MqttProtocolLevel>
   websocketLevels: ReadonlyArray<MqttProtocolLevel> = DEFAULT_MQTT_PROTOCOL_VERSIONS
+  /** MQTT 5.0 wills waiting for their Will Delay Interval, by account and client id: the closed connection they are published as. */
+  private readonly delayedWills = new Map<string, { readonly at: number; readonly c: MqttConnection; readonly actions: ReadonlyArray<SessionAction> }>()
   /** Payloads of QoS 1/2 messages in the sessions' windows (see held.ts). */
   private readonly held = new HeldPayloads()
   private readonly registry: MqttRegistry
@@ -126,6 +128,11 @@ export class MqttBridge implements MqttDriver {
   /** New session limits (a reload): for new sessions and the away ones (connected ones take them from `reloadMqtt`). */
   setSessionConfig(config: SessionConfig): void {
     this.registry.setSessionConfig(config)
+  }
+
+  /** MQTT 5.0 wills waiting for their Will Delay Interval. */
+  get delayedWillCount(): number {
+    return this.delayedWills.size
   }
 
   /** Messages dropped at a session's queue bounds (/varz mqtt.queue_dropped). */
@@ -289,6 +296,11 @@ export class MqttBridge implements MqttDriver {
       // The shell's alarm runs tick() by then (tick reads every session's nextDeadline()).
       case "deadline":
         return this.wakeAt(a.at)
+      case "willDelayed": {
+        const at = now + a.afterMs
+        this.delayedWills.set(`${c.account.name}\n${c.session.clientId}`, { at, c, actions: a.actions })
+        return this.wakeAt(at)
+      }
     }
   }
 
@@ -415,6 +427,14 @@ export class MqttBridge implements MqttDriver {
       this.input(claim.older, { type: "takenOver" })
     }
     this.registry.register(c, clientId)
+    const key = `${c.account.name}\n${clientId}`
+    const will = this.delayedWills.get(key)
+    if (will !== undefined) {
+      // A new connection to the session cancels a delayed will [MQTT-3.1.3-9]; Clean Start
+      // ends that session instead, and its will goes out now.
+      this.delayedWills.delete(key)
+      if (clean) this.runDelayedWill(will, this.server.now())
+    }
     const ready = this.gate.storeOf(c.account.name)
     if (ready !== undefined) return this.sessionReady(c, clean, persistent, ready)
     // First client of the account since start: its store is opened (streams created) first.
@@ -651,6 +671,14 @@ export class MqttBridge implements MqttDriver {
     const expired = this.registry.expire(now)
     let wrote = expired.wrote
     let next = expired.next ?? Infinity
+    for (const [key, will] of [...this.delayedWills]) {
+      if (will.at > now) {
+        next = Math.min(next, will.at)
+        continue
+      }
+      this.delayedWills.delete(key)
+      this.runDelayedWill(will, now)
+    }
     for (const c of [...this.connections.values()]) {
       const at = c.session.nextDeadline()
       if (at !== undefined && at <= now && !c.closed) this.input(c, { type: "tick" })
@@ -663,6 +691,11 @@ export class MqttBridge implements MqttDriver {
     }
     if (wrote) this.store.commit(() => {})
     return next === Infinity ? undefined : next
+  }
+
+  /** A delayed will's time has come (or its session ended): published as its connection would have. */
+  private runDelayedWill(will: { readonly c: MqttConnection; readonly actions: ReadonlyArray<SessionAction> }, now: number): void {
+    for (const a of will.actions) this.run(will.c, a, now)
   }
 
   /** Close one connection as the server stops (lame duck mode, shutdown): no will, its session kept. */
