@@ -435,3 +435,33 @@ describe("MQTT 5.0 Will Delay Interval in the session", () => {
     }
   })
 })
+
+describe("MQTT 5.0 message properties across the bridge, in the session (slice 3)", () => {
+  it("a PUBLISH's properties become the publish action's header block and reply subject", () => {
+    const { s } = ready5()
+    const [p] = v5Packets({
+      cmd: "publish", topic: "a/b", payload: Buffer.from("x"), qos: 0, retain: false, dup: false,
+      properties: { userProperties: { k: ["1", "2"] }, contentType: "text/plain", responseTopic: "r/t", correlationData: Buffer.from("id") }
+    })
+    const [pub] = ofType(s.step(pkt(p), 0), "publish")
+    expect(pub.reply).toBe(`$MQTT.rr.b${Buffer.from("id").toString("base64url")}.r.t`)
+    expect(pub.hdr?.toString()).toBe("NATS/1.0\r\nContent-Type: text/plain\r\nk: 1\r\nk: 2\r\n\r\n")
+  })
+
+  it("a Response Topic no reply subject can carry is refused with PUBACK 0x83, not routed", () => {
+    const { s } = ready5()
+    const [p] = v5Packets({ cmd: "publish", topic: "a", payload: Buffer.from("x"), qos: 1, messageId: 4, retain: false, dup: false, properties: { responseTopic: "bad topic" } })
+    const actions = s.step(pkt(p), 0)
+    expect(ofType(actions, "publish")).toEqual([])
+    expect(sent(actions)).toMatchObject([{ cmd: "puback", messageId: 4, reasonCode: 0x83 }])
+  })
+
+  it("a delivery's properties go out with it, at QoS 0 and with a QoS 1 packet id", () => {
+    const { s } = ready5()
+    const [sub] = v5Packets({ cmd: "subscribe", messageId: 1, subscriptions: [{ topic: "t/#", qos: 1 }] })
+    s.step(pkt(sub), 0)
+    const properties = { contentType: "a/b", userProperties: [["k", "v"]] as const }
+    const out = [0, 1].flatMap((qos) => sent(s.step({ type: "deliver", subject: "t.x", payload: Buffer.from("p"), qos, properties }, 0)))
+    expect(out).toMatchObject([{ cmd: "publish", qos: 0, properties }, { cmd: "publish", qos: 1, messageId: 1, properties }])
+  })
+})

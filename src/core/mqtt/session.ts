@@ -18,11 +18,12 @@ import { acceptConnect, connectRefusal, type ServerLimits } from "./v5/connect.j
 import { InboundTopicAliases } from "./v5/alias.js"
 import { SESSION_NEVER_EXPIRES, sessionExpiry, sessionExpiryOnDisconnect, willSurvives } from "./v5/expiry.js"
 import { PacketError } from "./v5/reader.js"
-import { publishSize, type PublishHead } from "./v5/encode.js"
+import { encodeMessageProperties, publishSize, type PublishHead } from "./v5/encode.js"
+import { headerBlock, publishToNats } from "./v5/nats.js"
 import { DEFAULT_RECEIVE_MAXIMUM, InboundQuota } from "./v5/flow.js"
 import { ReasonCode } from "./v5/reason.js"
 import { sendsRetained } from "./v5/subscription.js"
-import type { Connect, Properties } from "./v5/types.js"
+import { type Connect, type MessageProperties, NO_PROPERTIES, type Properties } from "./v5/types.js"
 import {
   type ClientPacket,
   ConnackCode,
@@ -451,7 +452,7 @@ export class MqttSession {
       case "published":
         return this.onPublished(input.packetId)
       case "deliver":
-        return this.onDeliver(input.subject, input.payload, input.qos, input.ref, now)
+        return this.onDeliver(input.subject, input.payload, input.qos, input.ref, now, input.properties)
       case "fetched":
         return this.onFetched(input.messages, now)
       case "retained":
@@ -852,6 +853,22 @@ export class MqttSession {
       if (qos === 2) this.confirmQos2(id)
       return
     }
+    // MQTT 5.0 message properties: NATS headers and a reply subject (nats.ts says how).
+    let reply: string | undefined
+    let hdr: Buffer | undefined
+    if (this.versionValue === 5 && p.properties !== undefined && p.properties !== NO_PROPERTIES) {
+      const n = publishToNats(p.topic, p.properties)
+      if (!n.ok) {
+        // A Response Topic no reply subject can carry: the request could never be answered.
+        if (qos > 0) {
+          ;(this.refusedAcks ??= new Map()).set(id, n.code)
+          this.acknowledge(id, qos === 1 ? "puback" : "pubrec")
+        }
+        return
+      }
+      reply = n.reply
+      hdr = headerBlock(n.headers)
+    }
     this.emitRetain(p.topic, subject.value, p.payload, qos, p.retain)
     // The shell writes a QoS 2 message's de-duplication record with it and forwards it only
     // once both are durable, so a resend after a crash is known as one [MQTT-4.3.3-2].
@@ -863,7 +880,9 @@ export class MqttSession {
       payload: p.payload,
       qos,
       retain: p.retain,
-      confirm: qos > 0 ? id : undefined
+      confirm: qos > 0 ? id : undefined,
+      ...(reply === undefined ? {} : { reply }),
+      ...(hdr === undefined ? {} : { hdr })
     })
   }
 
@@ -884,7 +903,7 @@ export class MqttSession {
       if (refused === undefined) this.send({ cmd: AckOrder.ack(e), messageId })
       else {
         this.refusedAcks!.delete(messageId)
-        const properties: Properties = { reasonString: `not authorized to publish to this topic` }
+        const properties: Properties = { reasonString: refused === ReasonCode.NotAuthorized ? "not authorized to publish to this topic" : "the Response Topic cannot be a NATS reply subject" }
         this.send({ cmd: AckOrder.ack(e), messageId, reasonCode: refused, properties })
       }
     }
@@ -1055,13 +1074,13 @@ export class MqttSession {
     return this.lastDeliverBest
   }
 
-  private onDeliver(subject: string, payload: Uint8Array, msgQos: number, ref: string | number | undefined, now: number) {
+  private onDeliver(subject: string, payload: Uint8Array, msgQos: number, ref: string | number | undefined, now: number, properties?: MessageProperties) {
     if (this.phase === "away") return this.queueAway(subject, payload, msgQos, ref)
     if (this.phase !== "connected") return
     const best = this.grantFor(subject)
     if (best < 0) return
     // Forwarded to an established subscription: retain is 0 [MQTT-3.3.1-9].
-    this.deliverOut(this.lastDeliverTopic, payload, minQos(msgQos, best), false, ref, now)
+    this.deliverOut(this.lastDeliverTopic, payload, minQos(msgQos, best), false, ref, now, properties)
   }
 
   /**
@@ -1144,7 +1163,7 @@ export class MqttSession {
    * name (an alias the shell may choose only makes it shorter, or is left out). It is
    * discarded as if sent [MQTT-3.1.2-25] and counted (`drop`, `packet_too_large`).
    */
-  private tooLarge(topic: string, payloadLength: number, qos: QoS, retain: boolean): boolean {
+  private tooLarge(topic: string, payloadLength: number, qos: QoS, retain: boolean, properties?: MessageProperties): boolean {
     if (this.clientMaxPacket === Number.POSITIVE_INFINITY) return false
     const h = (this.sizeHead ??= {
       topic: "", qos: 0, retain: false, dup: false, messageId: 1, topicAlias: 0,
@@ -1153,6 +1172,7 @@ export class MqttSession {
     h.topic = topic
     h.qos = qos
     h.retain = retain
+    h.messageProperties = properties === undefined ? undefined : encodeMessageProperties(properties)
     return publishSize(h, payloadLength) > this.clientMaxPacket
   }
 
@@ -1162,18 +1182,21 @@ export class MqttSession {
     qos: QoS,
     retain: boolean,
     ref: string | number | undefined,
-    now: number
+    now: number,
+    properties?: MessageProperties
   ): void {
-    if (this.tooLarge(topic, payload.length, qos, retain)) {
+    if (this.tooLarge(topic, payload.length, qos, retain, properties)) {
       // Not taken: a stored message stays the store's (no hold, nothing to release).
       this.emit({ type: "drop", reason: "packet_too_large" })
       return
     }
     if (qos === 0) {
-      this.send({ cmd: "publish", topic, payload, qos: 0, retain, dup: false })
+      this.send(properties === undefined
+        ? { cmd: "publish", topic, payload, qos: 0, retain, dup: false }
+        : { cmd: "publish", topic, payload, qos: 0, retain, dup: false, properties })
       return
     }
-    const q: Queued = { qos, topic, payload, size: payload.length, retain, ref }
+    const q: Queued = properties === undefined ? { qos, topic, payload, size: payload.length, retain, ref } : { qos, topic, payload, size: payload.length, retain, ref, properties }
     if (typeof ref === "number") this.storedTakenValue++
     if (this.out.queue.length === 0 && this.resendWaiting === 0 && this.trySend(q, now)) return
     this.enqueue(q)
@@ -1193,7 +1216,7 @@ export class MqttSession {
 
   /** Sends `q` if the window has room and a packet id is free. */
   private trySend(q: Queued, now: number): boolean {
-    if (this.tooLarge(q.topic, q.size, q.qos, q.retain)) {
+    if (this.tooLarge(q.topic, q.size, q.qos, q.retain, q.properties)) {
       // Taken for delivery (queued): let go, and the store's hold with it; no packet id spent.
       if (q.payload !== undefined) this.deps.released?.(q.payload)
       this.emit({ type: "drop", reason: "packet_too_large", ref: q.ref })
@@ -1203,7 +1226,7 @@ export class MqttSession {
     const packetId = this.out.nextPacketId()
     if (packetId === undefined) return false
     const e = this.out.addSent(q, packetId, now + this.config.ackWaitMs)
-    this.send({ cmd: "publish", topic: e.topic, payload: q.payload!, qos: e.qos, retain: e.retain, dup: false, messageId: packetId })
+    this.send({ cmd: "publish", topic: e.topic, payload: q.payload!, qos: e.qos, retain: e.retain, dup: false, messageId: packetId, properties: e.properties })
     this.afterSend(e)
     return true
   }
@@ -1248,7 +1271,7 @@ export class MqttSession {
     if (e.phase === "publish" && e.payload === undefined) return this.requestFetch([e])
     if (e.phase === "pubrel") this.send({ cmd: "pubrel", messageId: e.packetId })
     else {
-      this.send({ cmd: "publish", topic: e.topic, payload: e.payload!, qos: e.qos, retain: e.retain, dup: true, messageId: e.packetId })
+      this.send({ cmd: "publish", topic: e.topic, payload: e.payload!, qos: e.qos, retain: e.retain, dup: true, messageId: e.packetId, properties: e.properties })
       this.afterSend(e)
     }
   }

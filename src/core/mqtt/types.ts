@@ -2,7 +2,7 @@
 // mqtt-packet so the codec maps 1:1), inputs from the shell and actions to it. A
 // connection on MQTT 5.0 gets the packets of the v5 decoder (v5/types.ts), which are
 // these with properties and reason codes: the optional fields below.
-import type { Properties } from "./v5/types.js"
+import type { MessageProperties, Properties } from "./v5/types.js"
 
 export type QoS = 0 | 1 | 2
 
@@ -198,6 +198,8 @@ export type SessionInput =
     readonly payload: Uint8Array
     readonly qos: number
     readonly ref?: string | number | undefined
+    /** MQTT 5.0: what the NATS message's headers and reply subject make of it (the shell decides only for v5 sessions). */
+    readonly properties?: MessageProperties | undefined
   }
   /**
    * Stored messages the session asked for (`fetch`): each payload (undefined when it is no
@@ -243,8 +245,11 @@ export type SessionAction =
     readonly payload: Uint8Array
     readonly qos: QoS
     readonly retain: boolean
-    readonly headers?: Readonly<Record<string, string>> | undefined
     readonly confirm?: number | undefined
+    /** MQTT 5.0: the reply subject its Response Topic (and Correlation Data) make. */
+    readonly reply?: string | undefined
+    /** MQTT 5.0: the NATS header block its properties make (`headerBlock`). */
+    readonly hdr?: Buffer | undefined
   }
   /** A persistent session's subscription to `filter` is now `qos` (undefined: removed); the shell keeps it. */
   | { readonly type: "persistSubscription"; readonly filter: string; readonly qos: QoS | undefined }

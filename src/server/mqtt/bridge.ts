@@ -21,17 +21,19 @@ import {
 } from "../../core/mqtt/index.js"
 import { encodeInto, encodePublishRange } from "../../core/mqtt/codec.js"
 import { encodeIntoV5 } from "../../core/mqtt/codec5.js"
-import { encodePublishRange as encodePublishRangeV5, publishSize } from "../../core/mqtt/v5/encode.js"
+import { encodeMessageProperties, encodePublishRange as encodePublishRangeV5, publishSize } from "../../core/mqtt/v5/encode.js"
+import { headerBlock, NatsHeader, natsToPublish, parseHeaderBlock, parseResponseSubject, RESPONSE_SUBJECT_PREFIX } from "../../core/mqtt/v5/nats.js"
+import { topicToSubject } from "../../core/mqtt/topic.js"
 import { OutboundTopicAliases } from "../../core/mqtt/v5/alias.js"
 import { sessionEndsAt } from "../../core/mqtt/v5/expiry.js"
 import { ReasonCode } from "../../core/mqtt/v5/reason.js"
-import { NO_PROPERTIES } from "../../core/mqtt/v5/types.js"
+import { type MessageProperties, NO_PROPERTIES } from "../../core/mqtt/v5/types.js"
 import type { ServerLimits } from "../../core/mqtt/v5/connect.js"
 import type { Conn, ConnHandlers } from "../../services/transport.js"
-import { type Delivery, GLOBAL_ACCOUNT, type Subscription } from "../../engine/principal.js"
+import { type Delivery, GLOBAL_ACCOUNT, type InternalPrincipal, type Subscription } from "../../engine/principal.js"
 import type { Server } from "../server.js"
 import { ClosedReason } from "../reasons.js"
-import { MqttCommitGate } from "./commit-gate.js"
+import { MqttCommitGate, type RouteExtra } from "./commit-gate.js"
 import { closedRecord, MqttConnection, type MqttDriver, mqttLogPrefix } from "./connection.js"
 import type { MalformedPacket } from "../../core/mqtt/codec.js"
 import { HELD_MAX, HeldPayloads } from "./held.js"
@@ -64,6 +66,12 @@ export class MqttBridge implements MqttDriver {
   tracing: boolean
   /** The largest packet accepted: max_payload plus room for a full-length topic and the header fields. */
   maxPacketBytes: number
+  /** Accounts whose `$MQTT.rr.>` answers are listened to, and who republishes them. */
+  private readonly answering = new Set<string>()
+  private readonly answerers = new Map<string, InternalPrincipal>()
+  /** The message properties of the last routed message asked for (`propertiesOf`), by its seq. */
+  private propsSeq = -1
+  private props: { readonly properties: MessageProperties; readonly bytes: Buffer | undefined } | null = null
   /** MQTT 5.0 deliveries dropped for being larger than the client's Maximum Packet Size (/varz mqtt.packet_too_large_dropped). */
   tooLargeDrops = 0
   /** Memory held by partial packets of every connection (see MqttParser.held), and how many hold one. */
@@ -241,7 +249,7 @@ export class MqttBridge implements MqttDriver {
       case "close":
         return this.close(c)
       case "publish":
-        return this.publish(c, a.subject, a.payload, a.qos, a.confirm, now)
+        return this.publish(c, a.subject, a.payload, a.qos, a.confirm, now, a.reply === undefined && a.hdr === undefined ? undefined : { reply: a.reply, hdr: a.hdr })
       // The account's store is open from `sessionReady` on; before it, only a will can be
       // retained, which no session of the account could read yet: it is not kept.
       case "storeRetained":
@@ -336,7 +344,8 @@ export class MqttBridge implements MqttDriver {
     else if (packet.cmd === "publish") {
       const p = packet.payload
       const buf = Buffer.isBuffer(p) ? p : Buffer.from(p.buffer, p.byteOffset, p.byteLength)
-      c.outBytes += this.writePublish5(c, packet.topic, packet.qos, packet.retain, packet.dup, packet.messageId, buf, 0, buf.length, this.held)
+      const props = packet.properties === undefined ? undefined : encodeMessageProperties(packet.properties)
+      c.outBytes += this.writePublish5(c, packet.topic, packet.qos, packet.retain, packet.dup, packet.messageId, buf, 0, buf.length, this.held, props)
     } else c.outBytes += encodeIntoV5(c.out, packet, c.session.requestProblemInformation, c.session.clientMaximumPacketSize, this.held)
     this.gate.markDirty(c)
   }
@@ -357,7 +366,8 @@ export class MqttBridge implements MqttDriver {
     src: Buffer,
     start: number,
     end: number,
-    pin?: HeldPayloads
+    pin?: HeldPayloads,
+    props?: Buffer
   ): number {
     const head = c.head5
     head.topic = topic
@@ -366,6 +376,7 @@ export class MqttBridge implements MqttDriver {
     head.retain = retain
     head.dup = dup
     head.messageId = messageId
+    head.messageProperties = props
     const max = c.session.clientTopicAliasMaximum
     if (max > 0) {
       const aliases = (c.aliases5 ??= new OutboundTopicAliases(max))
@@ -473,7 +484,7 @@ export class MqttBridge implements MqttDriver {
 
   // ---- publishing: stored first when a persistent session will hold it, then routed, then confirmed ----
 
-  private publish(c: MqttConnection, subject: string, payload: Uint8Array, qos: QoS, confirm: number | undefined, now: number): void {
+  private publish(c: MqttConnection, subject: string, payload: Uint8Array, qos: QoS, confirm: number | undefined, now: number, extra?: RouteExtra): void {
     const buf = Buffer.isBuffer(payload) ? payload : Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength)
     const store = qos > 0 ? this.gate.storeOf(c.account.name) : undefined
     const later = c.deferred > 0 || (qos === 2 && confirm !== undefined && store?.durable === true)
@@ -496,34 +507,80 @@ export class MqttBridge implements MqttDriver {
       c.recordDirty = "now"
       this.gate.hold(c, dedup)
     }
-    if (later) return this.gate.defer(c, subject, buf, qos, ref, confirm)
+    if (later) return this.gate.defer(c, subject, buf, qos, ref, confirm, extra)
     if (qos === 2 && confirm !== undefined) {
       // Without a durable store the PUBREC has nothing to wait for: it goes first, then the copies.
       if (!c.closed) this.input(c, { type: "published", packetId: confirm }, now)
-      return this.route(c, subject, buf, qos, ref, now)
+      return this.route(c, subject, buf, qos, ref, now, extra)
     }
-    this.route(c, subject, buf, qos, ref, now)
+    this.route(c, subject, buf, qos, ref, now, extra)
     if (confirm === undefined || c.closed) return
     this.gate.confirm(c, confirm, store, ref, now)
   }
 
-  /** Route a message from `c` through the engine, with its QoS and stored copy (`ref`) for the MQTT subscribers. */
-  route(c: MqttConnection, subject: string, buf: Buffer, qos: QoS, ref: number | undefined, now: number): void {
+  /**
+   * Route a message from `c` through the engine, with its QoS and stored copy (`ref`) for
+   * the MQTT subscribers; an MQTT 5.0 PUBLISH with its reply subject and header block
+   * (`extra`: the headers go in front of the payload, as a NATS HPUB carries them).
+   */
+  route(c: MqttConnection, subject: string, buf: Buffer, qos: QoS, ref: number | undefined, now: number, extra?: RouteExtra): void {
     const router = this.server.router
     const d = router.message(c, now)
     d.subject = subject
-    d.reply = ""
-    d.hdrLen = -1
-    d.buf = buf
+    d.reply = extra?.reply ?? ""
+    const hdr = extra?.hdr
+    d.hdrLen = hdr === undefined ? -1 : hdr.length
+    d.buf = hdr === undefined ? buf : Buffer.concat([hdr, buf])
     d.start = 0
-    d.end = buf.length
+    d.end = d.buf.length
     d.origin.qos = qos
     d.origin.ref = ref
+    if (extra?.reply !== undefined && extra.reply.startsWith(RESPONSE_SUBJECT_PREFIX)) this.answersFor(c.account.name)
     router.route(d)
     if (ref === undefined) return
     const store = this.gate.storeOf(c.account.name)
     store?.routed(ref)
     store?.releaseIfUnheld(ref)
+  }
+
+  /**
+   * The account's listener on `$MQTT.rr.>`, made the first time an MQTT 5.0 request
+   * carries its Correlation Data in its reply subject: an answer published there goes
+   * on to the Response Topic with that Correlation Data (`Mqtt-Correlation-Data`), so
+   * MQTT and NATS subscribers of the topic see it.
+   */
+  private answersFor(account: string): void {
+    if (this.answering.has(account)) return
+    this.answering.add(account)
+    const router = this.server.router
+    router.subscribe(this.answerer(account), `${RESPONSE_SUBJECT_PREFIX}>`, undefined, (m: Delivery) => this.answer(account, m))
+  }
+
+  private answer(account: string, m: Delivery): void {
+    const rr = parseResponseSubject(m.subject)
+    if (rr === undefined) return
+    const subject = topicToSubject(rr.responseTopic)
+    if (!subject.ok || subject.value.startsWith(RESPONSE_SUBJECT_PREFIX)) return
+    // Only where the one who answered may publish: `$MQTT.rr.` is no way around permissions.
+    const from = m.origin.publisher
+    if (from?.perms !== undefined && !from.perms.canPublish(subject.value, this.server)) return
+    const before = m.hdrLen > 0 ? parseHeaderBlock(m.buf.subarray(m.start, m.start + m.hdrLen)).headers : []
+    const hdr = headerBlock([...before.filter(([k]) => k.toLowerCase() !== "mqtt-correlation-data"), [NatsHeader.correlationData, rr.correlationData.toString("base64")]])!
+    const router = this.server.router
+    const d = router.message(this.answerers.get(account)!, m.now)
+    d.subject = subject.value
+    d.reply = m.reply
+    d.hdrLen = hdr.length
+    d.buf = Buffer.concat([hdr, m.buf.subarray(m.payloadStart, m.end)])
+    d.start = 0
+    d.end = d.buf.length
+    router.route(d)
+  }
+
+  private answerer(account: string): InternalPrincipal {
+    const p = this.server.router.internal(account, "mqtt-responses")
+    this.answerers.set(account, p)
+    return p
   }
 
   /**
@@ -570,9 +627,12 @@ export class MqttBridge implements MqttDriver {
     // The hot path: a message that goes out at QoS 0 is written without a session step.
     const topic = c.session.deliverQos0(subject, qos)
     if (topic === null) return
+    // MQTT 5.0: what the message's headers and reply subject make of it, once per routed message.
+    const v5 = c.session.protocolVersion === 5 && (d.hdrLen > 0 || d.reply !== "") ? this.propertiesOf(d) : undefined
+    if (v5 === null) return
     if (topic !== undefined) {
       if (c.closed) return
-      if (c.session.protocolVersion === 5) return this.deliverQos0V5(c, topic, buf, from, end)
+      if (c.session.protocolVersion === 5) return this.deliverQos0V5(c, topic, buf, from, end, v5?.bytes)
       if (this.tracing) traceMqttOutQos0(this.server.log, c, topic, end - from)
       c.outMsgs++
       c.outBytes += encodePublishRange(c.out, topic, buf, from, end, 0, false, false, undefined)
@@ -583,15 +643,30 @@ export class MqttBridge implements MqttDriver {
     const store = ref === undefined ? undefined : this.gate.persisted(c)
     const taken = c.session.storedTaken
     // Held until acknowledged: a copy in a reusable slab, not a view pinning the read chunk.
-    this.input(c, { type: "deliver", subject, payload: this.held.hold(buf, from, end), qos, ref }, d.now)
+    const payload = this.held.hold(buf, from, end)
+    this.input(c, v5 === undefined ? { type: "deliver", subject, payload, qos, ref } : { type: "deliver", subject, payload, qos, ref, properties: v5.properties }, d.now)
     // A persistent session that took the stored message holds it until acknowledged or
     // dropped (taking it may have pushed the oldest waiting one out: the count of pending
     // messages would not tell).
     if (store !== undefined && c.session.storedTaken !== taken) store.ref(ref!)
   }
 
+  /**
+   * The MQTT 5.0 message properties of a routed message with headers or a reply subject
+   * (`natsToPublish`), and their bytes, encoded once for all its deliveries (cached by its
+   * `seq`); null for a status message (a 503 no-responders answer), which is not delivered.
+   */
+  private propertiesOf(d: Delivery): { readonly properties: MessageProperties; readonly bytes: Buffer | undefined } | null {
+    if (this.propsSeq === d.seq) return this.props
+    const hdr = d.hdrLen > 0 ? d.buf.subarray(d.start, d.start + d.hdrLen) : undefined
+    const from = natsToPublish(d.subject, d.reply === "" ? undefined : d.reply, hdr)
+    this.propsSeq = d.seq
+    this.props = from.status !== undefined ? null : { properties: from.properties, bytes: encodeMessageProperties(from.properties) }
+    return this.props
+  }
+
   /** The QoS 0 fast path of an MQTT 5.0 connection: within the client's Maximum Packet Size, aliased where it pays. */
-  private deliverQos0V5(c: MqttConnection, topic: string, buf: Buffer, from: number, end: number): void {
+  private deliverQos0V5(c: MqttConnection, topic: string, buf: Buffer, from: number, end: number, props: Buffer | undefined): void {
     const head = c.head5
     head.topic = topic
     head.topicAlias = 0
@@ -599,6 +674,7 @@ export class MqttBridge implements MqttDriver {
     head.retain = false
     head.dup = false
     head.messageId = undefined
+    head.messageProperties = props
     // Larger than the client takes: discarded as if sent [MQTT-3.1.2-25], counted.
     if (publishSize(head, end - from) > c.session.clientMaximumPacketSize) {
       this.tooLargeDrops++
@@ -606,7 +682,7 @@ export class MqttBridge implements MqttDriver {
     }
     if (this.tracing) traceMqttOutQos0(this.server.log, c, topic, end - from)
     c.outMsgs++
-    c.outBytes += this.writePublish5(c, topic, 0, false, false, undefined, buf, from, end)
+    c.outBytes += this.writePublish5(c, topic, 0, false, false, undefined, buf, from, end, undefined, props)
     this.gate.markDirty(c)
   }
 

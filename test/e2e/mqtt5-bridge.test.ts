@@ -1,0 +1,121 @@
+// MQTT 5.0 bridged onto NATS (issue #19 slice 3): User Properties <-> NATS headers (order
+// and repeats kept), Content Type and Payload Format as well-known headers, Response
+// Topic and Correlation Data <-> the reply subject, both ways. Real mqtt.js v5 clients
+// and nats.js (`nats`), asserting what each library reports.
+import mqtt from "mqtt"
+import { connect, headers, type NatsConnection, type Msg } from "nats"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { collect, connectMqtt, eventually, mqttOptions, type MqttServer, startMqttServer } from "../helpers/mqtt.js"
+
+let srv: MqttServer
+let nc: NatsConnection
+
+beforeAll(async () => {
+  srv = await startMqttServer({ mqtt: mqttOptions({ protocolVersions: [4, 5] }) })
+  nc = await connect({ servers: srv.url, reconnect: false })
+})
+afterAll(async () => {
+  await nc?.close()
+  await srv?.close()
+})
+
+const v5 = (clientId: string) => connectMqtt(srv.mqttUrl, { clientId, protocolVersion: 5 })
+
+/** Packets as mqtt.js hands them to "message" listeners, with their properties. */
+const packets = (client: mqtt.MqttClient): Array<mqtt.IPublishPacket> => {
+  const got: Array<mqtt.IPublishPacket> = []
+  client.on("message", (_t, _p, packet) => got.push(packet))
+  return got
+}
+
+describe("MQTT 5.0 -> NATS", () => {
+  it("User Properties become headers in order with repeats; Content Type and Payload Format well-known ones", async () => {
+    const sub = nc.subscribe("props.out", { max: 1 })
+    const got = (async () => {
+      for await (const m of sub) return m
+      return undefined
+    })()
+    await nc.flush()
+    const pub = await v5("props-pub")
+    await pub.client.publishAsync("props/out", "{}", {
+      qos: 1,
+      properties: { userProperties: { site: "north", tag: ["a", "b"] }, contentType: "application/json", payloadFormatIndicator: true }
+    })
+    const m = (await got) as Msg
+    expect(m.string()).toBe("{}")
+    expect(m.headers?.get("site")).toBe("north")
+    expect(m.headers?.values("tag")).toEqual(["a", "b"])
+    expect(m.headers?.get("Content-Type")).toBe("application/json")
+    expect(m.headers?.get("Mqtt-Payload-Format")).toBe("1")
+    await pub.client.endAsync()
+  })
+
+  it("a request with a Response Topic and Correlation Data: a NATS service's respond reaches the requester with its Correlation Data", async () => {
+    const service = nc.subscribe("svc.echo")
+    ;(async () => {
+      for await (const m of service) m.respond(`echo ${m.string()}`)
+    })()
+    await nc.flush()
+    const requester = await v5("requester")
+    const answers = packets(requester.client)
+    await requester.client.subscribeAsync("resp/me", { qos: 0 })
+    await requester.client.publishAsync("svc/echo", "hi", { qos: 0, properties: { responseTopic: "resp/me", correlationData: Buffer.from("c-17") } })
+    await eventually(() => answers.length === 1, "the answer")
+    expect(answers[0].topic).toBe("resp/me")
+    expect(answers[0].payload.toString()).toBe("echo hi")
+    expect(Buffer.from(answers[0].properties!.correlationData!).toString()).toBe("c-17")
+    service.unsubscribe()
+    await requester.client.endAsync()
+  })
+})
+
+describe("NATS -> MQTT 5.0", () => {
+  it("headers become User Properties and Content Type; a reply subject the Response Topic; 3.1.1 clients get the payload alone", async () => {
+    const dev5 = await v5("hdr-5")
+    const got5 = packets(dev5.client)
+    await dev5.client.subscribeAsync("hdr/in", { qos: 1 })
+    const dev4 = await connectMqtt(srv.mqttUrl, { clientId: "hdr-4" })
+    await dev4.client.subscribeAsync("hdr/in", { qos: 0 })
+    const h = headers()
+    h.append("zone", "7")
+    h.append("x", "1")
+    h.append("x", "2")
+    h.set("Content-Type", "text/plain")
+    nc.publish("hdr.in", "payload", { headers: h, reply: "_INBOX.abc" })
+    await eventually(() => got5.length === 1, "the v5 delivery")
+    const p = got5[0].properties!
+    expect(p.contentType).toBe("text/plain")
+    expect(p.responseTopic).toBe("_INBOX/abc")
+    expect(p.userProperties).toEqual({ zone: "7", x: ["1", "2"] })
+    expect(got5[0].payload.toString()).toBe("payload")
+    await dev4.waitFor((m) => m.topic === "hdr/in")
+    expect(dev4.received[0].payload).toBe("payload")
+    await dev5.client.endAsync()
+    await dev4.client.endAsync()
+  })
+
+  it("a NATS request to a subject MQTT 5.0 devices serve: the device answers on the Response Topic and the requester gets it", async () => {
+    const device = await v5("responder")
+    device.client.on("message", (_topic, payload, packet) => {
+      const to = packet.properties?.responseTopic
+      if (to !== undefined) device.client.publish(to, `pong ${payload.toString()}`, { qos: 0 })
+    })
+    await device.client.subscribeAsync("dev/ping", { qos: 0 })
+    const answer = await nc.request("dev.ping", "1", { timeout: 10_000 })
+    expect(answer.string()).toBe("pong 1")
+    await device.client.endAsync()
+  })
+
+  it("a QoS 1 delivery carries the properties too", async () => {
+    const dev = collect(mqtt.connect(srv.mqttUrl, { clientId: "hdr-q1", protocolVersion: 5, reconnectPeriod: 0 }))
+    const got = packets(dev.client)
+    await eventually(() => dev.client.connected, "connected")
+    await dev.client.subscribeAsync("hdr/q1", { qos: 1 })
+    const pub = await v5("hdr-q1-pub")
+    await pub.client.publishAsync("hdr/q1", "q", { qos: 1, properties: { userProperties: { k: "v" } } })
+    await eventually(() => got.length === 1, "the QoS 1 delivery")
+    expect([got[0].qos, got[0].properties?.userProperties]).toEqual([1, { k: "v" }])
+    await dev.client.endAsync()
+    await pub.client.endAsync()
+  })
+})
