@@ -119,3 +119,31 @@ describe("NATS -> MQTT 5.0", () => {
     await pub.client.endAsync()
   })
 })
+
+describe("Shared Subscriptions <-> NATS queue groups", () => {
+  it("MQTT 5.0 `$share/G/filter` subscribers and NATS queue subscribers of G split the work, each message to exactly one", async () => {
+    const a = await v5("share-a")
+    const b = await v5("share-b")
+    await a.client.subscribeAsync("$share/workers/jobs/#", { qos: 0 })
+    await b.client.subscribeAsync("$share/workers/jobs/#", { qos: 0 })
+    const natsGot: Array<string> = []
+    const q = nc.subscribe("jobs.>", { queue: "workers", callback: (_e, m) => natsGot.push(m.string()) })
+    // a plain subscriber sees everything
+    const all = await v5("share-all")
+    await all.client.subscribeAsync("jobs/#", { qos: 0 })
+    await nc.flush()
+    const n = 90
+    for (let i = 0; i < n; i++) nc.publish(`jobs.j${i % 3}`, `job ${i}`)
+    await nc.flush()
+    await all.waitFor(() => true, n, "every job at the plain subscriber")
+    const mqttGot = [...a.received, ...b.received].map((m) => m.payload)
+    await eventually(() => mqttGot.length + natsGot.length >= n || a.received.length + b.received.length + natsGot.length >= n, "every job taken once")
+    const taken = [...a.received, ...b.received].map((m) => m.payload).concat(natsGot)
+    expect(taken.length).toBe(n)
+    expect(new Set(taken).size).toBe(n)
+    // each member took some: the chance that one of three takes none of 90 at random is about 1e-15
+    expect([a.received.length > 0, b.received.length > 0, natsGot.length > 0]).toEqual([true, true, true])
+    q.unsubscribe()
+    for (const c of [a, b, all]) await c.client.endAsync()
+  })
+})

@@ -63,7 +63,7 @@ describe("MQTT 5.0 CONNECT and CONNACK", () => {
     expect(connack.sessionPresent).toBe(false)
     expect(connack.properties?.maximumPacketSize).toBe(srv.serving.mqtt!.maxPacketBytes)
     expect(connack.properties?.subscriptionIdentifiersAvailable).toBe(false)
-    expect(connack.properties?.sharedSubscriptionAvailable).toBe(false)
+    expect(connack.properties?.sharedSubscriptionAvailable).toBeUndefined() // available: the default
     expect(connack.properties?.topicAliasMaximum).toBe(10) // topic_alias_maximum's default
     // defaults are not sent: Receive Maximum 65,535, Maximum QoS 2, retain available
     expect(connack.properties?.receiveMaximum).toBeUndefined()
@@ -189,22 +189,23 @@ describe("MQTT 5.0 and 3.1.1 clients on one listener", () => {
 })
 
 describe("MQTT 5.0 reason codes on acknowledgements", () => {
-  it("SUBACK: granted QoS, 0x8F for an invalid filter, 0x87 where not authorized, 0x9E for a Shared Subscription", async () => {
+  it("SUBACK: granted QoS, 0x8F for an invalid filter, 0x87 where not authorized (a Shared Subscription's inner filter too)", async () => {
     const guest = await connectMqtt(srv.mqttUrl, { clientId: "suback-guest", protocolVersion: 5, username: "guest", password: "guest-pw" })
-    // mqtt.js rejects a SUBSCRIBE with a failure code and names the first (0x9E), the SUBACK attached
+    // mqtt.js rejects a SUBSCRIBE with a failure code and names the first, the SUBACK attached
     await expect(guest.client.subscribeAsync({
       "public/a": { qos: 1 },
       "private/a": { qos: 1 },
-      "$share/g/public/a": { qos: 0 }
-    })).rejects.toMatchObject({ message: "Subscribe error: Shared Subscriptions not supported", packet: { granted: [1, 0x87, 0x9e] } })
+      "$share/g/public/a": { qos: 0 },
+      "$share/g/private/a": { qos: 0 }
+    })).rejects.toMatchObject({ message: "Subscribe error: Not authorized", packet: { granted: [1, 0x87, 0, 0x87] } })
     const granted = await guest.client.subscribeAsync({ "public/b": { qos: 2 } })
     expect(granted.map((g) => g.qos)).toEqual([2])
     await guest.client.endAsync()
     // mqtt.js checks filters itself: an invalid one goes raw
     const { r } = await raw({ clientId: "suback-raw" })
-    r.send({ cmd: "subscribe", messageId: 3, subscriptions: [{ topic: "a/#/x", qos: 0 }, { topic: "a/+", qos: 2 }] })
+    r.send({ cmd: "subscribe", messageId: 3, subscriptions: [{ topic: "a/#/x", qos: 0 }, { topic: "a/+", qos: 2 }, { topic: "$share/g g/a", qos: 0 }, { topic: "$share/g+/a", qos: 0 }] })
     const ack = await r.next("suback") as { messageId: number; granted: Array<number>; properties?: { reasonString?: string } }
-    expect([ack.messageId, ack.granted]).toEqual([3, [0x8f, 2]])
+    expect([ack.messageId, ack.granted]).toEqual([3, [0x8f, 2, 0x8f, 0x8f]])
     r.end()
   })
 

@@ -130,7 +130,7 @@ describe("codec5: the session's packets on the v5 wire", () => {
 
 // ---- the session machine on v5 ----
 
-const v5Limits = { maximumPacketSize: 1000, topicAliasMaximum: 0, subscriptionIdentifiersAvailable: false, sharedSubscriptionAvailable: false }
+const v5Limits = { maximumPacketSize: 1000, topicAliasMaximum: 0, subscriptionIdentifiersAvailable: false }
 const config: SessionConfig = { ...defaultSessionConfig, v5: v5Limits }
 
 const session5 = (connect: Record<string, unknown> = {}, deps: Partial<ConstructorParameters<typeof MqttSession>[1]> = {}) => {
@@ -168,7 +168,7 @@ describe("MQTT 5.0 CONNECT in the session", () => {
       returnCode: 0,
       sessionPresent: false,
       reasonCode: 0,
-      properties: { maximumPacketSize: 1000, subscriptionIdentifiersAvailable: false, sharedSubscriptionAvailable: false }
+      properties: { maximumPacketSize: 1000, subscriptionIdentifiersAvailable: false }
     }])
   })
 
@@ -275,7 +275,7 @@ describe("MQTT 5.0 DISCONNECT from the client", () => {
 })
 
 describe("MQTT 5.0 acknowledgements in the session", () => {
-  it("SUBACK: granted QoS, 0x8F, 0x87, 0x9E; Retain Handling 2 asks for no retained messages, 1 only for new", () => {
+  it("SUBACK: granted QoS, 0x8F, 0x87; a Shared Subscription joins its queue group; Retain Handling 2 asks for no retained messages, 1 only for new", () => {
     const { s } = ready5({}, { canSubscribe: (f) => !f.startsWith("secret") })
     const [sub] = v5Packets({
       cmd: "subscribe",
@@ -290,7 +290,8 @@ describe("MQTT 5.0 acknowledgements in the session", () => {
       ]
     })
     const a = s.step(pkt(sub), 0)
-    expect(sent(a)[0]).toMatchObject({ cmd: "suback", messageId: 9, reasonCodes: [2, 1, 0, 0x87, 0x9e, 0x8f] })
+    expect(sent(a)[0]).toMatchObject({ cmd: "suback", messageId: 9, reasonCodes: [2, 1, 0, 0x87, 1, 0x8f] })
+    expect(ofType(a, "subscribe").find((x) => x.filter === "$share/g/a")).toMatchObject({ subjects: ["a"], queue: "g" })
     expect(ofType(a, "wantRetained").map((w) => w.filter)).toEqual(["a/+", "c"])
     const again = s.step(pkt(sub), 0)
     expect(ofType(again, "wantRetained").map((w) => w.filter)).toEqual(["a/+"]) // "c" existed

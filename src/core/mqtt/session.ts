@@ -22,7 +22,7 @@ import { encodeMessageProperties, publishSize, type PublishHead } from "./v5/enc
 import { headerBlock, publishToNats } from "./v5/nats.js"
 import { DEFAULT_RECEIVE_MAXIMUM, InboundQuota } from "./v5/flow.js"
 import { ReasonCode } from "./v5/reason.js"
-import { sendsRetained } from "./v5/subscription.js"
+import { natsSubscription, sendsRetained } from "./v5/subscription.js"
 import { type Connect, type MessageProperties, NO_PROPERTIES, type Properties } from "./v5/types.js"
 import {
   type ClientPacket,
@@ -164,6 +164,22 @@ type Phase = "awaitConnect" | "connecting" | "connected" | "away" | "closed"
 
 interface Subscription extends Grant {
   readonly qos: QoS
+  /** MQTT 5.0 Shared Subscription (`$share/G/filter`): the NATS queue group `G`. */
+  readonly queue?: string | undefined
+}
+
+/**
+ * What a topic filter subscribes to on NATS: its subjects, and for a Shared Subscription
+ * (`$share/G/filter`, MQTT 5.0; `shared` false reads it as a plain filter, as 3.1.1 does)
+ * the queue group `G` [4.8.2].
+ */
+export const filterSubscription = (filter: string, shared: boolean): { ok: true; subjects: ReadonlyArray<string>; queue: string | undefined } | { ok: false } => {
+  if (shared && filter.startsWith(SHARE_PREFIX)) {
+    const n = natsSubscription(filter)
+    return n.ok ? { ok: true, subjects: n.subjects, queue: n.queue } : { ok: false }
+  }
+  const subjects = subscriptionSubjects(filter)
+  return subjects.ok ? { ok: true, subjects: subjects.value, queue: undefined } : { ok: false }
 }
 
 const minQos = (a: number, b: number): QoS => Math.min(a, b) as QoS
@@ -264,8 +280,8 @@ export class MqttSession {
     s.clientIdValue = stored.clientId
     s.owner = stored.owner
     for (const sub of stored.subscriptions) {
-      const subjects = subscriptionSubjects(sub.filter)
-      if (subjects.ok) s.subs.set(sub.filter, { filter: sub.filter, qos: sub.qos, subjects: subjects.value })
+      const f = filterSubscription(sub.filter, true)
+      if (f.ok) s.subs.set(sub.filter, { filter: sub.filter, qos: sub.qos, subjects: f.subjects, queue: f.queue })
     }
     for (const o of stored.outbound) {
       const payload = o.phase === "publish" && typeof o.ref === "number" ? s.letGo(o.payload) : o.payload
@@ -702,7 +718,7 @@ export class MqttSession {
       this.send({ cmd: "connack", returnCode: ConnackCode.Accepted, sessionPresent: n.connack.sessionPresent, reasonCode: ReasonCode.Success, properties: n.connack.properties })
     } else this.send({ cmd: "connack", returnCode: ConnackCode.Accepted, sessionPresent: present })
     for (const [filter, s] of this.subs) {
-      this.emit({ type: "subscribe", filter, subjects: s.subjects, qos: s.qos, restored: true })
+      this.emit({ type: "subscribe", filter, subjects: s.subjects, qos: s.qos, restored: true, queue: s.queue })
     }
     // Unacknowledged messages go out again, in order, with DUP; PUBRELs again [MQTT-4.4.0-1].
     // Stored ones not in memory are fetched first, and the resend waits for all of them.
@@ -727,14 +743,14 @@ export class MqttSession {
    */
   private restore(s: SessionSnapshot, now: number): void {
     for (const sub of s.subscriptions) {
-      const subjects = subscriptionSubjects(sub.filter)
+      const subjects = filterSubscription(sub.filter, true)
       if (!subjects.ok) continue
       if (!(this.deps.canSubscribe?.(sub.filter) ?? true)) {
         this.emit({ type: "denied", op: "subscribe", topic: sub.filter })
         this.persistSubscription(sub.filter, undefined)
         continue
       }
-      this.subs.set(sub.filter, { filter: sub.filter, qos: sub.qos, subjects: subjects.value })
+      this.subs.set(sub.filter, { filter: sub.filter, qos: sub.qos, subjects: subjects.subjects, queue: subjects.queue })
       this.subsVersion++
     }
     for (const o of s.outbound) {
@@ -996,12 +1012,8 @@ export class MqttSession {
     const retainedFor: string[] = []
     for (const req of list) {
       const filter = req.topic
-      // Shared Subscriptions are announced as not available (CONNACK) until they are bridged.
-      if (v5 && filter.startsWith(SHARE_PREFIX)) {
-        refused(ReasonCode.SharedSubscriptionsNotSupported)
-        continue
-      }
-      const subjects = subscriptionSubjects(filter)
+      // MQTT 5.0: `$share/G/filter` is the NATS queue group G on the filter's subjects.
+      const subjects = filterSubscription(filter, v5)
       if (!subjects.ok) {
         refused(ReasonCode.TopicFilterInvalid)
         continue
@@ -1014,14 +1026,14 @@ export class MqttSession {
       const g = minQos(req.qos, MAX_QOS)
       const existed = this.subs.has(filter)
       // An identical filter replaces the existing subscription [MQTT-3.8.4-3].
-      this.subs.set(filter, { filter, qos: g, subjects: subjects.value })
+      this.subs.set(filter, { filter, qos: g, subjects: subjects.subjects, queue: subjects.queue })
       this.subsVersion++
       granted.push(g)
       codes?.push(g)
       added.push(filter)
       // Retain Handling (MQTT 5.0): 0 always, 1 only for a new subscription, 2 never [MQTT-3.3.1-9, -10].
       if (!v5 || sendsRetained({ rh: req.rh ?? 0, topic: filter }, existed)) retainedFor.push(filter)
-      this.emit({ type: "subscribe", filter, subjects: subjects.value, qos: g, restored: false })
+      this.emit({ type: "subscribe", filter, subjects: subjects.subjects, qos: g, restored: false, queue: subjects.queue })
     }
     this.send(codes === undefined ? { cmd: "suback", messageId, granted } : { cmd: "suback", messageId, granted, reasonCodes: codes })
     for (const filter of added) this.persistSubscription(filter, this.subs.get(filter)!.qos)

@@ -281,6 +281,8 @@ export type SessionAction =
     readonly qos: QoS
     /** Re-established from a stored session: no retained messages are due [MQTT-3.3.1-6 applies to new subscriptions]. */
     readonly restored: boolean
+    /** MQTT 5.0 Shared Subscription: the NATS queue group it joins. */
+    readonly queue?: string | undefined
   }
   | { readonly type: "unsubscribe"; readonly filter: string; readonly subjects: ReadonlyArray<string> }
   /**

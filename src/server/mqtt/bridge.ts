@@ -46,14 +46,13 @@ import { traceMqttIn, traceMqttOut, traceMqttOutQos0 } from "./trace.js"
  * What the server announces to MQTT 5.0 clients in CONNACK: its Maximum Packet Size (the
  * bound every connection is held to), Receive Maximum and Topic Alias Maximum
  * (`receive_maximum`, `topic_alias_maximum`), and what it does not offer yet
- * (Subscription Identifiers, Shared Subscriptions).
+ * (Subscription Identifiers).
  */
 export const mqtt5Limits = (options: MqttOptions, maxPacketBytes: number): ServerLimits => ({
   maximumPacketSize: maxPacketBytes,
   receiveMaximum: options.receiveMaximum,
   topicAliasMaximum: options.topicAliasMaximum ?? DEFAULT_TOPIC_ALIAS_MAXIMUM,
-  subscriptionIdentifiersAvailable: false,
-  sharedSubscriptionAvailable: false
+  subscriptionIdentifiersAvailable: false
 })
 
 export class MqttBridge implements MqttDriver {
@@ -261,7 +260,7 @@ export class MqttBridge implements MqttDriver {
       case "accept":
         return this.onAccept(c, a.clientId, a.cleanSession, a.persistent)
       case "subscribe":
-        return this.subscribe(c, a.filter, a.subjects, a.qos)
+        return this.subscribe(c, a.filter, a.subjects, a.qos, a.queue)
       case "wantRetained": {
         const store = this.gate.storeOf(c.account.name)
         if (store !== undefined) this.retained.want(c, a.filter, store)
@@ -597,12 +596,13 @@ export class MqttBridge implements MqttDriver {
 
   // ---- subscriptions and deliveries ----
 
-  private subscribe(c: MqttConnection, filter: string, subjects: ReadonlyArray<string>, qos: QoS): void {
+  private subscribe(c: MqttConnection, filter: string, subjects: ReadonlyArray<string>, qos: QoS, queue?: string): void {
     this.unsubscribe(c, filter)
     const list: Array<Subscription> = []
     const holds = qos > 0 && !c.session.cleanSession
     for (const subject of subjects) {
-      const sub = this.server.router.subscribe(c, subject, undefined)
+      // A Shared Subscription joins its queue group: one member of G (MQTT or NATS) takes each message.
+      const sub = this.server.router.subscribe(c, subject, queue)
       sub.holdsMessages = holds
       list.push(sub)
     }

@@ -9,7 +9,7 @@ import {
   MqttSession,
   type SessionConfig,
   type SessionDeps,
-  subscriptionSubjects
+  filterSubscription
 } from "../../core/mqtt/index.js"
 import type { ClosedConnSnapshot, ConnSnapshot } from "../../core/monitor/source.js"
 import { DEFAULT_MQTT_PROTOCOL_VERSIONS, type MqttProtocolLevel } from "../../config/options.js"
@@ -56,14 +56,14 @@ const sessionDeps = (server: Server, c: MqttConnection, held: HeldPayloads): Ses
     },
     canPublish: (_topic, subject) => c.perms === undefined || c.perms.canPublish(subject, server),
     canReceive: (subject) => c.perms === undefined || c.perms.canSubscribe(subject),
-    canSubscribe: (filter) => mayHold(c, filter)
+    canSubscribe: (filter) => mayHold(c, filter, c.session.protocolVersion === 5)
   }
 }
 
-/** Whether the principal's permissions allow the subscription `filter` (each subject it is made of). */
-export const mayHold = (p: Principal, filter: string): boolean => {
-  const subjects = subscriptionSubjects(filter)
-  return p.perms === undefined || (subjects.ok && subjects.value.every((s) => p.perms!.canSubscribe(s)))
+/** Whether the principal's permissions allow the subscription `filter` (each subject it is made of; `shared`: a `$share/G/…` filter is its inner filter). */
+export const mayHold = (p: Principal, filter: string, shared = true): boolean => {
+  const subjects = filterSubscription(filter, shared)
+  return p.perms === undefined || (subjects.ok && subjects.subjects.every((s) => p.perms!.canSubscribe(s)))
 }
 
 /**

@@ -10,7 +10,7 @@ import {
   type SessionConfig,
   type SessionDeps,
   type SessionSnapshot,
-  subscriptionSubjects
+  filterSubscription
 } from "../../core/mqtt/index.js"
 import type { ClientPermissions } from "../../engine/permissions.js"
 import type { Delivery, InternalPrincipal, Subscription } from "../../engine/principal.js"
@@ -149,11 +149,12 @@ export class MqttRegistry {
       this.offlineClients.set(account, client)
     }
     for (const s of snapshot.subscriptions) {
-      const subjects = subscriptionSubjects(s.filter)
+      const subjects = filterSubscription(s.filter, true)
       // QoS 0 messages are not kept for an absent client.
       if (!subjects.ok || s.qos === 0) continue
-      for (const subject of subjects.value) {
-        const sub = this.server.router.subscribe(client, subject, undefined, (m: Delivery) => this.deliverAway(d, m))
+      // A Shared Subscription stays in its queue group while its client is away (4.8.2).
+      for (const subject of subjects.subjects) {
+        const sub = this.server.router.subscribe(client, subject, subjects.queue, (m: Delivery) => this.deliverAway(d, m))
         sub.holdsMessages = true
         d.subs.push(sub)
       }

@@ -47,7 +47,7 @@ export const reloadMqtt = (bridge: MqttBridge, previous: MqttAuthenticator, next
     const res = verdict.ok ? verdict.result : undefined
     c.user = res?.user ?? ""
     c.perms = res?.permissions === undefined ? undefined : new ClientPermissions(res.permissions)
-    const forbidden = [...c.filters.keys()].filter((filter) => !mayHold(c, filter))
+    const forbidden = [...c.filters.keys()].filter((filter) => !mayHold(c, filter, c.session.protocolVersion === 5))
     if (forbidden.length === 0) continue
     for (const f of forbidden) {
       server.log.warn(`${mqttLogPrefix(c)} - Removed subscription ${JSON.stringify(f)}: not permitted after a configuration reload`)
