@@ -147,3 +147,22 @@ describe("Shared Subscriptions <-> NATS queue groups", () => {
     for (const c of [a, b, all]) await c.client.endAsync()
   })
 })
+
+describe("Subscription options", () => {
+  it("No Local: a subscription with it does not get what its own connection published [MQTT-3.8.3-3]; one without does", async () => {
+    const a = await v5("nl-a")
+    const b = await v5("nl-b")
+    await a.client.subscribeAsync("nl/t", { qos: 1, nl: true })
+    await a.client.publishAsync("nl/t", "own", { qos: 0 })
+    await a.client.publishAsync("nl/t", "own q1", { qos: 1 })
+    await b.client.publishAsync("nl/t", "other", { qos: 1 })
+    await a.waitFor((m) => m.payload === "other")
+    expect(a.received.map((m) => m.payload)).toEqual(["other"])
+    await a.client.subscribeAsync("nl/#", { qos: 0 })
+    await a.client.publishAsync("nl/t", "own again", { qos: 0 })
+    await a.waitFor((m) => m.payload === "own again")
+    expect(a.received.map((m) => m.payload)).toEqual(["other", "own again"])
+    await a.client.endAsync()
+    await b.client.endAsync()
+  })
+})

@@ -466,3 +466,16 @@ describe("MQTT 5.0 message properties across the bridge, in the session (slice 3
     expect(out).toMatchObject([{ cmd: "publish", qos: 0, properties }, { cmd: "publish", qos: 1, messageId: 1, properties }])
   })
 })
+
+describe("MQTT 5.0 No Local in the session", () => {
+  it("a message the connection published itself skips its No Local subscriptions, on the fast path and in step", () => {
+    const { s } = ready5()
+    const [sub] = v5Packets({ cmd: "subscribe", messageId: 1, subscriptions: [{ topic: "t", qos: 1, nl: true }] })
+    s.step(pkt(sub), 0)
+    expect(s.deliverQos0("t", 0, true)).toBeNull()
+    expect(s.deliverQos0("t", 0, false)).toBe("t")
+    expect(sent(s.step({ type: "deliver", subject: "t", payload: Buffer.from("x"), qos: 1, local: true }, 0))).toEqual([])
+    expect(sent(s.step({ type: "deliver", subject: "t", payload: Buffer.from("x"), qos: 1, local: false }, 0))).toHaveLength(1)
+    expect(s.snapshot().subscriptions).toEqual([{ filter: "t", qos: 1, noLocal: true }])
+  })
+})

@@ -166,6 +166,8 @@ interface Subscription extends Grant {
   readonly qos: QoS
   /** MQTT 5.0 Shared Subscription (`$share/G/filter`): the NATS queue group `G`. */
   readonly queue?: string | undefined
+  /** MQTT 5.0 No Local: not for messages this connection published [MQTT-3.8.3-3]. */
+  readonly noLocal?: boolean | undefined
 }
 
 /**
@@ -249,6 +251,8 @@ export class MqttSession {
   private lastDeliverVersion = -1
   /** Bumped on every change to `subs`. */
   private subsVersion = 0
+  /** MQTT 5.0: subscriptions with No Local (the check costs nothing without any). */
+  private noLocalSubs = 0
   /** Stored messages (numeric refs) taken for delivery so far. */
   private storedTakenValue = 0
 
@@ -281,7 +285,8 @@ export class MqttSession {
     s.owner = stored.owner
     for (const sub of stored.subscriptions) {
       const f = filterSubscription(sub.filter, true)
-      if (f.ok) s.subs.set(sub.filter, { filter: sub.filter, qos: sub.qos, subjects: f.subjects, queue: f.queue })
+      if (f.ok) s.subs.set(sub.filter, { filter: sub.filter, qos: sub.qos, subjects: f.subjects, queue: f.queue, noLocal: sub.noLocal })
+      if (f.ok && sub.noLocal === true) s.noLocalSubs++
     }
     for (const o of stored.outbound) {
       const payload = o.phase === "publish" && typeof o.ref === "number" ? s.letGo(o.payload) : o.payload
@@ -429,7 +434,7 @@ export class MqttSession {
     return {
       clientId: this.clientIdValue,
       owner: this.owner,
-      subscriptions: [...this.subs.values()].map((s) => ({ filter: s.filter, qos: s.qos })),
+      subscriptions: [...this.subs.values()].map((s) => (s.noLocal === true ? { filter: s.filter, qos: s.qos, noLocal: true } : { filter: s.filter, qos: s.qos })),
       outbound: this.out.inSendOrder().map((e) => ({
         packetId: e.packetId,
         qos: e.qos,
@@ -468,7 +473,7 @@ export class MqttSession {
       case "published":
         return this.onPublished(input.packetId)
       case "deliver":
-        return this.onDeliver(input.subject, input.payload, input.qos, input.ref, now, input.properties)
+        return this.onDeliver(input.subject, input.payload, input.qos, input.ref, now, input.properties, input.local)
       case "fetched":
         return this.onFetched(input.messages, now)
       case "retained":
@@ -750,7 +755,8 @@ export class MqttSession {
         this.persistSubscription(sub.filter, undefined)
         continue
       }
-      this.subs.set(sub.filter, { filter: sub.filter, qos: sub.qos, subjects: subjects.subjects, queue: subjects.queue })
+      this.subs.set(sub.filter, { filter: sub.filter, qos: sub.qos, subjects: subjects.subjects, queue: subjects.queue, noLocal: sub.noLocal })
+      if (sub.noLocal === true) this.noLocalSubs++
       this.subsVersion++
     }
     for (const o of s.outbound) {
@@ -1024,9 +1030,12 @@ export class MqttSession {
         continue
       }
       const g = minQos(req.qos, MAX_QOS)
-      const existed = this.subs.has(filter)
+      const before = this.subs.get(filter)
+      const existed = before !== undefined
       // An identical filter replaces the existing subscription [MQTT-3.8.4-3].
-      this.subs.set(filter, { filter, qos: g, subjects: subjects.subjects, queue: subjects.queue })
+      const noLocal = v5 && req.nl === true
+      this.noLocalSubs += (noLocal ? 1 : 0) - (before?.noLocal === true ? 1 : 0)
+      this.subs.set(filter, { filter, qos: g, subjects: subjects.subjects, queue: subjects.queue, noLocal })
       this.subsVersion++
       granted.push(g)
       codes?.push(g)
@@ -1052,6 +1061,7 @@ export class MqttSession {
         continue
       }
       codes?.push(ReasonCode.Success)
+      if (s.noLocal === true) this.noLocalSubs--
       if (this.subs.delete(filter)) this.subsVersion++
       this.emit({ type: "unsubscribe", filter, subjects: s.subjects })
       this.persistSubscription(filter, undefined)
@@ -1086,10 +1096,10 @@ export class MqttSession {
     return this.lastDeliverBest
   }
 
-  private onDeliver(subject: string, payload: Uint8Array, msgQos: number, ref: string | number | undefined, now: number, properties?: MessageProperties) {
+  private onDeliver(subject: string, payload: Uint8Array, msgQos: number, ref: string | number | undefined, now: number, properties?: MessageProperties, local = false) {
     if (this.phase === "away") return this.queueAway(subject, payload, msgQos, ref)
     if (this.phase !== "connected") return
-    const best = this.grantFor(subject)
+    const best = local && this.noLocalSubs > 0 ? this.grantForLocal(subject) : this.grantFor(subject)
     if (best < 0) return
     // Forwarded to an established subscription: retain is 0 [MQTT-3.3.1-9].
     this.deliverOut(this.lastDeliverTopic, payload, minQos(msgQos, best), false, ref, now, properties)
@@ -1134,11 +1144,22 @@ export class MqttSession {
    * as `step` would send it; null when it is not for this session (not connected, no
    * matching subscription); undefined when it goes out at QoS 1/2 (`step` must take it).
    */
-  deliverQos0(subject: string, msgQos: number): string | null | undefined {
+  deliverQos0(subject: string, msgQos: number, local = false): string | null | undefined {
     if (this.phase !== "connected") return null
-    const best = this.grantFor(subject)
+    const best = local && this.noLocalSubs > 0 ? this.grantForLocal(subject) : this.grantFor(subject)
     if (best < 0) return null
     return minQos(msgQos, best) === 0 ? this.lastDeliverTopic : undefined
+  }
+
+  /**
+   * `grantFor` for a message this connection published itself: its No Local subscriptions
+   * do not take it [MQTT-3.8.3-3] (not cached: only sessions with such subscriptions ask).
+   */
+  private grantForLocal(subject: string): number {
+    this.grantFor(subject) // the topic, in lastDeliverTopic
+    let best = -1
+    for (const s of this.subs.values()) if (s.noLocal !== true && s.qos > best && bestGrant([s], subject) >= 0) best = s.qos
+    return best
   }
 
   private onRetained(
@@ -1374,6 +1395,7 @@ export class MqttSession {
     for (const filter of filters) {
       const s = this.subs.get(filter)
       if (s === undefined) continue
+      if (s.noLocal === true) this.noLocalSubs--
       this.subs.delete(filter)
       this.subsVersion++
       this.emit({ type: "unsubscribe", filter, subjects: s.subjects })

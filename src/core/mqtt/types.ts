@@ -148,7 +148,8 @@ export interface SessionSnapshot {
    * Undefined for sessions stored before owners were kept.
    */
   readonly owner?: string | undefined
-  readonly subscriptions: ReadonlyArray<{ readonly filter: string; readonly qos: QoS }>
+  /** `noLocal`: MQTT 5.0 No Local (kept while the process runs; the stored record has only filter and QoS). */
+  readonly subscriptions: ReadonlyArray<{ readonly filter: string; readonly qos: QoS; readonly noLocal?: boolean | undefined }>
   readonly outbound: ReadonlyArray<{
     readonly packetId: number
     readonly qos: 1 | 2
@@ -200,6 +201,8 @@ export type SessionInput =
     readonly ref?: string | number | undefined
     /** MQTT 5.0: what the NATS message's headers and reply subject make of it (the shell decides only for v5 sessions). */
     readonly properties?: MessageProperties | undefined
+    /** Published by this very connection (No Local subscriptions do not take it). */
+    readonly local?: boolean | undefined
   }
   /**
    * Stored messages the session asked for (`fetch`): each payload (undefined when it is no

@@ -625,7 +625,8 @@ export class MqttBridge implements MqttDriver {
     const from = d.payloadStart
     const qos = d.origin.qos
     // The hot path: a message that goes out at QoS 0 is written without a session step.
-    const topic = c.session.deliverQos0(subject, qos)
+    const local = d.origin.publisher === c
+    const topic = c.session.deliverQos0(subject, qos, local)
     if (topic === null) return
     // MQTT 5.0: what the message's headers and reply subject make of it, once per routed message.
     const v5 = c.session.protocolVersion === 5 && (d.hdrLen > 0 || d.reply !== "") ? this.propertiesOf(d) : undefined
@@ -644,7 +645,7 @@ export class MqttBridge implements MqttDriver {
     const taken = c.session.storedTaken
     // Held until acknowledged: a copy in a reusable slab, not a view pinning the read chunk.
     const payload = this.held.hold(buf, from, end)
-    this.input(c, v5 === undefined ? { type: "deliver", subject, payload, qos, ref } : { type: "deliver", subject, payload, qos, ref, properties: v5.properties }, d.now)
+    this.input(c, { type: "deliver", subject, payload, qos, ref, properties: v5?.properties, local }, d.now)
     // A persistent session that took the stored message holds it until acknowledged or
     // dropped (taking it may have pushed the oldest waiting one out: the count of pending
     // messages would not tell).
