@@ -166,3 +166,25 @@ describe("Subscription options", () => {
     await b.client.endAsync()
   })
 })
+
+describe("Message Expiry Interval", () => {
+  it("is passed on: to NATS as Mqtt-Message-Expiry, to MQTT 5.0 subscribers as the interval left", async () => {
+    const sub = await v5("exp-sub")
+    const got = packets(sub.client)
+    await sub.client.subscribeAsync("mexp/#", { qos: 1 })
+    const n = nc.subscribe("mexp.t", { max: 1 })
+    const natsMsg = (async () => {
+      for await (const m of n) return m
+      return undefined
+    })()
+    await nc.flush()
+    const pub = await v5("exp-pub")
+    await pub.client.publishAsync("mexp/t", "q0", { qos: 0, properties: { messageExpiryInterval: 60 } })
+    await pub.client.publishAsync("mexp/u", "q1", { qos: 1, properties: { messageExpiryInterval: 30 } })
+    await eventually(() => got.length === 2, "both deliveries")
+    expect(got.map((p) => [p.payload.toString(), p.properties?.messageExpiryInterval])).toEqual([["q0", 60], ["q1", 30]])
+    expect((await natsMsg)?.headers?.get("Mqtt-Message-Expiry")).toBe("60")
+    await sub.client.endAsync()
+    await pub.client.endAsync()
+  })
+})

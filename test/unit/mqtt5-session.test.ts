@@ -479,3 +479,22 @@ describe("MQTT 5.0 No Local in the session", () => {
     expect(s.snapshot().subscriptions).toEqual([{ filter: "t", qos: 1, noLocal: true }])
   })
 })
+
+describe("MQTT 5.0 Message Expiry in the session", () => {
+  it("a queued message goes with what is left of its interval [MQTT-3.3.2-6], or not at all once it ran out [MQTT-3.3.2-5]", () => {
+    const { s } = ready5({ keepalive: 0, properties: { receiveMaximum: 1 } })
+    const [sub] = v5Packets({ cmd: "subscribe", messageId: 1, subscriptions: [{ topic: "t", qos: 1 }] })
+    s.step(pkt(sub), 0)
+    const d = (text: string, expiry?: number) =>
+      s.step({ type: "deliver", subject: "t", payload: Buffer.from(text), qos: 1, properties: expiry === undefined ? undefined : { messageExpiryInterval: expiry } }, 0)
+    expect(sent(d("m1"))).toHaveLength(1)
+    d("m2", 10)
+    d("m3", 2)
+    const [ack1, ack2] = v5Packets({ cmd: "puback", messageId: 1 }, { cmd: "puback", messageId: 2 })
+    const second = s.step(pkt(ack1), 4_000)
+    expect(sent(second)).toMatchObject([{ cmd: "publish", messageId: 2, properties: { messageExpiryInterval: 6 } }])
+    // m3 ran out while it waited: dropped as soon as it is looked at, window or not
+    expect(ofType(second, "drop")).toEqual([{ type: "drop", reason: "expired", ref: undefined }])
+    expect(sent(s.step(pkt(ack2), 4_000))).toEqual([])
+  })
+})

@@ -69,6 +69,8 @@ export interface Queued {
   readonly ref?: string | number | undefined
   /** MQTT 5.0: the message's properties (live messages only: a stored copy keeps none yet). */
   readonly properties?: MessageProperties | undefined
+  /** MQTT 5.0: when it was received, for a message with a Message Expiry Interval (ms). */
+  readonly receivedAt?: number | undefined
   /** Fetched and found gone (the stored message was removed): skipped, never sent. */
   gone?: boolean
 }

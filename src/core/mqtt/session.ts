@@ -16,7 +16,7 @@ import {
 } from "./topic.js"
 import { acceptConnect, connectRefusal, type ServerLimits } from "./v5/connect.js"
 import { InboundTopicAliases } from "./v5/alias.js"
-import { SESSION_NEVER_EXPIRES, sessionExpiry, sessionExpiryOnDisconnect, willSurvives } from "./v5/expiry.js"
+import { forwardedExpiry, SESSION_NEVER_EXPIRES, sessionExpiry, sessionExpiryOnDisconnect, willSurvives } from "./v5/expiry.js"
 import { PacketError } from "./v5/reader.js"
 import { encodeMessageProperties, publishSize, type PublishHead } from "./v5/encode.js"
 import { headerBlock, publishToNats } from "./v5/nats.js"
@@ -1206,6 +1206,7 @@ export class MqttSession {
     h.qos = qos
     h.retain = retain
     h.messageProperties = properties === undefined ? undefined : encodeMessageProperties(properties)
+    h.messageExpiryInterval = properties?.messageExpiryInterval ?? -1
     return publishSize(h, payloadLength) > this.clientMaxPacket
   }
 
@@ -1229,7 +1230,9 @@ export class MqttSession {
         : { cmd: "publish", topic, payload, qos: 0, retain, dup: false, properties })
       return
     }
-    const q: Queued = properties === undefined ? { qos, topic, payload, size: payload.length, retain, ref } : { qos, topic, payload, size: payload.length, retain, ref, properties }
+    const q: Queued = properties === undefined
+      ? { qos, topic, payload, size: payload.length, retain, ref }
+      : { qos, topic, payload, size: payload.length, retain, ref, properties, receivedAt: properties.messageExpiryInterval === undefined ? undefined : now }
     if (typeof ref === "number") this.storedTakenValue++
     if (this.out.queue.length === 0 && this.resendWaiting === 0 && this.trySend(q, now)) return
     this.enqueue(q)
@@ -1255,11 +1258,23 @@ export class MqttSession {
       this.emit({ type: "drop", reason: "packet_too_large", ref: q.ref })
       return true
     }
+    // MQTT 5.0 Message Expiry: a message whose life ran out while it waited is not sent
+    // [MQTT-3.3.2-5]; one that goes carries what is left of it [MQTT-3.3.2-6].
+    let properties = q.properties
+    if (q.receivedAt !== undefined && properties?.messageExpiryInterval !== undefined) {
+      const left = forwardedExpiry(properties.messageExpiryInterval, q.receivedAt, now)
+      if (left === undefined) {
+        if (q.payload !== undefined) this.deps.released?.(q.payload)
+        this.emit({ type: "drop", reason: "expired", ref: q.ref })
+        return true
+      }
+      if (left !== properties.messageExpiryInterval) properties = { ...properties, messageExpiryInterval: left }
+    }
     if (!this.out.hasRoom()) return false
     const packetId = this.out.nextPacketId()
     if (packetId === undefined) return false
     const e = this.out.addSent(q, packetId, now + this.config.ackWaitMs)
-    this.send({ cmd: "publish", topic: e.topic, payload: q.payload!, qos: e.qos, retain: e.retain, dup: false, messageId: packetId, properties: e.properties })
+    this.send({ cmd: "publish", topic: e.topic, payload: q.payload!, qos: e.qos, retain: e.retain, dup: false, messageId: packetId, properties })
     this.afterSend(e)
     return true
   }

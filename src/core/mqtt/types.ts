@@ -303,7 +303,7 @@ export type SessionAction =
    */
   | {
     readonly type: "drop"
-    readonly reason: "queue_full" | "not_permitted" | "gone" | "packet_too_large"
+    readonly reason: "queue_full" | "not_permitted" | "gone" | "packet_too_large" | "expired"
     readonly ref?: string | number | undefined
   }
   /**

@@ -344,7 +344,7 @@ export class MqttBridge implements MqttDriver {
       const p = packet.payload
       const buf = Buffer.isBuffer(p) ? p : Buffer.from(p.buffer, p.byteOffset, p.byteLength)
       const props = packet.properties === undefined ? undefined : encodeMessageProperties(packet.properties)
-      c.outBytes += this.writePublish5(c, packet.topic, packet.qos, packet.retain, packet.dup, packet.messageId, buf, 0, buf.length, this.held, props)
+      c.outBytes += this.writePublish5(c, packet.topic, packet.qos, packet.retain, packet.dup, packet.messageId, buf, 0, buf.length, this.held, props, packet.properties?.messageExpiryInterval)
     } else c.outBytes += encodeIntoV5(c.out, packet, c.session.requestProblemInformation, c.session.clientMaximumPacketSize, this.held)
     this.gate.markDirty(c)
   }
@@ -366,7 +366,8 @@ export class MqttBridge implements MqttDriver {
     start: number,
     end: number,
     pin?: HeldPayloads,
-    props?: Buffer
+    props?: Buffer,
+    expiry?: number
   ): number {
     const head = c.head5
     head.topic = topic
@@ -376,6 +377,8 @@ export class MqttBridge implements MqttDriver {
     head.dup = dup
     head.messageId = messageId
     head.messageProperties = props
+    // Seconds left to live: encoded per delivery, not with the message's other properties.
+    head.messageExpiryInterval = expiry ?? -1
     const max = c.session.clientTopicAliasMaximum
     if (max > 0) {
       const aliases = (c.aliases5 ??= new OutboundTopicAliases(max))
@@ -633,7 +636,7 @@ export class MqttBridge implements MqttDriver {
     if (v5 === null) return
     if (topic !== undefined) {
       if (c.closed) return
-      if (c.session.protocolVersion === 5) return this.deliverQos0V5(c, topic, buf, from, end, v5?.bytes)
+      if (c.session.protocolVersion === 5) return this.deliverQos0V5(c, topic, buf, from, end, v5?.bytes, v5?.properties.messageExpiryInterval)
       if (this.tracing) traceMqttOutQos0(this.server.log, c, topic, end - from)
       c.outMsgs++
       c.outBytes += encodePublishRange(c.out, topic, buf, from, end, 0, false, false, undefined)
@@ -667,7 +670,7 @@ export class MqttBridge implements MqttDriver {
   }
 
   /** The QoS 0 fast path of an MQTT 5.0 connection: within the client's Maximum Packet Size, aliased where it pays. */
-  private deliverQos0V5(c: MqttConnection, topic: string, buf: Buffer, from: number, end: number, props: Buffer | undefined): void {
+  private deliverQos0V5(c: MqttConnection, topic: string, buf: Buffer, from: number, end: number, props: Buffer | undefined, expiry: number | undefined): void {
     const head = c.head5
     head.topic = topic
     head.topicAlias = 0
@@ -676,6 +679,7 @@ export class MqttBridge implements MqttDriver {
     head.dup = false
     head.messageId = undefined
     head.messageProperties = props
+    head.messageExpiryInterval = expiry ?? -1
     // Larger than the client takes: discarded as if sent [MQTT-3.1.2-25], counted.
     if (publishSize(head, end - from) > c.session.clientMaximumPacketSize) {
       this.tooLargeDrops++
@@ -683,7 +687,7 @@ export class MqttBridge implements MqttDriver {
     }
     if (this.tracing) traceMqttOutQos0(this.server.log, c, topic, end - from)
     c.outMsgs++
-    c.outBytes += this.writePublish5(c, topic, 0, false, false, undefined, buf, from, end, undefined, props)
+    c.outBytes += this.writePublish5(c, topic, 0, false, false, undefined, buf, from, end, undefined, props, expiry)
     this.gate.markDirty(c)
   }
 
