@@ -188,3 +188,26 @@ describe("Message Expiry Interval", () => {
     await pub.client.endAsync()
   })
 })
+
+describe("Subscription Identifiers", () => {
+  it("a delivery carries the identifiers of every subscription it matched [MQTT-3.3.4-3], at QoS 0 and 1, and with retained messages", async () => {
+    const pub = await v5("sid-pub")
+    await pub.client.publishAsync("sid/kept", "retained", { qos: 1, retain: true })
+    const sub = await v5("sid-sub")
+    const got = packets(sub.client)
+    await sub.client.subscribeAsync("sid/#", { qos: 1, properties: { subscriptionIdentifier: 7 } })
+    await eventually(() => got.length === 1, "the retained message")
+    await sub.client.subscribeAsync("sid/a", { qos: 0, properties: { subscriptionIdentifier: 9 } })
+    await pub.client.publishAsync("sid/a", "both q0", { qos: 0 })
+    await pub.client.publishAsync("sid/b", "one q1", { qos: 1 })
+    await eventually(() => got.length === 3, "the deliveries")
+    const ids = (p: mqtt.IPublishPacket) => {
+      const v = p.properties?.subscriptionIdentifier
+      return v === undefined ? [] : Array.isArray(v) ? v : [v]
+    }
+    expect(got.map((p) => [p.payload.toString(), ids(p)])).toEqual([["retained", [7]], ["both q0", [7, 9]], ["one q1", [7]]])
+    await pub.client.publishAsync("sid/kept", "", { qos: 1, retain: true })
+    await sub.client.endAsync()
+    await pub.client.endAsync()
+  })
+})

@@ -498,3 +498,23 @@ describe("MQTT 5.0 Message Expiry in the session", () => {
     expect(sent(s.step(pkt(ack2), 4_000))).toEqual([])
   })
 })
+
+describe("MQTT 5.0 Subscription Identifiers in the session", () => {
+  it("the fast path and step both give the identifiers of the matching subscriptions, in order", () => {
+    const s = new MqttSession(0, { randomBytes: seededBytes(5) }, { ...config, v5: { ...v5Limits, subscriptionIdentifiersAvailable: true } })
+    s.step(pkt(parse(new MqttParser({ v5: true }), connect5()).packets[0]), 0)
+    s.step({ type: "sessionReady" }, 0)
+    const [a, b] = v5Packets(
+      { cmd: "subscribe", messageId: 1, subscriptions: [{ topic: "x/#", qos: 1 }], properties: { subscriptionIdentifier: 3 } },
+      { cmd: "subscribe", messageId: 2, subscriptions: [{ topic: "x/y", qos: 1 }], properties: { subscriptionIdentifier: 5 } }
+    )
+    s.step(pkt(a), 0)
+    s.step(pkt(b), 0)
+    expect(s.deliverQos0("x.y", 0)).toBe("x/y")
+    expect(s.deliveryIdentifiers).toEqual([3, 5])
+    expect(s.deliverQos0("x.z", 0)).toBe("x/z")
+    expect(s.deliveryIdentifiers).toEqual([3])
+    const out = sent(s.step({ type: "deliver", subject: "x.y", payload: Buffer.from("p"), qos: 1 }, 0))
+    expect(out).toMatchObject([{ cmd: "publish", qos: 1, properties: { subscriptionIdentifiers: [3, 5] } }])
+  })
+})

@@ -168,6 +168,8 @@ interface Subscription extends Grant {
   readonly queue?: string | undefined
   /** MQTT 5.0 No Local: not for messages this connection published [MQTT-3.8.3-3]. */
   readonly noLocal?: boolean | undefined
+  /** MQTT 5.0 Subscription Identifier, sent with what the subscription delivers [MQTT-3.3.4-3]. */
+  readonly id?: number | undefined
 }
 
 /**
@@ -253,6 +255,9 @@ export class MqttSession {
   private subsVersion = 0
   /** MQTT 5.0: subscriptions with No Local (the check costs nothing without any). */
   private noLocalSubs = 0
+  /** MQTT 5.0: subscriptions with a Subscription Identifier, and those of the last subject asked for. */
+  private idSubs = 0
+  private lastDeliverIds: ReadonlyArray<number> | undefined
   /** Stored messages (numeric refs) taken for delivery so far. */
   private storedTakenValue = 0
 
@@ -285,8 +290,9 @@ export class MqttSession {
     s.owner = stored.owner
     for (const sub of stored.subscriptions) {
       const f = filterSubscription(sub.filter, true)
-      if (f.ok) s.subs.set(sub.filter, { filter: sub.filter, qos: sub.qos, subjects: f.subjects, queue: f.queue, noLocal: sub.noLocal })
+      if (f.ok) s.subs.set(sub.filter, { filter: sub.filter, qos: sub.qos, subjects: f.subjects, queue: f.queue, noLocal: sub.noLocal, id: sub.id })
       if (f.ok && sub.noLocal === true) s.noLocalSubs++
+      if (f.ok && sub.id !== undefined) s.idSubs++
     }
     for (const o of stored.outbound) {
       const payload = o.phase === "publish" && typeof o.ref === "number" ? s.letGo(o.payload) : o.payload
@@ -434,7 +440,12 @@ export class MqttSession {
     return {
       clientId: this.clientIdValue,
       owner: this.owner,
-      subscriptions: [...this.subs.values()].map((s) => (s.noLocal === true ? { filter: s.filter, qos: s.qos, noLocal: true } : { filter: s.filter, qos: s.qos })),
+      subscriptions: [...this.subs.values()].map((s) => ({
+        filter: s.filter,
+        qos: s.qos,
+        ...(s.noLocal === true ? { noLocal: true } : {}),
+        ...(s.id === undefined ? {} : { id: s.id })
+      })),
       outbound: this.out.inSendOrder().map((e) => ({
         packetId: e.packetId,
         qos: e.qos,
@@ -755,8 +766,9 @@ export class MqttSession {
         this.persistSubscription(sub.filter, undefined)
         continue
       }
-      this.subs.set(sub.filter, { filter: sub.filter, qos: sub.qos, subjects: subjects.subjects, queue: subjects.queue, noLocal: sub.noLocal })
+      this.subs.set(sub.filter, { filter: sub.filter, qos: sub.qos, subjects: subjects.subjects, queue: subjects.queue, noLocal: sub.noLocal, id: sub.id })
       if (sub.noLocal === true) this.noLocalSubs++
+      if (sub.id !== undefined) this.idSubs++
       this.subsVersion++
     }
     for (const o of s.outbound) {
@@ -790,7 +802,7 @@ export class MqttSession {
           // Announced as not available in CONNACK: a SUBSCRIBE with one is refused so (3.8.2.1.2).
           return this.violation("Subscription Identifier in SUBSCRIBE", ReasonCode.SubscriptionIdentifiersNotSupported)
         }
-        return this.onSubscribe(packet.messageId, packet.subscriptions)
+        return this.onSubscribe(packet.messageId, packet.subscriptions, packet.properties?.subscriptionIdentifiers?.[0])
       case "unsubscribe":
         return this.onUnsubscribe(packet.messageId, packet.unsubscriptions)
       case "pingreq":
@@ -1002,7 +1014,7 @@ export class MqttSession {
     this.fillWindow(now)
   }
 
-  private onSubscribe(messageId: number, list: ReadonlyArray<SubscriptionRequest>): void {
+  private onSubscribe(messageId: number, list: ReadonlyArray<SubscriptionRequest>, id?: number): void {
     if (messageId < 1 || messageId > 65535) return this.violation("SUBSCRIBE with packet id 0") // [MQTT-2.3.1-1]
     if (list.length === 0) return this.violation("SUBSCRIBE without topic filters") // [MQTT-3.8.3-3]
     if (list.some((s) => s.qos < 0 || s.qos > 2)) return this.violation("SUBSCRIBE QoS 3") // [MQTT-3.8.3-4]
@@ -1035,7 +1047,8 @@ export class MqttSession {
       // An identical filter replaces the existing subscription [MQTT-3.8.4-3].
       const noLocal = v5 && req.nl === true
       this.noLocalSubs += (noLocal ? 1 : 0) - (before?.noLocal === true ? 1 : 0)
-      this.subs.set(filter, { filter, qos: g, subjects: subjects.subjects, queue: subjects.queue, noLocal })
+      this.idSubs += (id !== undefined ? 1 : 0) - (before?.id !== undefined ? 1 : 0)
+      this.subs.set(filter, { filter, qos: g, subjects: subjects.subjects, queue: subjects.queue, noLocal, id })
       this.subsVersion++
       granted.push(g)
       codes?.push(g)
@@ -1062,6 +1075,7 @@ export class MqttSession {
       }
       codes?.push(ReasonCode.Success)
       if (s.noLocal === true) this.noLocalSubs--
+      if (s.id !== undefined) this.idSubs--
       if (this.subs.delete(filter)) this.subsVersion++
       this.emit({ type: "unsubscribe", filter, subjects: s.subjects })
       this.persistSubscription(filter, undefined)
@@ -1092,8 +1106,27 @@ export class MqttSession {
       this.lastDeliverSubject = subject
       this.lastDeliverBest = best
       this.lastDeliverVersion = this.subsVersion
+      this.lastDeliverIds = this.idSubs > 0 ? this.identifiersFor(subject, false) : undefined
     }
     return this.lastDeliverBest
+  }
+
+  /**
+   * MQTT 5.0: the Subscription Identifiers of the subscriptions matching `subject` (not the
+   * No Local ones for the connection's own message), in subscription order; undefined for none.
+   */
+  private identifiersFor(subject: string, local: boolean): ReadonlyArray<number> | undefined {
+    let ids: Array<number> | undefined
+    for (const s of this.subs.values()) {
+      if (s.id === undefined || (local && s.noLocal === true) || bestGrant([s], subject) < 0) continue
+      ;(ids ??= []).push(s.id)
+    }
+    return ids
+  }
+
+  /** MQTT 5.0: the Subscription Identifiers of the delivery `deliverQos0` last decided (undefined: none). */
+  get deliveryIdentifiers(): ReadonlyArray<number> | undefined {
+    return this.lastDeliverIds
   }
 
   private onDeliver(subject: string, payload: Uint8Array, msgQos: number, ref: string | number | undefined, now: number, properties?: MessageProperties, local = false) {
@@ -1102,7 +1135,8 @@ export class MqttSession {
     const best = local && this.noLocalSubs > 0 ? this.grantForLocal(subject) : this.grantFor(subject)
     if (best < 0) return
     // Forwarded to an established subscription: retain is 0 [MQTT-3.3.1-9].
-    this.deliverOut(this.lastDeliverTopic, payload, minQos(msgQos, best), false, ref, now, properties)
+    const ids = this.lastDeliverIds
+    this.deliverOut(this.lastDeliverTopic, payload, minQos(msgQos, best), false, ref, now, ids === undefined ? properties : { ...properties, subscriptionIdentifiers: ids })
   }
 
   /**
@@ -1159,6 +1193,9 @@ export class MqttSession {
     this.grantFor(subject) // the topic, in lastDeliverTopic
     let best = -1
     for (const s of this.subs.values()) if (s.noLocal !== true && s.qos > best && bestGrant([s], subject) >= 0) best = s.qos
+    // the cache is for other messages on the subject: the next grantFor computes it again
+    this.lastDeliverIds = this.idSubs > 0 ? this.identifiersFor(subject, true) : undefined
+    this.lastDeliverVersion = -1
     return best
   }
 
@@ -1174,7 +1211,7 @@ export class MqttSession {
       // Sent because of a new subscription: retain is 1 [MQTT-3.3.1-6, -8]; only what the
       // client may receive (a filter can be allowed while some topics under it are denied).
       if (topicMatchesFilter(m.topic, filter) && this.mayReceive(m.topic)) {
-        this.deliverOut(m.topic, m.payload, minQos(m.qos, s.qos), true, undefined, now)
+        this.deliverOut(m.topic, m.payload, minQos(m.qos, s.qos), true, undefined, now, s.id === undefined ? undefined : { subscriptionIdentifiers: [s.id] })
       }
     }
   }
@@ -1196,7 +1233,7 @@ export class MqttSession {
    * name (an alias the shell may choose only makes it shorter, or is left out). It is
    * discarded as if sent [MQTT-3.1.2-25] and counted (`drop`, `packet_too_large`).
    */
-  private tooLarge(topic: string, payloadLength: number, qos: QoS, retain: boolean, properties?: MessageProperties): boolean {
+  private tooLarge(topic: string, payloadLength: number, qos: QoS, retain: boolean, properties?: Properties): boolean {
     if (this.clientMaxPacket === Number.POSITIVE_INFINITY) return false
     const h = (this.sizeHead ??= {
       topic: "", qos: 0, retain: false, dup: false, messageId: 1, topicAlias: 0,
@@ -1207,6 +1244,7 @@ export class MqttSession {
     h.retain = retain
     h.messageProperties = properties === undefined ? undefined : encodeMessageProperties(properties)
     h.messageExpiryInterval = properties?.messageExpiryInterval ?? -1
+    h.subscriptionIdentifiers = properties?.subscriptionIdentifiers
     return publishSize(h, payloadLength) > this.clientMaxPacket
   }
 
@@ -1217,7 +1255,7 @@ export class MqttSession {
     retain: boolean,
     ref: string | number | undefined,
     now: number,
-    properties?: MessageProperties
+    properties?: Properties
   ): void {
     if (this.tooLarge(topic, payload.length, qos, retain, properties)) {
       // Not taken: a stored message stays the store's (no hold, nothing to release).
@@ -1411,6 +1449,7 @@ export class MqttSession {
       const s = this.subs.get(filter)
       if (s === undefined) continue
       if (s.noLocal === true) this.noLocalSubs--
+      if (s.id !== undefined) this.idSubs--
       this.subs.delete(filter)
       this.subsVersion++
       this.emit({ type: "unsubscribe", filter, subjects: s.subjects })

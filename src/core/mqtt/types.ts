@@ -148,8 +148,8 @@ export interface SessionSnapshot {
    * Undefined for sessions stored before owners were kept.
    */
   readonly owner?: string | undefined
-  /** `noLocal`: MQTT 5.0 No Local (kept while the process runs; the stored record has only filter and QoS). */
-  readonly subscriptions: ReadonlyArray<{ readonly filter: string; readonly qos: QoS; readonly noLocal?: boolean | undefined }>
+  /** `noLocal`, `id`: MQTT 5.0 No Local and Subscription Identifier (kept while the process runs; the stored record has only filter and QoS). */
+  readonly subscriptions: ReadonlyArray<{ readonly filter: string; readonly qos: QoS; readonly noLocal?: boolean | undefined; readonly id?: number | undefined }>
   readonly outbound: ReadonlyArray<{
     readonly packetId: number
     readonly qos: 1 | 2

@@ -45,14 +45,12 @@ import { traceMqttIn, traceMqttOut, traceMqttOutQos0 } from "./trace.js"
 /**
  * What the server announces to MQTT 5.0 clients in CONNACK: its Maximum Packet Size (the
  * bound every connection is held to), Receive Maximum and Topic Alias Maximum
- * (`receive_maximum`, `topic_alias_maximum`), and what it does not offer yet
- * (Subscription Identifiers).
+ * (`receive_maximum`, `topic_alias_maximum`).
  */
 export const mqtt5Limits = (options: MqttOptions, maxPacketBytes: number): ServerLimits => ({
   maximumPacketSize: maxPacketBytes,
   receiveMaximum: options.receiveMaximum,
-  topicAliasMaximum: options.topicAliasMaximum ?? DEFAULT_TOPIC_ALIAS_MAXIMUM,
-  subscriptionIdentifiersAvailable: false
+  topicAliasMaximum: options.topicAliasMaximum ?? DEFAULT_TOPIC_ALIAS_MAXIMUM
 })
 
 export class MqttBridge implements MqttDriver {
@@ -344,7 +342,7 @@ export class MqttBridge implements MqttDriver {
       const p = packet.payload
       const buf = Buffer.isBuffer(p) ? p : Buffer.from(p.buffer, p.byteOffset, p.byteLength)
       const props = packet.properties === undefined ? undefined : encodeMessageProperties(packet.properties)
-      c.outBytes += this.writePublish5(c, packet.topic, packet.qos, packet.retain, packet.dup, packet.messageId, buf, 0, buf.length, this.held, props, packet.properties?.messageExpiryInterval)
+      c.outBytes += this.writePublish5(c, packet.topic, packet.qos, packet.retain, packet.dup, packet.messageId, buf, 0, buf.length, this.held, props, packet.properties?.messageExpiryInterval, packet.properties?.subscriptionIdentifiers)
     } else c.outBytes += encodeIntoV5(c.out, packet, c.session.requestProblemInformation, c.session.clientMaximumPacketSize, this.held)
     this.gate.markDirty(c)
   }
@@ -367,7 +365,8 @@ export class MqttBridge implements MqttDriver {
     end: number,
     pin?: HeldPayloads,
     props?: Buffer,
-    expiry?: number
+    expiry?: number,
+    ids?: ReadonlyArray<number>
   ): number {
     const head = c.head5
     head.topic = topic
@@ -379,6 +378,7 @@ export class MqttBridge implements MqttDriver {
     head.messageProperties = props
     // Seconds left to live: encoded per delivery, not with the message's other properties.
     head.messageExpiryInterval = expiry ?? -1
+    head.subscriptionIdentifiers = ids
     const max = c.session.clientTopicAliasMaximum
     if (max > 0) {
       const aliases = (c.aliases5 ??= new OutboundTopicAliases(max))
@@ -680,6 +680,7 @@ export class MqttBridge implements MqttDriver {
     head.messageId = undefined
     head.messageProperties = props
     head.messageExpiryInterval = expiry ?? -1
+    head.subscriptionIdentifiers = c.session.deliveryIdentifiers
     // Larger than the client takes: discarded as if sent [MQTT-3.1.2-25], counted.
     if (publishSize(head, end - from) > c.session.clientMaximumPacketSize) {
       this.tooLargeDrops++
@@ -687,7 +688,7 @@ export class MqttBridge implements MqttDriver {
     }
     if (this.tracing) traceMqttOutQos0(this.server.log, c, topic, end - from)
     c.outMsgs++
-    c.outBytes += this.writePublish5(c, topic, 0, false, false, undefined, buf, from, end, undefined, props, expiry)
+    c.outBytes += this.writePublish5(c, topic, 0, false, false, undefined, buf, from, end, undefined, props, expiry, head.subscriptionIdentifiers)
     this.gate.markDirty(c)
   }
 
