@@ -211,3 +211,26 @@ describe("Subscription Identifiers", () => {
     await pub.client.endAsync()
   })
 })
+
+describe("Will Properties", () => {
+  it("a v5 will reaches NATS with its User Properties and Content Type as headers", async () => {
+    const sub = nc.subscribe("will5.out", { max: 1 })
+    const got = (async () => {
+      for await (const m of sub) return m
+      return undefined
+    })()
+    await nc.flush()
+    const dev = mqtt.connect(srv.mqttUrl, {
+      clientId: "will5-dev",
+      protocolVersion: 5,
+      reconnectPeriod: 0,
+      will: { topic: "will5/out", payload: Buffer.from("gone"), qos: 0, retain: false, properties: { contentType: "text/plain", userProperties: { reason: "power" } } }
+    })
+    await eventually(() => dev.connected, "connected")
+    dev.end(true) // no DISCONNECT: the socket just closes
+    const m = (await got) as Msg
+    expect(m.string()).toBe("gone")
+    expect(m.headers?.get("reason")).toBe("power")
+    expect(m.headers?.get("Content-Type")).toBe("text/plain")
+  })
+})

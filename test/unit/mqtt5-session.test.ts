@@ -518,3 +518,12 @@ describe("MQTT 5.0 Subscription Identifiers in the session", () => {
     expect(out).toMatchObject([{ cmd: "publish", qos: 1, properties: { subscriptionIdentifiers: [3, 5] } }])
   })
 })
+
+describe("MQTT 5.0 Will Properties across the bridge", () => {
+  it("a will's User Properties and Content Type become the NATS headers of its publish", () => {
+    const { s } = ready5({ will: { topic: "w/x", payload: Buffer.from("bye"), qos: 0, retain: false, properties: { contentType: "text/plain", userProperties: { why: "lost" } } } })
+    const [pub] = ofType(s.step({ type: "connectionLost" }, 0), "publish")
+    expect(pub.subject).toBe("w.x")
+    expect(pub.hdr?.toString()).toBe("NATS/1.0\r\nContent-Type: text/plain\r\nwhy: lost\r\n\r\n")
+  })
+})

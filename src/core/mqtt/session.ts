@@ -556,8 +556,21 @@ export class MqttSession {
     if (!subject.ok) return
     if (!this.mayPublish(will.topic, subject.value)) return this.emit({ type: "denied", op: "will", topic: will.topic })
     const qos = minQos(will.qos, MAX_QOS)
+    // MQTT 5.0 Will Properties cross to NATS as a PUBLISH's do (a Response Topic no reply can carry is left out).
+    const p = this.versionValue === 5 && will.properties !== undefined && will.properties !== NO_PROPERTIES ? publishToNats(will.topic, will.properties) : undefined
+    const n = p?.ok === true ? p : p === undefined ? undefined : publishToNats(will.topic, { ...will.properties, responseTopic: undefined, correlationData: undefined })
+    const hdr = n?.ok === true ? headerBlock(n.headers) : undefined
+    const reply = n?.ok === true ? n.reply : undefined
     this.emitRetain(will.topic, subject.value, will.payload, qos, will.retain)
-    this.emit({ type: "publish", subject: subject.value, payload: will.payload, qos, retain: will.retain })
+    this.emit({
+      type: "publish",
+      subject: subject.value,
+      payload: will.payload,
+      qos,
+      retain: will.retain,
+      ...(reply === undefined ? {} : { reply }),
+      ...(hdr === undefined ? {} : { hdr })
+    })
   }
 
   /** Retained store updates of a PUBLISH [MQTT-3.3.1-5, -7, -10, -11, -12]. */
