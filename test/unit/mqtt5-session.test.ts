@@ -527,3 +527,13 @@ describe("MQTT 5.0 Will Properties across the bridge", () => {
     expect(pub.hdr?.toString()).toBe("NATS/1.0\r\nContent-Type: text/plain\r\nwhy: lost\r\n\r\n")
   })
 })
+
+describe("the cluster's MQTT header", () => {
+  it("Nmqtt-Pub is never a User Property: escaped from a client, not handed to one", async () => {
+    const { publishToNats, natsToPublish } = await import("../../src/core/mqtt/v5/nats.js")
+    const out = publishToNats("a", { userProperties: [["Nmqtt-Pub", "2"]] })
+    expect(out.ok && out.headers).toEqual([["Mqtt-User-Property", "Nmqtt-Pub=2"]])
+    const back = natsToPublish("a", undefined, Buffer.from("NATS/1.0\r\nNmqtt-Pub: 1\r\nk: v\r\n\r\n"))
+    expect(back.properties.userProperties).toEqual([["k", "v"]])
+  })
+})
