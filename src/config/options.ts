@@ -104,7 +104,29 @@ export interface MqttOptions {
   readonly tls: TlsOptions | undefined
   readonly authorization: AuthorizationOptions | undefined
   readonly noAuthUser: string | undefined
+  /**
+   * `protocol_versions`: the MQTT protocol levels this listener accepts (4: 3.1.1, 5: 5.0).
+   * Undefined = [4]: a level-5 CONNECT is refused with CONNACK 1, as the specification's
+   * default says.
+   */
+  readonly protocolVersions?: ReadonlyArray<MqttProtocolLevel> | undefined
+  /**
+   * MQTT 5.0 `receive_maximum`: QoS 1/2 PUBLISHes a client may have unacknowledged towards
+   * the server (announced in CONNACK; more is DISCONNECT 0x93). Undefined = 65,535, not announced.
+   */
+  readonly receiveMaximum?: number | undefined
+  /** MQTT 5.0 `topic_alias_maximum`: Topic Aliases a client may set (announced in CONNACK). Undefined = 10; 0: none. */
+  readonly topicAliasMaximum?: number | undefined
 }
+
+/** Topic Aliases an MQTT 5.0 client may set when `topic_alias_maximum` is not given (mosquitto's default too). */
+export const DEFAULT_TOPIC_ALIAS_MAXIMUM = 10
+
+/** MQTT protocol levels the server speaks: 4 (3.1.1) and 5 (5.0). */
+export type MqttProtocolLevel = 4 | 5
+
+/** The levels a listener accepts when its block does not say. */
+export const DEFAULT_MQTT_PROTOCOL_VERSIONS: ReadonlyArray<MqttProtocolLevel> = [4]
 
 export interface WebsocketOptions {
   readonly host: string
@@ -118,6 +140,8 @@ export interface WebsocketOptions {
    * complete its WebSocket upgrade, milliseconds. Undefined = the default (2s).
    */
   readonly handshakeTimeoutMs?: number | undefined
+  /** `protocol_versions` of MQTT over this listener; undefined = [4] (whatever the `mqtt` block says). */
+  readonly protocolVersions?: ReadonlyArray<MqttProtocolLevel> | undefined
 }
 
 /** A route's credentials and what the servers of the cluster may send and ask for (`cluster.authorization`). */

@@ -13,6 +13,7 @@ import type {
   JetStreamOptions,
   LogOptions,
   MqttOptions,
+  MqttProtocolLevel,
   Permissions,
   ServerOptions,
   TlsOptions,
@@ -52,6 +53,9 @@ export interface MqttPatch {
   readonly tls?: TlsOptions
   readonly authorization?: AuthorizationOptions
   readonly noAuthUser?: string
+  readonly protocolVersions?: ReadonlyArray<MqttProtocolLevel>
+  readonly receiveMaximum?: number
+  readonly topicAliasMaximum?: number
 }
 
 export interface WebsocketPatch {
@@ -62,6 +66,7 @@ export interface WebsocketPatch {
   readonly tls?: TlsOptions
   readonly compression?: boolean
   readonly handshakeTimeoutMs?: number
+  readonly protocolVersions?: ReadonlyArray<MqttProtocolLevel>
 }
 
 export interface ClusterPatch {

@@ -13,6 +13,7 @@ import type {
   AccountImport,
   AccountOptions,
   AuthorizationOptions,
+  MqttProtocolLevel,
   Permissions,
   SubjectPermission,
   TlsOptions,
@@ -528,6 +529,36 @@ const MaxQueuedMessages = leaf(`an integer from 1 to ${MAX_QUEUED_MESSAGES_LIMIT
   return n !== NO && n >= 1 && n <= MAX_QUEUED_MESSAGES_LIMIT ? n : NO
 })
 
+const ProtocolLevel = leaf("4 (MQTT 3.1.1) or 5 (MQTT 5.0)", (u) => {
+  const n = intOf(u)
+  return n === 4 || n === 5 ? (n as MqttProtocolLevel) : NO
+})
+
+/** `protocol_versions`: the MQTT protocol levels a listener accepts, each once, at least one. */
+const ProtocolVersions: Schema.Schema<ReadonlyArray<MqttProtocolLevel>, unknown> = oneOf("a list of MQTT protocol levels like [4, 5]", {
+  list: Schema.transformOrFail(Schema.Array(ProtocolLevel), Schema.Any as Schema.Schema<ReadonlyArray<MqttProtocolLevel>>, {
+    strict: true,
+    decode: (levels, _options, ast) => {
+      if (levels.length === 0) return ParseResult.fail(new ParseResult.Type(ast, levels, "expected at least one MQTT protocol level (4, 5)"))
+      if (new Set(levels).size !== levels.length) {
+        return ParseResult.fail(new ParseResult.Type(ast, levels, `expected each protocol level once, got [${levels.join(", ")}]`))
+      }
+      return ParseResult.succeed([...levels].sort((a, b) => a - b))
+    },
+    encode: (levels) => ParseResult.succeed(levels)
+  })
+})
+
+const ReceiveMaximum = leaf("an integer from 1 to 65535", (u) => {
+  const n = intOf(u)
+  return n !== NO && n >= 1 && n <= 65535 ? n : NO
+})
+
+const TopicAliasMaximum = leaf("an integer from 0 to 65535", (u) => {
+  const n = intOf(u)
+  return n !== NO && n >= 0 && n <= 65535 ? n : NO
+})
+
 const mqttFields = {
   host: opt(Str),
   port: opt(Port),
@@ -539,7 +570,10 @@ const mqttFields = {
   max_queued_bytes: opt(LimitSize),
   tls: opt(Tls),
   authorization: opt(Authorization),
-  no_auth_user: opt(Str)
+  no_auth_user: opt(Str),
+  protocol_versions: opt(ProtocolVersions),
+  receive_maximum: opt(ReceiveMaximum),
+  topic_alias_maximum: opt(TopicAliasMaximum)
 }
 
 const Mqtt: Schema.Schema<MqttPatch, unknown> = oneOf<MqttPatch>("enabled, disabled, true, false or a map", {
@@ -561,7 +595,10 @@ const Mqtt: Schema.Schema<MqttPatch, unknown> = oneOf<MqttPatch>("enabled, disab
       maxQueuedBytes: s.max_queued_bytes === undefined ? undefined : Math.max(0, s.max_queued_bytes),
       tls: s.tls,
       authorization: s.authorization,
-      noAuthUser: s.no_auth_user
+      noAuthUser: s.no_auth_user,
+      protocolVersions: s.protocol_versions,
+      receiveMaximum: s.receive_maximum,
+      topicAliasMaximum: s.topic_alias_maximum
     })
   })
 })
@@ -573,7 +610,8 @@ const websocketFields = {
   no_tls: opt(Bool),
   tls: opt(Tls),
   compression: opt(Bool),
-  handshake_timeout: opt(Duration)
+  handshake_timeout: opt(Duration),
+  protocol_versions: opt(ProtocolVersions)
 }
 
 const Websocket: Schema.Schema<WebsocketPatch, unknown> = oneOf<WebsocketPatch>("disabled, false or a map", {
@@ -592,7 +630,8 @@ const Websocket: Schema.Schema<WebsocketPatch, unknown> = oneOf<WebsocketPatch>(
       noTls: s.no_tls,
       tls: s.tls,
       compression: s.compression,
-      handshakeTimeoutMs: s.handshake_timeout
+      handshakeTimeoutMs: s.handshake_timeout,
+      protocolVersions: s.protocol_versions
     })
   })
 })

@@ -11,7 +11,7 @@ import type {
 } from "../core/monitor/source.js"
 import { X509Certificate } from "node:crypto"
 import { readFileSync } from "node:fs"
-import type { ServerOptions, WebsocketOptions } from "../config/options.js"
+import { DEFAULT_MQTT_PROTOCOL_VERSIONS, type ServerOptions, type WebsocketOptions } from "../config/options.js"
 import type { Listener } from "../services/transport.js"
 import type { Sublist } from "../core/subject/sublist.js"
 import { VERSION } from "../version.js"
@@ -113,6 +113,8 @@ export const makeMonitorSource = (server: Server, extras: MonitorSourceExtras): 
       maxQueuedMessages: mo.maxQueuedMessages,
       maxQueuedBytes: mo.maxQueuedBytes,
       queueDropped: m.queueDrops,
+      protocolVersions: m.mqttLevels,
+      packetTooLargeDropped: m.tooLargeDrops,
       tlsTimeoutMs: mo.tls?.timeoutMs,
       authTimeoutMs: mo.authorization?.timeoutMs,
       noAuthUser: mo.noAuthUser
@@ -127,7 +129,8 @@ export const makeMonitorSource = (server: Server, extras: MonitorSourceExtras): 
       noTls: w.options.noTls,
       compression: w.options.compression,
       handshakeTimeoutMs: w.options.handshakeTimeoutMs ?? WS_HANDSHAKE_TIMEOUT_MS,
-      noAuthUser: undefined
+      noAuthUser: undefined,
+      protocolVersions: w.options.protocolVersions ?? DEFAULT_MQTT_PROTOCOL_VERSIONS
     }
   }
   const serverSnapshot = (): ServerSnapshot => {

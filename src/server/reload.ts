@@ -50,6 +50,10 @@ const RELOADABLE: ReadonlyArray<Part> = [
   part("mqtt.max_topic_levels", (o) => o.mqtt?.maxTopicLevels),
   part("mqtt.authorization", (o) => o.mqtt?.authorization),
   part("mqtt.no_auth_user", (o) => o.mqtt?.noAuthUser),
+  // New connections speak the new levels; open ones keep theirs.
+  part("mqtt.protocol_versions", (o) => o.mqtt?.protocolVersions),
+  part("mqtt.receive_maximum", (o) => o.mqtt?.receiveMaximum),
+  part("mqtt.topic_alias_maximum", (o) => o.mqtt?.topicAliasMaximum),
   part("lame_duck_duration", (o) => o.lameDuckDurationMs),
   part("lame_duck_grace_period", (o) => o.lameDuckGracePeriodMs),
   part("pid_file", (o) => o.pidFile),

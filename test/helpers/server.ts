@@ -116,6 +116,19 @@ export const userEntry = (name: string, password: string, account?: string): Use
   account
 })
 
+/** A user `name` with password `<name>-pw`, limited to `publish`/`subscribe` subjects when given. */
+export const limitedUser = (name: string, publish?: ReadonlyArray<string>, subscribe?: ReadonlyArray<string>): UserEntry => ({
+  user: name,
+  password: `${name}-pw`,
+  nkey: undefined,
+  permissions: publish === undefined && subscribe === undefined ? undefined : {
+    publish: publish === undefined ? undefined : { allow: publish, deny: undefined },
+    subscribe: subscribe === undefined ? undefined : { allow: subscribe, deny: undefined },
+    allowResponses: undefined
+  },
+  account: undefined
+})
+
 export const authorization = (over: Partial<AuthorizationOptions>): AuthorizationOptions => ({
   user: undefined,
   password: undefined,

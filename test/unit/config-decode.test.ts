@@ -614,6 +614,35 @@ describe("mqtt", () => {
     )
     expect(failure("mqtt { max_topic_levels: 40000 }").detail).toMatch(/expected an integer from 1 to 32768/)
   })
+
+  it("reads protocol_versions (MQTT 3.1.1 only unless it says 5), in mqtt and websocket", () => {
+    expect(options("mqtt {}").mqtt?.protocolVersions).toBeUndefined()
+    expect(options("mqtt { protocol_versions: [4, 5] }").mqtt?.protocolVersions).toEqual([4, 5])
+    expect(options("mqtt { protocol_versions: [5, 4] }").mqtt?.protocolVersions).toEqual([4, 5])
+    expect(options("mqtt { protocol_versions: [5] }").mqtt?.protocolVersions).toEqual([5])
+    const ws = options("websocket { port: 8080, no_tls: true, protocol_versions: [4, 5] }").websocket
+    expect(ws?.protocolVersions).toEqual([4, 5])
+    // each listener opts in on its own
+    expect(options("mqtt { protocol_versions: [4, 5] }\nwebsocket { port: 8080, no_tls: true }").websocket?.protocolVersions).toBeUndefined()
+  })
+
+  it("reads receive_maximum (1 to 65535) and topic_alias_maximum (0 to 65535) for MQTT 5.0 clients", () => {
+    const m = options("mqtt { receive_maximum: 100, topic_alias_maximum: 0 }").mqtt
+    expect([m?.receiveMaximum, m?.topicAliasMaximum]).toEqual([100, 0])
+    expect(options("mqtt {}").mqtt?.topicAliasMaximum).toBeUndefined()
+    expect(failure("mqtt { receive_maximum: 0 }").detail).toBe("mqtt.receive_maximum: expected an integer from 1 to 65535, got 0")
+    expect(failure("mqtt { topic_alias_maximum: 70000 }").detail).toBe("mqtt.topic_alias_maximum: expected an integer from 0 to 65535, got 70000")
+  })
+
+  it("refuses bad protocol_versions with the place of the value", () => {
+    const three = failure("mqtt {\n  protocol_versions: [4, 3]\n}")
+    expect(three.detail).toBe("mqtt.protocol_versions[1]: expected 4 (MQTT 3.1.1) or 5 (MQTT 5.0), got 3")
+    expect([three.line, three.column]).toEqual([2, 26])
+    expect(failure("mqtt { protocol_versions: [] }").detail).toBe("mqtt.protocol_versions: expected at least one MQTT protocol level (4, 5)")
+    expect(failure("mqtt { protocol_versions: [5, 5] }").detail).toBe("mqtt.protocol_versions: expected each protocol level once, got [5, 5]")
+    expect(failure("mqtt { protocol_versions: 5 }").detail).toBe("mqtt.protocol_versions: expected a list of MQTT protocol levels like [4, 5], got 5")
+    expect(failure("websocket { port: 1, no_tls: true, protocol_versions: [\"5\"] }").detail).toMatch(/^websocket.protocol_versions\[0\]: expected 4 \(MQTT 3.1.1\) or 5/)
+  })
 })
 
 describe("websocket", () => {

@@ -14,7 +14,7 @@ const connectWith = (over: Partial<ConnectPacket>, deps = {}) => {
 describe("CONNECT / CONNACK", () => {
   it("accepts a valid CONNECT: accept action, then CONNACK 0 once the session is ready", () => {
     const { s, actions } = connectWith({ clientId: "dev1" })
-    expect(ofType(actions, "accept")).toEqual([{ type: "accept", clientId: "dev1", cleanSession: true, assignedId: false }])
+    expect(ofType(actions, "accept")).toEqual([{ type: "accept", clientId: "dev1", cleanSession: true, persistent: false, assignedId: false }])
     expect(sent(actions)).toEqual([])
     const ready = s.step({ type: "sessionReady" }, 0)
     expect(sent(ready)).toEqual([{ cmd: "connack", returnCode: 0, sessionPresent: false }])

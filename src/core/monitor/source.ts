@@ -204,6 +204,10 @@ export interface MqttSnapshot {
   readonly maxQueuedBytes?: number | undefined
   /** Messages dropped at sessions' queue bounds since start. */
   readonly queueDropped?: number | undefined
+  /** MQTT 5.0 deliveries dropped for exceeding the client's Maximum Packet Size since start. */
+  readonly packetTooLargeDropped?: number | undefined
+  /** `protocol_versions`: the MQTT protocol levels the listener accepts (4: 3.1.1, 5: 5.0). */
+  readonly protocolVersions?: ReadonlyArray<number> | undefined
   readonly tlsTimeoutMs: number | undefined
   readonly authTimeoutMs: number | undefined
   /** The user unauthenticated MQTT clients are bound to (a name, never a password). */
@@ -217,6 +221,8 @@ export interface WebsocketSnapshot {
   readonly compression: boolean
   readonly handshakeTimeoutMs: number | undefined
   readonly noAuthUser: string | undefined
+  /** `protocol_versions` of MQTT over this listener. */
+  readonly protocolVersions?: ReadonlyArray<number> | undefined
 }
 
 export interface ClusterSnapshot {

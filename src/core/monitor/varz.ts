@@ -31,7 +31,9 @@ const mqttBlock = (s: ServerSnapshot): Varz["mqtt"] => {
     ack_wait: nanos(m.ackWaitMs),
     max_ack_pending: m.maxAckPending,
     ...(m.maxQueuedMessages === undefined ? {} : { max_queued_messages: m.maxQueuedMessages, max_queued_bytes: m.maxQueuedBytes ?? 0 }),
-    ...(m.queueDropped === undefined ? {} : { queue_dropped: m.queueDropped })
+    ...(m.queueDropped === undefined ? {} : { queue_dropped: m.queueDropped }),
+    ...(m.protocolVersions === undefined ? {} : { protocol_versions: [...m.protocolVersions] }),
+    ...(m.packetTooLargeDropped === undefined ? {} : { packet_too_large_dropped: m.packetTooLargeDropped })
   }
 }
 
@@ -44,7 +46,8 @@ const websocketBlock = (s: ServerSnapshot): Varz["websocket"] => {
     ...(w.noAuthUser ? { no_auth_user: w.noAuthUser } : {}),
     ...(w.handshakeTimeoutMs ? { handshake_timeout: nanos(w.handshakeTimeoutMs) } : {}),
     ...(w.noTls ? { no_tls: true } : {}),
-    ...(w.compression ? { compression: true } : {})
+    ...(w.compression ? { compression: true } : {}),
+    ...(w.protocolVersions === undefined ? {} : { protocol_versions: [...w.protocolVersions] })
   }
 }
 

@@ -6,6 +6,15 @@
 import type { ClientPacket, ConnectFlags, ServerPacket } from "./types.js"
 import { OutBuf, type Pinner, putBytes } from "../outbuf.js"
 import { DEFAULT_MAX_TOPIC_LEVELS } from "./topic.js"
+import {
+  connectProtocolLevel,
+  Decoder as DecoderV5,
+  headerViolation as headerViolationV5,
+  lengthViolation as lengthViolationV5
+} from "./v5/decode.js"
+import { PacketError } from "./v5/reader.js"
+import { ReasonCode } from "./v5/reason.js"
+import type { Packet as PacketV5 } from "./v5/types.js"
 
 /**
  * Payloads from this size on are written by reference (their own writev slot), not
@@ -139,6 +148,8 @@ export const encodeInto = (out: OutBuf, p: ServerPacket, pin?: Pinner): number =
       out.commit(i)
       return len
     }
+    case "disconnect":
+      return 0 // a 3.1.1 server sends no DISCONNECT: it closes the connection
   }
 }
 
@@ -187,9 +198,13 @@ type ParseState = (typeof ParseState)[keyof typeof ParseState]
 /** A remaining length takes at most four bytes [MQTT-2.2.3]: 268,435,455. */
 export const MAX_REMAINING_LENGTH = 268_435_455
 
-/** Why bytes are refused: the text becomes the close reason. */
+/**
+ * Why bytes are refused: the text becomes the close reason. On an MQTT 5.0 connection
+ * `code` is the reason code to close with (the CONNACK's for a CONNECT, the DISCONNECT's
+ * after it); undefined on 3.1.1, which closes without a word.
+ */
 export class MalformedPacket extends Error {
-  constructor(readonly reason: string) {
+  constructor(readonly reason: string, readonly code?: number | undefined) {
     super(reason)
   }
 }
@@ -458,6 +473,19 @@ const decodeWith = (r: BodyReader, first: number): ClientPacket => {
   }
 }
 
+/** What a parser accepts beyond strict 3.1.1. */
+export interface ParserOptions {
+  /** Deeper topic names and filters are malformed (`mqtt.max_topic_levels`). */
+  readonly maxTopicLevels?: number | undefined
+  /** A level-5 CONNECT switches the connection to MQTT 5.0 (`protocol_versions` has 5). */
+  readonly v5?: boolean | undefined
+  /** MQTT 5.0: the server's Maximum Packet Size; a larger packet is refused (0x95) before its body is read. */
+  readonly maximumPacketSize?: number | undefined
+}
+
+/** A v5 packet as the session takes it (the same shapes, with the v5 fields). */
+const asClientPacket = (p: PacketV5): ClientPacket => p as ClientPacket
+
 /** The first buffer of a body that spans chunks (or the whole body, when smaller). */
 const FIRST_PARTIAL = 1024
 
@@ -471,6 +499,11 @@ const FIRST_PARTIAL = 1024
  * read would otherwise pin a whole socket read buffer per byte. `announced` shows the
  * announced length so the shell can cut a client off before it sends that much; `held`
  * is the memory the partial packet holds.
+ *
+ * With `v5` on, a CONNECT of protocol level 5 makes the connection an MQTT 5.0 one: that
+ * CONNECT and every packet after it go through the v5 `Decoder` (fixed-header and length
+ * rules of 5.0, the server's Maximum Packet Size, Remaining Lengths in their fewest bytes
+ * [MQTT-1.5.5-1]); its errors carry their reason code.
  */
 export class MqttParser {
   onPacket: (packet: ClientPacket) => void = () => {}
@@ -484,10 +517,20 @@ export class MqttParser {
   private partial: Buffer = EMPTY
   private have = 0
   private readonly reader: BodyReader
+  private readonly options: ParserOptions
+  /** The connection's MQTT 5.0 decoder, from its CONNECT on (undefined: 3.1.1). */
+  private v5: DecoderV5 | undefined
+  /** Whether the first packet (the CONNECT) is still to come. */
+  private awaitingConnect = true
 
-  /** `maxTopicLevels`: deeper topic names and filters are malformed (`mqtt.max_topic_levels`). */
-  constructor(maxTopicLevels: number = DEFAULT_MAX_TOPIC_LEVELS) {
-    this.reader = new BodyReader(maxTopicLevels)
+  constructor(options: ParserOptions | number = {}) {
+    this.options = typeof options === "number" ? { maxTopicLevels: options } : options
+    this.reader = new BodyReader(this.options.maxTopicLevels ?? DEFAULT_MAX_TOPIC_LEVELS)
+  }
+
+  /** The protocol level the connection speaks: 5 once a v5 CONNECT was read, else 4. */
+  get protocolLevel(): 4 | 5 {
+    return this.v5 === undefined ? 4 : 5
   }
 
   /** The announced remaining length of the packet being read (0 between packets). */
@@ -506,8 +549,13 @@ export class MqttParser {
     while (i < chunk.length && this.state !== ParseState.Failed) {
       switch (this.state) {
         case ParseState.Header: {
-          const bad = headerViolation(chunk[i])
-          if (bad !== undefined) return this.fail(bad)
+          if (this.v5 !== undefined) {
+            const e = headerViolationV5(chunk[i])
+            if (e !== undefined) return this.fail(e.message, e.code)
+          } else {
+            const bad = headerViolation(chunk[i])
+            if (bad !== undefined) return this.fail(bad)
+          }
           this.first = chunk[i++]
           this.length = 0
           this.lengthBytes = 0
@@ -521,11 +569,18 @@ export class MqttParser {
           this.multiplier *= 128
           this.lengthBytes++
           if ((b & 0x80) !== 0) {
-            if (this.lengthBytes === 4) return this.fail("remaining length longer than 4 bytes")
+            if (this.lengthBytes === 4) return this.fail("remaining length longer than 4 bytes", this.v5 === undefined ? undefined : ReasonCode.MalformedPacket)
             break
           }
-          const bad = lengthViolation(this.first >> 4, this.length)
-          if (bad !== undefined) return this.fail(bad)
+          if (this.v5 !== undefined) {
+            // A Variable Byte Integer in its fewest bytes: no trailing zero digit [MQTT-1.5.5-1].
+            if (b === 0 && this.lengthBytes > 1) return this.fail("Remaining Length not in its fewest bytes [MQTT-1.5.5-1]", ReasonCode.MalformedPacket)
+            const e = lengthViolationV5(this.first, this.length, this.options.maximumPacketSize)
+            if (e !== undefined) return this.fail(e.message, e.code)
+          } else {
+            const bad = lengthViolation(this.first >> 4, this.length)
+            if (bad !== undefined) return this.fail(bad)
+          }
           this.state = ParseState.Body
           if (this.length === 0) this.complete(chunk, i, i)
           break
@@ -582,10 +637,29 @@ export class MqttParser {
     this.have = 0
     this.state = ParseState.Header
     let packet: ClientPacket
+    if (this.awaitingConnect) {
+      this.awaitingConnect = false
+      // The CONNECT says which protocol the connection speaks (a 3.1.1 listener answers level 5 with CONNACK 1).
+      if (this.options.v5 === true && this.first >> 4 === PacketType.Connect && connectProtocolLevel(buf.subarray(start, end)) === 5) {
+        this.v5 = new DecoderV5({ maxTopicLevels: this.options.maxTopicLevels, maximumPacketSize: this.options.maximumPacketSize })
+        const e = lengthViolationV5(this.first, this.length, this.options.maximumPacketSize)
+        if (e !== undefined) {
+          this.fail(e.message, e.code)
+          return
+        }
+      }
+    }
     try {
-      packet = decodeWith(this.reader.reset(buf, start, end), this.first)
-      this.reader.reset(EMPTY, 0, 0) // the chunk is not kept past its packets
+      if (this.v5 !== undefined) packet = asClientPacket(this.v5.decode(this.first, buf, start, end))
+      else {
+        packet = decodeWith(this.reader.reset(buf, start, end), this.first)
+        this.reader.reset(EMPTY, 0, 0) // the chunk is not kept past its packets
+      }
     } catch (e) {
+      if (e instanceof PacketError) {
+        this.fail(e.message, e.code)
+        return
+      }
       if (!(e instanceof MalformedPacket)) throw e
       this.fail(e.reason)
       return
@@ -593,11 +667,11 @@ export class MqttParser {
     this.onPacket(packet)
   }
 
-  private fail(reason: string): number {
+  private fail(reason: string, code?: number): number {
     this.state = ParseState.Failed
     this.partial = EMPTY
     this.have = 0
-    this.onError(new MalformedPacket(reason))
+    this.onError(new MalformedPacket(reason, code))
     return 0
   }
 }

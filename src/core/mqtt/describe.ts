@@ -5,6 +5,10 @@ import type { ClientPacket, ServerPacket } from "./types.js"
 
 const q = (s: string): string => JSON.stringify(s)
 
+/** ` rc=0x87` for a v5 reason code other than Success. */
+const rc = (p: { readonly reasonCode?: number | undefined }): string =>
+  p.reasonCode === undefined || p.reasonCode === 0 ? "" : ` rc=0x${p.reasonCode.toString(16)}`
+
 const flags = (dup: boolean, retain: boolean): string => `${dup ? " dup" : ""}${retain ? " retain" : ""}`
 
 /** `PUBLISH "a/b" qos=1 pi=7 dup retain size=5` (only the flags that are set). */
@@ -22,18 +26,20 @@ export const describePacket = (p: ClientPacket | ServerPacket): string => {
       return parts.join(" ")
     }
     case "connack":
-      return "returnCode" in p ? `CONNACK rc=${p.returnCode}${p.sessionPresent ? " session_present" : ""}` : "CONNACK"
+      if (!("returnCode" in p)) return "CONNACK"
+      return `CONNACK rc=${p.reasonCode === undefined ? p.returnCode : `0x${p.reasonCode.toString(16)}`}${p.sessionPresent ? " session_present" : ""}`
     case "publish":
       return describePublish(p.topic, p.qos, p.messageId, p.dup, p.retain, p.payload.length)
     case "puback":
     case "pubrec":
     case "pubrel":
     case "pubcomp":
-      return `${p.cmd.toUpperCase()} pi=${p.messageId}`
+      return `${p.cmd.toUpperCase()} pi=${p.messageId}${rc(p)}`
     case "subscribe":
       return `SUBSCRIBE pi=${p.messageId} [${p.subscriptions.map((s) => `${q(s.topic)} qos=${s.qos}`).join(", ")}]`
     case "suback":
-      return "granted" in p ? `SUBACK pi=${p.messageId} granted=[${p.granted.join(",")}]` : "SUBACK"
+      if (!("granted" in p)) return "SUBACK"
+      return `SUBACK pi=${p.messageId} granted=[${(p.reasonCodes ?? p.granted).join(",")}]`
     case "unsubscribe":
       return `UNSUBSCRIBE pi=${p.messageId} [${p.unsubscriptions.map(q).join(", ")}]`
     case "unsuback":
@@ -43,6 +49,8 @@ export const describePacket = (p: ClientPacket | ServerPacket): string => {
     case "pingresp":
       return "PINGRESP"
     case "disconnect":
-      return "DISCONNECT"
+      return `DISCONNECT${rc(p)}`
+    case "auth":
+      return `AUTH${rc(p)}`
   }
 }

@@ -1,6 +1,7 @@
 // QoS 1/2 bookkeeping of one MQTT session, with no clock and no I/O: the QoS a message
 // goes to a session with, packet ids, the outbound in-flight window (bounded by
 // `max_ack_pending`) and its redelivery deadlines, and the inbound QoS 2 ids awaiting PUBREL.
+import type { Properties } from "./v5/types.js"
 import { filterMatchesSubject } from "./topic.js"
 
 /** A subscription as the QoS choice sees it: its filter, the NATS subjects it stands for, the QoS granted. */
@@ -38,6 +39,8 @@ export interface OutFlight {
    */
   payload: Uint8Array | undefined
   readonly retain: boolean
+  /** MQTT 5.0: the message's properties (from NATS headers and reply subject) and Subscription Identifiers, sent with it. */
+  readonly properties?: Properties | undefined
   /** `publish` until PUBACK/PUBREC; `pubrel` (QoS 2 only) until PUBCOMP. */
   phase: "publish" | "pubrel"
   /** The shell's handle on the stored message (e.g. a `$MQTT_msgs` sequence). */
@@ -64,6 +67,10 @@ export interface Queued {
   readonly size: number
   readonly retain: boolean
   readonly ref?: string | number | undefined
+  /** MQTT 5.0: the message's properties and Subscription Identifiers (live messages only: a stored copy keeps none yet). */
+  readonly properties?: Properties | undefined
+  /** MQTT 5.0: when it was received, for a message with a Message Expiry Interval (ms). */
+  readonly receivedAt?: number | undefined
   /** Fetched and found gone (the stored message was removed): skipped, never sent. */
   gone?: boolean
 }
@@ -188,6 +195,7 @@ export class OutWindow {
       topic: q.topic,
       payload: q.payload,
       retain: q.retain,
+      properties: q.properties,
       phase: "publish",
       ref: q.ref,
       deadline,

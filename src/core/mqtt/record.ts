@@ -124,6 +124,10 @@ export interface SessionRecord {
   readonly cursor: number
   readonly out: ReadonlyArray<StoredPending & { readonly p: number; readonly ph: "publish" | "pubrel" }>
   readonly queued: ReadonlyArray<StoredPending>
+  /** MQTT 5.0: the Session Expiry Interval (seconds); absent: never expires. */
+  readonly x?: number
+  /** When the session ends unless resumed (ms since the epoch), once its connection closed. */
+  readonly e?: number
 }
 
 const EMPTY = new Uint8Array(0)
@@ -146,7 +150,9 @@ export const encodeSessionRecord = (snap: SessionSnapshot, cursor: number): Buff
     cursor,
     // PUBREL state lives in `$MQTT_out`; kept here too so the send order survives.
     out: snap.outbound.map((o) => ({ ...pending(o), p: o.packetId, ph: o.phase })),
-    queued: snap.queued.map(pending)
+    queued: snap.queued.map(pending),
+    ...(snap.expiryInterval === undefined ? {} : { x: snap.expiryInterval }),
+    ...(snap.endsAt === undefined ? {} : { e: snap.endsAt })
   }
   return Buffer.from(JSON.stringify(rec))
 }
@@ -155,6 +161,7 @@ export const decodeSessionRecord = (bytes: Uint8Array): SessionRecord | undefine
   try {
     const r = JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("utf8")) as SessionRecord
     if (r?.v !== 1 || typeof r.id !== "string" || (r.u !== undefined && typeof r.u !== "string") || !Array.isArray(r.subs) || !Array.isArray(r.out) || !Array.isArray(r.queued)) return undefined
+    if ((r.x !== undefined && typeof r.x !== "number") || (r.e !== undefined && typeof r.e !== "number")) return undefined
     return r
   } catch {
     return undefined

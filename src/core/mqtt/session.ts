@@ -14,6 +14,16 @@ import {
   topicToSubject,
   validateTopicName
 } from "./topic.js"
+import { acceptConnect, connectRefusal, type ServerLimits } from "./v5/connect.js"
+import { InboundTopicAliases } from "./v5/alias.js"
+import { forwardedExpiry, SESSION_NEVER_EXPIRES, sessionExpiry, sessionExpiryOnDisconnect, willSurvives } from "./v5/expiry.js"
+import { PacketError } from "./v5/reader.js"
+import { encodeMessageProperties, publishSize, type PublishHead } from "./v5/encode.js"
+import { headerBlock, publishToNats } from "./v5/nats.js"
+import { DEFAULT_RECEIVE_MAXIMUM, InboundQuota } from "./v5/flow.js"
+import { ReasonCode } from "./v5/reason.js"
+import { natsSubscription, sendsRetained } from "./v5/subscription.js"
+import { type Connect, type MessageProperties, NO_PROPERTIES, type Properties } from "./v5/types.js"
 import {
   type ClientPacket,
   ConnackCode,
@@ -24,6 +34,7 @@ import {
   type SessionInput,
   type SessionSnapshot,
   SUBACK_FAILURE,
+  type SubscriptionRequest,
   type Will
 } from "./types.js"
 
@@ -51,6 +62,8 @@ export interface SessionConfig {
    * after the send action (it is not `released`: the shell's own write keeps it alive).
    */
   readonly keepSentPayloadMax?: number | undefined
+  /** What the server announces to MQTT 5.0 clients in CONNACK (and holds them to). */
+  readonly v5?: ServerLimits | undefined
 }
 
 export const defaultSessionConfig: SessionConfig = {
@@ -119,6 +132,18 @@ export const assignClientId = (randomBytes: (n: number) => Uint8Array): string =
   return id
 }
 
+/** The MQTT 5.0 CONNACK reason code of each 3.1.1 refusal code. */
+const V5_CONNACK: Readonly<Record<number, number>> = {
+  [ConnackCode.UnacceptableProtocolVersion]: ReasonCode.UnsupportedProtocolVersion,
+  [ConnackCode.IdentifierRejected]: ReasonCode.ClientIdentifierNotValid,
+  [ConnackCode.ServerUnavailable]: ReasonCode.ServerUnavailable,
+  [ConnackCode.BadUsernameOrPassword]: ReasonCode.BadUserNameOrPassword,
+  [ConnackCode.NotAuthorized]: ReasonCode.NotAuthorized
+}
+
+/** The Prefix of a Shared Subscription's filter (4.8.2). */
+const SHARE_PREFIX = "$share/"
+
 export const CloseReason = {
   ClientClosed: "Client Closed",
   DuplicateClientId: "Duplicate Client ID",
@@ -139,12 +164,60 @@ type Phase = "awaitConnect" | "connecting" | "connected" | "away" | "closed"
 
 interface Subscription extends Grant {
   readonly qos: QoS
+  /** MQTT 5.0 Shared Subscription (`$share/G/filter`): the NATS queue group `G`. */
+  readonly queue?: string | undefined
+  /** MQTT 5.0 No Local: not for messages this connection published [MQTT-3.8.3-3]. */
+  readonly noLocal?: boolean | undefined
+  /** MQTT 5.0 Subscription Identifier, sent with what the subscription delivers [MQTT-3.3.4-3]. */
+  readonly id?: number | undefined
+}
+
+/**
+ * What a topic filter subscribes to on NATS: its subjects, and for a Shared Subscription
+ * (`$share/G/filter`, MQTT 5.0; `shared` false reads it as a plain filter, as 3.1.1 does)
+ * the queue group `G` [4.8.2].
+ */
+export const filterSubscription = (filter: string, shared: boolean): { ok: true; subjects: ReadonlyArray<string>; queue: string | undefined } | { ok: false } => {
+  if (shared && filter.startsWith(SHARE_PREFIX)) {
+    const n = natsSubscription(filter)
+    return n.ok ? { ok: true, subjects: n.subjects, queue: n.queue } : { ok: false }
+  }
+  const subjects = subscriptionSubjects(filter)
+  return subjects.ok ? { ok: true, subjects: subjects.value, queue: undefined } : { ok: false }
 }
 
 const minQos = (a: number, b: number): QoS => Math.min(a, b) as QoS
 
 export class MqttSession {
   private phase: Phase = "awaitConnect"
+  /** The protocol level of the connection: 5 from a CONNECT the v5 decoder read. */
+  private versionValue: 4 | 5 = 4
+  /** A level-4 CONNECT is refused with CONNACK 1 (a listener with `protocol_versions: [5]`). */
+  refuseLevel4 = false
+  /** MQTT 5.0: the CONNECT, kept until its CONNACK is built. */
+  private connect5: Connect | undefined
+  /** MQTT 5.0: whether the client wants Reason Strings on packets other than CONNACK, PUBLISH and DISCONNECT. */
+  private problemInformation = true
+  /** MQTT 5.0: the Session Expiry Interval in force (seconds; 0: the session ends with the connection). */
+  private expiryInterval = 0
+  /** An away session's end (from its snapshot), kept for its next snapshot. */
+  private endsAtValue: number | undefined
+  /** MQTT 5.0: the client's Topic Aliases (none accepted while the server announces no Topic Alias Maximum). */
+  private inboundAliases: InboundTopicAliases | undefined
+  /** MQTT 5.0: the QoS 1/2 PUBLISHes the client has in flight, within the server's Receive Maximum. */
+  private inboundQuota: InboundQuota | undefined
+  /** MQTT 5.0: the client's limits on what the server sends (from its CONNECT). */
+  private clientReceiveMaximum = DEFAULT_RECEIVE_MAXIMUM
+  private clientMaxPacket = Number.POSITIVE_INFINITY
+  private clientAliasMax = 0
+  /** For `tooLarge`: one record reused. */
+  private sizeHead: { -readonly [K in keyof PublishHead]: PublishHead[K] } | undefined
+  /** MQTT 5.0: the reason codes of refused PUBLISHes whose PUBACK/PUBREC waits its turn, by packet id. */
+  private refusedAcks: Map<number, number> | undefined
+  /** Clean Start (3.1.1: Clean Session): a stored session is discarded, not resumed. */
+  private discardStored = true
+  /** Whether this session was ever kept in the store (persistent, or resumed): its end then removes it there. */
+  private storedValue = false
   private readyValue = false
   private clientIdValue = ""
   private clean = true
@@ -180,6 +253,11 @@ export class MqttSession {
   private lastDeliverVersion = -1
   /** Bumped on every change to `subs`. */
   private subsVersion = 0
+  /** MQTT 5.0: subscriptions with No Local (the check costs nothing without any). */
+  private noLocalSubs = 0
+  /** MQTT 5.0: subscriptions with a Subscription Identifier, and those of the last subject asked for. */
+  private idSubs = 0
+  private lastDeliverIds: ReadonlyArray<number> | undefined
   /** Stored messages (numeric refs) taken for delivery so far. */
   private storedTakenValue = 0
 
@@ -211,8 +289,10 @@ export class MqttSession {
     s.clientIdValue = stored.clientId
     s.owner = stored.owner
     for (const sub of stored.subscriptions) {
-      const subjects = subscriptionSubjects(sub.filter)
-      if (subjects.ok) s.subs.set(sub.filter, { filter: sub.filter, qos: sub.qos, subjects: subjects.value })
+      const f = filterSubscription(sub.filter, true)
+      if (f.ok) s.subs.set(sub.filter, { filter: sub.filter, qos: sub.qos, subjects: f.subjects, queue: f.queue, noLocal: sub.noLocal, id: sub.id })
+      if (f.ok && sub.noLocal === true) s.noLocalSubs++
+      if (f.ok && sub.id !== undefined) s.idSubs++
     }
     for (const o of stored.outbound) {
       const payload = o.phase === "publish" && typeof o.ref === "number" ? s.letGo(o.payload) : o.payload
@@ -224,6 +304,11 @@ export class MqttSession {
     }
     for (const id of stored.inboundQos2) s.inQos2.ids.set(id, { confirmed: true })
     s.out.setLastId(stored.lastPacketId)
+    if (stored.expiryInterval !== undefined) {
+      s.versionValue = 5
+      s.expiryInterval = stored.expiryInterval
+      s.endsAtValue = stored.endsAt
+    }
     return s
   }
 
@@ -258,8 +343,50 @@ export class MqttSession {
     return this.closeReasonValue
   }
 
+  /**
+   * Whether the session ends with its connection (3.1.1 Clean Session; 5.0 a Session
+   * Expiry Interval of 0): nothing of it is kept in the store.
+   */
   get cleanSession(): boolean {
     return this.clean
+  }
+
+  /** 4 (MQTT 3.1.1) or 5 (MQTT 5.0, from a CONNECT the v5 decoder read). */
+  get protocolVersion(): 4 | 5 {
+    return this.versionValue
+  }
+
+  /** CONNACK sent and not closed: a v5 server may end it with a DISCONNECT. */
+  get isConnected(): boolean {
+    return this.phase === "connected"
+  }
+
+  /** MQTT 5.0 Request Problem Information (true unless the client set it to 0). */
+  get requestProblemInformation(): boolean {
+    return this.problemInformation
+  }
+
+  /** MQTT 5.0: the largest packet the client accepts (Infinity: the protocol's limit). */
+  get clientMaximumPacketSize(): number {
+    return this.clientMaxPacket
+  }
+
+  /** MQTT 5.0: Topic Aliases the client accepts from the server (0: none). */
+  get clientTopicAliasMaximum(): number {
+    return this.clientAliasMax
+  }
+
+  /** MQTT 5.0: the Session Expiry Interval in force, seconds. */
+  get sessionExpiryInterval(): number {
+    return this.expiryInterval
+  }
+
+  /**
+   * A session that ends now but was kept in the store (it was persistent, or resumed one that
+   * was): the shell removes what the store holds of it.
+   */
+  get endsStored(): boolean {
+    return this.clean && this.storedValue
   }
 
   /**
@@ -301,7 +428,7 @@ export class MqttSession {
         return this.config.connectTimeoutMs === undefined ? undefined : this.openedAt + this.config.connectTimeoutMs
       default: {
         const ka = this.keepaliveMs > 0 ? this.lastActivity + this.keepaliveMs * 1.5 : undefined
-        const redeliver = this.phase === "connected" ? this.out.nextDeadline() : undefined
+        const redeliver = this.phase === "connected" && this.versionValue !== 5 ? this.out.nextDeadline() : undefined
         if (ka === undefined) return redeliver
         return redeliver === undefined ? ka : Math.min(ka, redeliver)
       }
@@ -313,7 +440,12 @@ export class MqttSession {
     return {
       clientId: this.clientIdValue,
       owner: this.owner,
-      subscriptions: [...this.subs.values()].map((s) => ({ filter: s.filter, qos: s.qos })),
+      subscriptions: [...this.subs.values()].map((s) => ({
+        filter: s.filter,
+        qos: s.qos,
+        ...(s.noLocal === true ? { noLocal: true } : {}),
+        ...(s.id === undefined ? {} : { id: s.id })
+      })),
       outbound: this.out.inSendOrder().map((e) => ({
         packetId: e.packetId,
         qos: e.qos,
@@ -325,7 +457,10 @@ export class MqttSession {
       })),
       queued: this.out.queue.toArray().filter((q) => q.gone !== true).map((q) => ({ qos: q.qos, topic: q.topic, payload: q.payload, size: q.size, retain: q.retain, ref: q.ref })),
       inboundQos2: [...this.inQos2.ids.keys()],
-      lastPacketId: this.out.lastPacketId
+      lastPacketId: this.out.lastPacketId,
+      ...(this.versionValue === 5 && this.expiryInterval !== SESSION_NEVER_EXPIRES
+        ? { expiryInterval: this.expiryInterval, endsAt: this.endsAtValue }
+        : {})
     }
   }
 
@@ -349,7 +484,7 @@ export class MqttSession {
       case "published":
         return this.onPublished(input.packetId)
       case "deliver":
-        return this.onDeliver(input.subject, input.payload, input.qos, input.ref, now)
+        return this.onDeliver(input.subject, input.payload, input.qos, input.ref, now, input.properties, input.local)
       case "fetched":
         return this.onFetched(input.messages, now)
       case "retained":
@@ -359,21 +494,33 @@ export class MqttSession {
       case "connectionLost":
         return this.close(CloseReason.ConnectionLost, true)
       case "protocolError":
-        return this.close(`${CloseReason.ProtocolViolation}: ${input.reason}`, true)
+        return this.close(`${CloseReason.ProtocolViolation}: ${input.reason}`, true, input.code ?? ReasonCode.MalformedPacket)
       case "takenOver":
-        return this.close(CloseReason.DuplicateClientId, true)
+        return this.close(CloseReason.DuplicateClientId, true, ReasonCode.SessionTakenOver)
       case "refused":
         if (this.phase === "connecting") this.refuse(input.code)
         return
       case "revoked":
         return this.onRevoked(input.filters)
       case "deauthorized":
-        return this.close(CloseReason.AuthenticationFailure, false)
+        return this.close(CloseReason.AuthenticationFailure, false, ReasonCode.NotAuthorized)
     }
   }
 
-  /** Ends the connection; the will goes out unless the client said DISCONNECT [MQTT-3.1.2-8, -10]. */
-  private close(reason: string, publishWill: boolean): void {
+  /**
+   * Ends the connection; the will goes out unless the client said DISCONNECT [MQTT-3.1.2-8, -10].
+   * On MQTT 5.0 the server says why first (`code`): a DISCONNECT once the CONNACK went out
+   * [MQTT-4.13.1-1], else a CONNACK refusing the CONNECT [MQTT-3.2.2-7]; with its Reason
+   * String, which both may carry whatever Request Problem Information says [MQTT-3.1.2-29].
+   */
+  private close(reason: string, publishWill: boolean, code?: number): void {
+    if (code !== undefined && this.versionValue === 5) {
+      const properties: Properties = { reasonString: reason }
+      if (this.phase === "connected") this.send({ cmd: "disconnect", reasonCode: code, properties })
+      else if (this.phase === "awaitConnect" || this.phase === "connecting") {
+        this.send({ cmd: "connack", returnCode: ConnackCode.ServerUnavailable, sessionPresent: false, reasonCode: code, properties })
+      }
+    }
     if (publishWill && this.will !== undefined) this.publishWill(this.will)
     this.will = undefined
     this.phase = "closed"
@@ -381,8 +528,9 @@ export class MqttSession {
     this.emit({ type: "close", reason })
   }
 
-  private violation(reason: string): void {
-    this.close(`${CloseReason.ProtocolViolation}: ${reason}`, true)
+  /** A protocol violation: closed with its will; on MQTT 5.0 with `code` (default Protocol Error). */
+  private violation(reason: string, code: number = ReasonCode.ProtocolError): void {
+    this.close(`${CloseReason.ProtocolViolation}: ${reason}`, true, code)
   }
 
   /**
@@ -390,12 +538,39 @@ export class MqttSession {
    * CONNECT, and permissions can have changed since (a reload).
    */
   private publishWill(will: Will): void {
+    // MQTT 5.0 Will Delay Interval: the will waits for it, or for the session's end when that
+    // comes first (3.1.3.2.2); a session that ends with its connection sends it now.
+    const delay = this.versionValue === 5 ? will.properties?.willDelayInterval ?? 0 : 0
+    const afterMs = delay > 0 && this.expiryInterval > 0 ? Math.min(delay, this.expiryInterval) * 1000 : 0
+    if (afterMs === 0) return this.emitWill(will)
+    const outer = this.actions
+    this.actions = []
+    this.emitWill(will)
+    const later = this.actions
+    this.actions = outer
+    if (later.length > 0) this.emit({ type: "willDelayed", afterMs, actions: later })
+  }
+
+  private emitWill(will: Will): void {
     const subject = topicToSubject(will.topic)
     if (!subject.ok) return
     if (!this.mayPublish(will.topic, subject.value)) return this.emit({ type: "denied", op: "will", topic: will.topic })
     const qos = minQos(will.qos, MAX_QOS)
+    // MQTT 5.0 Will Properties cross to NATS as a PUBLISH's do (a Response Topic no reply can carry is left out).
+    const p = this.versionValue === 5 && will.properties !== undefined && will.properties !== NO_PROPERTIES ? publishToNats(will.topic, will.properties) : undefined
+    const n = p?.ok === true ? p : p === undefined ? undefined : publishToNats(will.topic, { ...will.properties, responseTopic: undefined, correlationData: undefined })
+    const hdr = n?.ok === true ? headerBlock(n.headers) : undefined
+    const reply = n?.ok === true ? n.reply : undefined
     this.emitRetain(will.topic, subject.value, will.payload, qos, will.retain)
-    this.emit({ type: "publish", subject: subject.value, payload: will.payload, qos, retain: will.retain })
+    this.emit({
+      type: "publish",
+      subject: subject.value,
+      payload: will.payload,
+      qos,
+      retain: will.retain,
+      ...(reply === undefined ? {} : { reply }),
+      ...(hdr === undefined ? {} : { hdr })
+    })
   }
 
   /** Retained store updates of a PUBLISH [MQTT-3.3.1-5, -7, -10, -11, -12]. */
@@ -412,7 +587,7 @@ export class MqttSession {
         return this.onConnect(packet)
       case "connecting":
         if (packet.cmd === "connect") return this.violation("second CONNECT")
-        if (this.early.length >= this.config.maxEarlyPackets) return this.violation("too many packets before CONNACK")
+        if (this.early.length >= this.config.maxEarlyPackets) return this.violation("too many packets before CONNACK", ReasonCode.QuotaExceeded)
         this.early.push(packet)
         return
       case "connected":
@@ -437,8 +612,19 @@ export class MqttSession {
     return undefined
   }
 
-  private refuse(code: number): void {
+  /**
+   * Refuses the CONNECT with a 3.1.1 return `code`; on MQTT 5.0 with its v5 reason code
+   * (or `code5`) and, when given, a Reason String.
+   */
+  private refuse(code: number, code5?: number, reason?: string): void {
     // A refused CONNACK carries session present 0 [MQTT-3.2.2-4], then the connection closes [MQTT-3.2.2-5].
+    if (this.versionValue === 5) {
+      const reasonCode = code5 ?? V5_CONNACK[code] ?? ReasonCode.UnspecifiedError
+      const properties: Properties = reason === undefined ? {} : { reasonString: reason }
+      this.send({ cmd: "connack", returnCode: code, sessionPresent: false, reasonCode, properties })
+      this.close(`${CloseReason.ConnackRefused} (0x${reasonCode.toString(16)}${reason === undefined ? "" : `: ${reason}`})`, false)
+      return
+    }
     this.send({ cmd: "connack", returnCode: code, sessionPresent: false })
     this.close(`${CloseReason.ConnackRefused} (${code})`, false)
   }
@@ -450,7 +636,8 @@ export class MqttSession {
     if (connect.protocolId !== "MQTT" && !v31) {
       return this.close(`${CloseReason.ProtocolViolation}: protocol name ${connect.protocolId}`, false)
     }
-    if (connect.protocolVersion !== 4) return this.refuse(ConnackCode.UnacceptableProtocolVersion)
+    if (connect.protocolVersion === 5 && connect.properties !== undefined) return this.onConnect5(connect as Connect)
+    if (connect.protocolVersion !== 4 || this.refuseLevel4) return this.refuse(ConnackCode.UnacceptableProtocolVersion)
     const bad = this.connectViolation(connect)
     if (bad !== undefined) return this.close(`${CloseReason.ProtocolViolation}: ${bad}`, false)
     let clientId = connect.clientId
@@ -460,36 +647,85 @@ export class MqttSession {
       clientId = assignClientId(this.deps.randomBytes)
       assigned = true
     }
+    if (!this.admit(connect, clientId)) return
+    this.clean = connect.clean
+    this.discardStored = connect.clean
+    this.storedValue = !connect.clean
+    this.keepaliveMs = connect.keepalive * 1000
+    this.will = connect.will
+    this.phase = "connecting"
+    this.emit({ type: "accept", clientId, cleanSession: connect.clean, persistent: !connect.clean, assignedId: assigned })
+  }
+
+  /**
+   * The credentials and the will of a CONNECT: false (the CONNECT refused) when the
+   * authenticator turns the client away, or when the will is one the client could not
+   * publish itself: it would otherwise be a way around publish permissions (a will on
+   * `$JS/API/...`, say).
+   */
+  private admit(connect: ConnectPacket, clientId: string): boolean {
     const auth = this.deps.authenticate?.(connect) ?? ConnackCode.Accepted
-    if (auth !== ConnackCode.Accepted) return this.refuse(auth)
+    if (auth !== ConnackCode.Accepted) {
+      this.refuse(auth)
+      return false
+    }
     this.clientIdValue = clientId
-    // A will the client could not publish itself is refused with the connection: it would
-    // otherwise be a way around publish permissions (a will on `$JS/API/...`, say).
     const will = connect.will
     if (will !== undefined) {
       const subject = topicToSubject(will.topic)
       if (subject.ok && !this.mayPublish(will.topic, subject.value)) {
         this.emit({ type: "denied", op: "will", topic: will.topic })
-        return this.refuse(ConnackCode.NotAuthorized)
+        this.refuse(ConnackCode.NotAuthorized, undefined, `not authorized to publish the will to ${JSON.stringify(will.topic)}`)
+        return false
       }
     }
-    this.clean = connect.clean
+    return true
+  }
+
+  /**
+   * An MQTT 5.0 CONNECT (the v5 decoder checked its form). Clean Start says whether a stored
+   * session is discarded; the Session Expiry Interval whether this one is kept after the
+   * connection. An empty Client Identifier is assigned one whatever Clean Start says
+   * [MQTT-3.1.3-6]; refusals are CONNACKs with v5 reason codes.
+   */
+  private onConnect5(connect: Connect): void {
+    this.versionValue = 5
+    this.connect5 = connect
+    this.problemInformation = connect.properties.requestProblemInformation ?? true
+    const limits = this.config.v5 ?? {}
+    const refusal = connectRefusal(connect, limits)
+    if (refusal !== undefined) return this.refuse(ConnackCode.ServerUnavailable, refusal.code, refusal.reason)
+    if (connect.will !== undefined) {
+      const t = validateTopicName(connect.will.topic)
+      if (!t.ok) return this.refuse(ConnackCode.ServerUnavailable, ReasonCode.TopicNameInvalid, `Will Topic: ${t.reason}`)
+    }
+    let clientId = connect.clientId
+    const assigned = clientId.length === 0
+    if (assigned) clientId = assignClientId(this.deps.randomBytes)
+    if (!this.admit(connect, clientId)) return
+    const will = connect.will
+    this.expiryInterval = sessionExpiry(connect.properties.sessionExpiryInterval, limits.maximumSessionExpiry).interval
+    this.clean = this.expiryInterval === 0
+    this.discardStored = connect.clean
+    this.storedValue = !this.clean
     this.keepaliveMs = connect.keepalive * 1000
-    this.will = connect.will
+    this.will = will
+    this.inboundAliases = new InboundTopicAliases(limits.topicAliasMaximum ?? 0)
     this.phase = "connecting"
-    this.emit({ type: "accept", clientId, cleanSession: connect.clean, assignedId: assigned })
+    this.emit({ type: "accept", clientId, cleanSession: connect.clean, persistent: !this.clean, assignedId: assigned })
   }
 
   private onSessionReady(stored: SessionSnapshot | undefined, owner: string | undefined, now: number): void {
     if (this.phase !== "connecting") return
     this.owner = owner ?? ""
     let present = false
-    if (!this.clean && stored !== undefined) {
+    if (!this.discardStored && stored !== undefined) {
       // The store key is a hash of the id: a different full id is a collision, never resumed.
       if (stored.clientId !== this.clientIdValue) return this.refuse(ConnackCode.IdentifierRejected)
       if (mayResume(stored, owner)) {
         this.restore(stored, now)
         present = true
+        this.storedValue = true
       } else {
         // Another user's session: never resumed (its subscriptions and messages are that
         // user's); it is discarded and this connection starts a fresh one [MQTT-3.2.2-3].
@@ -498,9 +734,20 @@ export class MqttSession {
     }
     this.phase = "connected"
     this.readyValue = true
-    this.send({ cmd: "connack", returnCode: ConnackCode.Accepted, sessionPresent: present })
+    if (this.connect5 !== undefined) {
+      const n = acceptConnect(this.connect5, this.config.v5 ?? {}, present, this.connect5.clientId === "" ? this.clientIdValue : undefined)
+      this.connect5 = undefined
+      this.keepaliveMs = n.keepAlive * 1000
+      this.clientReceiveMaximum = n.clientReceiveMaximum
+      this.clientMaxPacket = n.clientMaximumPacketSize
+      this.clientAliasMax = n.clientTopicAliasMaximum
+      // Never more QoS 1/2 deliveries unacknowledged than the client allows [MQTT-4.9.0-2].
+      this.out.maxAckPending = Math.min(this.config.maxAckPending, n.clientReceiveMaximum)
+      this.inboundQuota = new InboundQuota(this.config.v5?.receiveMaximum ?? DEFAULT_RECEIVE_MAXIMUM)
+      this.send({ cmd: "connack", returnCode: ConnackCode.Accepted, sessionPresent: n.connack.sessionPresent, reasonCode: ReasonCode.Success, properties: n.connack.properties })
+    } else this.send({ cmd: "connack", returnCode: ConnackCode.Accepted, sessionPresent: present })
     for (const [filter, s] of this.subs) {
-      this.emit({ type: "subscribe", filter, subjects: s.subjects, qos: s.qos, restored: true })
+      this.emit({ type: "subscribe", filter, subjects: s.subjects, qos: s.qos, restored: true, queue: s.queue })
     }
     // Unacknowledged messages go out again, in order, with DUP; PUBRELs again [MQTT-4.4.0-1].
     // Stored ones not in memory are fetched first, and the resend waits for all of them.
@@ -525,14 +772,16 @@ export class MqttSession {
    */
   private restore(s: SessionSnapshot, now: number): void {
     for (const sub of s.subscriptions) {
-      const subjects = subscriptionSubjects(sub.filter)
+      const subjects = filterSubscription(sub.filter, true)
       if (!subjects.ok) continue
       if (!(this.deps.canSubscribe?.(sub.filter) ?? true)) {
         this.emit({ type: "denied", op: "subscribe", topic: sub.filter })
         this.persistSubscription(sub.filter, undefined)
         continue
       }
-      this.subs.set(sub.filter, { filter: sub.filter, qos: sub.qos, subjects: subjects.value })
+      this.subs.set(sub.filter, { filter: sub.filter, qos: sub.qos, subjects: subjects.subjects, queue: subjects.queue, noLocal: sub.noLocal, id: sub.id })
+      if (sub.noLocal === true) this.noLocalSubs++
+      if (sub.id !== undefined) this.idSubs++
       this.subsVersion++
     }
     for (const o of s.outbound) {
@@ -556,22 +805,46 @@ export class MqttSession {
       case "puback":
         return this.onPuback(packet.messageId, now)
       case "pubrec":
-        return this.onPubrec(packet.messageId, now)
+        return this.onPubrec(packet.messageId, now, packet.reasonCode ?? 0)
       case "pubrel":
         return this.onPubrel(packet.messageId)
       case "pubcomp":
         return this.onPubcomp(packet.messageId, now)
       case "subscribe":
-        return this.onSubscribe(packet.messageId, packet.subscriptions)
+        if (this.versionValue === 5 && packet.properties?.subscriptionIdentifiers !== undefined && this.config.v5?.subscriptionIdentifiersAvailable === false) {
+          // Announced as not available in CONNACK: a SUBSCRIBE with one is refused so (3.8.2.1.2).
+          return this.violation("Subscription Identifier in SUBSCRIBE", ReasonCode.SubscriptionIdentifiersNotSupported)
+        }
+        return this.onSubscribe(packet.messageId, packet.subscriptions, packet.properties?.subscriptionIdentifiers?.[0])
       case "unsubscribe":
         return this.onUnsubscribe(packet.messageId, packet.unsubscriptions)
       case "pingreq":
         return this.send({ cmd: "pingresp" })
       case "disconnect":
-        return this.close(CloseReason.ClientClosed, false)
+        return this.onDisconnect(packet.reasonCode, packet.properties)
+      case "auth":
+        // No authentication method was agreed at CONNECT (4.12).
+        return this.violation("AUTH without an authentication method")
       default:
         return this.violation(`client sent ${packet.cmd.toUpperCase()}`)
     }
+  }
+
+  /**
+   * The client's DISCONNECT. On MQTT 5.0 its reason code says whether the will goes out
+   * (0x04 Disconnect with Will Message) [MQTT-3.14.4-3], and it may change the Session
+   * Expiry Interval, but not from 0 [MQTT-3.14.2-2].
+   */
+  private onDisconnect(reasonCode: number | undefined, properties: Properties | undefined): void {
+    if (this.versionValue !== 5) return this.close(CloseReason.ClientClosed, false)
+    try {
+      this.expiryInterval = sessionExpiryOnDisconnect(this.expiryInterval, properties?.sessionExpiryInterval, this.config.v5?.maximumSessionExpiry)
+    } catch (e) {
+      if (e instanceof PacketError) return this.violation(e.reason, e.code)
+      throw e
+    }
+    this.clean = this.expiryInterval === 0
+    this.close(CloseReason.ClientClosed, willSurvives(reasonCode ?? 0))
   }
 
   private onPublish(p: PublishPacket): void {
@@ -579,15 +852,33 @@ export class MqttSession {
     if (p.qos > 0 && (p.messageId === undefined || p.messageId < 1 || p.messageId > 65535)) {
       return this.violation("PUBLISH without a packet id") // [MQTT-2.3.1-1]
     }
+    if (this.inboundAliases !== undefined) {
+      let topic: string
+      try {
+        topic = this.inboundAliases.resolve(p.topic, p.properties?.topicAlias)
+      } catch (e) {
+        if (e instanceof PacketError) return this.violation(e.reason, e.code)
+        throw e
+      }
+      if (topic !== p.topic) p = { ...p, topic }
+    }
     // Devices publish to a few topics over and over: the last translation is kept.
     if (p.topic !== this.lastPubTopic) {
       this.lastPubTopic = p.topic
       this.lastPubSubject = topicToSubject(p.topic)
     }
     const subject = this.lastPubSubject!
-    if (!subject.ok) return this.violation(`PUBLISH topic: ${subject.reason}`)
+    if (!subject.ok) return this.violation(`PUBLISH topic: ${subject.reason}`, ReasonCode.TopicNameInvalid)
     const qos = p.qos as QoS
     const id = p.messageId ?? 0
+    if (qos > 0 && this.inboundQuota !== undefined) {
+      try {
+        this.inboundQuota.received(id)
+      } catch (e) {
+        if (e instanceof PacketError) return this.violation(e.reason, e.code)
+        throw e
+      }
+    }
     // Not permitted: acknowledged as usual (3.1.1 has no negative ack) but not routed.
     const allowed = this.deps.canPublish?.(p.topic, subject.value) ?? true
     if (qos === 2 && this.inQos2.has(id)) {
@@ -597,9 +888,33 @@ export class MqttSession {
     }
     if (!allowed) {
       this.emit({ type: "denied", op: "publish", topic: p.topic })
+      if (this.versionValue === 5) {
+        // MQTT 5.0 says so: PUBACK or PUBREC 0x87, which ends the exchange (no PUBREL follows a failed PUBREC).
+        if (qos > 0) {
+          ;(this.refusedAcks ??= new Map()).set(id, ReasonCode.NotAuthorized)
+          this.acknowledge(id, qos === 1 ? "puback" : "pubrec")
+        }
+        return
+      }
       if (qos === 1) this.acknowledge(id, "puback")
       if (qos === 2) this.confirmQos2(id)
       return
+    }
+    // MQTT 5.0 message properties: NATS headers and a reply subject (nats.ts says how).
+    let reply: string | undefined
+    let hdr: Buffer | undefined
+    if (this.versionValue === 5 && p.properties !== undefined && p.properties !== NO_PROPERTIES) {
+      const n = publishToNats(p.topic, p.properties)
+      if (!n.ok) {
+        // A Response Topic no reply subject can carry: the request could never be answered.
+        if (qos > 0) {
+          ;(this.refusedAcks ??= new Map()).set(id, n.code)
+          this.acknowledge(id, qos === 1 ? "puback" : "pubrec")
+        }
+        return
+      }
+      reply = n.reply
+      hdr = headerBlock(n.headers)
     }
     this.emitRetain(p.topic, subject.value, p.payload, qos, p.retain)
     // The shell writes a QoS 2 message's de-duplication record with it and forwards it only
@@ -612,7 +927,9 @@ export class MqttSession {
       payload: p.payload,
       qos,
       retain: p.retain,
-      confirm: qos > 0 ? id : undefined
+      confirm: qos > 0 ? id : undefined,
+      ...(reply === undefined ? {} : { reply }),
+      ...(hdr === undefined ? {} : { hdr })
     })
   }
 
@@ -625,7 +942,18 @@ export class MqttSession {
   /** PUBACK / PUBREC, behind the acknowledgements of earlier PUBLISHes still waiting [MQTT-4.6.0-2, -3]. */
   private acknowledge(id: number, ack: InboundAck): void {
     this.acks.confirm(id, ack)
-    for (let e = this.acks.next(); e >= 0; e = this.acks.next()) this.send({ cmd: AckOrder.ack(e), messageId: AckOrder.packetId(e) })
+    for (let e = this.acks.next(); e >= 0; e = this.acks.next()) {
+      const messageId = AckOrder.packetId(e)
+      const refused = this.refusedAcks?.get(messageId)
+      // A PUBACK, or a PUBREC with a failure code, ends the exchange for flow control.
+      if (this.inboundQuota !== undefined && (AckOrder.ack(e) === "puback" || refused !== undefined)) this.inboundQuota.completed(messageId)
+      if (refused === undefined) this.send({ cmd: AckOrder.ack(e), messageId })
+      else {
+        this.refusedAcks!.delete(messageId)
+        const properties: Properties = { reasonString: refused === ReasonCode.NotAuthorized ? "not authorized to publish to this topic" : "the Response Topic cannot be a NATS reply subject" }
+        this.send({ cmd: AckOrder.ack(e), messageId, reasonCode: refused, properties })
+      }
+    }
   }
 
   private recordKey(packetId: number): string {
@@ -649,8 +977,12 @@ export class MqttSession {
   private onPubrel(id: number): void {
     // A PUBREL answers a PUBREC: before it, the client is ahead of the flow [MQTT-4.3.3].
     if (this.inQos2.ids.get(id)?.confirmed === false) return this.violation("PUBREL before PUBREC")
+    this.inboundQuota?.completed(id)
     if (this.inQos2.ids.delete(id)) {
       this.emit({ type: "persist", stream: "$MQTT_qos2in", key: this.recordKey(id), record: undefined })
+    } else if (this.versionValue === 5) {
+      // Nothing to release: MQTT 5.0 says so in the PUBCOMP (3.7.2.1).
+      return this.send({ cmd: "pubcomp", messageId: id, reasonCode: ReasonCode.PacketIdentifierNotFound })
     }
     this.send({ cmd: "pubcomp", messageId: id })
   }
@@ -664,9 +996,17 @@ export class MqttSession {
     this.fillWindow(now)
   }
 
-  private onPubrec(id: number, now: number): void {
+  private onPubrec(id: number, now: number, reasonCode: number): void {
     const e = this.out.inflight.get(id)
     if (e === undefined || e.qos !== 2) return
+    if (reasonCode >= 0x80 && e.phase === "publish") {
+      // The client refused the message (MQTT 5.0): the exchange ends here, no PUBREL
+      // follows, and it is never sent again [MQTT-4.3.3-4].
+      this.out.inflight.delete(id)
+      if (e.payload !== undefined) this.deps.released?.(e.payload)
+      if (e.ref !== undefined) this.emit({ type: "ack", ref: e.ref })
+      return this.fillWindow(now)
+    }
     if (e.phase === "publish") {
       e.phase = "pubrel"
       // Received: from here on only the PUBREL is resent [MQTT-4.3.3], the payload is not read again.
@@ -687,48 +1027,74 @@ export class MqttSession {
     this.fillWindow(now)
   }
 
-  private onSubscribe(messageId: number, list: ReadonlyArray<{ topic: string; qos: number }>): void {
+  private onSubscribe(messageId: number, list: ReadonlyArray<SubscriptionRequest>, id?: number): void {
     if (messageId < 1 || messageId > 65535) return this.violation("SUBSCRIBE with packet id 0") // [MQTT-2.3.1-1]
     if (list.length === 0) return this.violation("SUBSCRIBE without topic filters") // [MQTT-3.8.3-3]
     if (list.some((s) => s.qos < 0 || s.qos > 2)) return this.violation("SUBSCRIBE QoS 3") // [MQTT-3.8.3-4]
+    const v5 = this.versionValue === 5
     const granted: number[] = []
+    /** MQTT 5.0: the reason code of each filter. */
+    const codes: number[] | undefined = v5 ? [] : undefined
+    const refused = (code: number): void => {
+      granted.push(SUBACK_FAILURE)
+      codes?.push(code)
+    }
     const added: string[] = []
-    for (const { topic: filter, qos } of list) {
-      const subjects = subscriptionSubjects(filter)
+    const retainedFor: string[] = []
+    for (const req of list) {
+      const filter = req.topic
+      // MQTT 5.0: `$share/G/filter` is the NATS queue group G on the filter's subjects.
+      const subjects = filterSubscription(filter, v5)
       if (!subjects.ok) {
-        granted.push(SUBACK_FAILURE)
+        refused(ReasonCode.TopicFilterInvalid)
         continue
       }
       if (!(this.deps.canSubscribe?.(filter) ?? true)) {
         this.emit({ type: "denied", op: "subscribe", topic: filter })
-        granted.push(SUBACK_FAILURE)
+        refused(ReasonCode.NotAuthorized)
         continue
       }
-      const g = minQos(qos, MAX_QOS)
+      const g = minQos(req.qos, MAX_QOS)
+      const before = this.subs.get(filter)
+      const existed = before !== undefined
       // An identical filter replaces the existing subscription [MQTT-3.8.4-3].
-      this.subs.set(filter, { filter, qos: g, subjects: subjects.value })
+      const noLocal = v5 && req.nl === true
+      this.noLocalSubs += (noLocal ? 1 : 0) - (before?.noLocal === true ? 1 : 0)
+      this.idSubs += (id !== undefined ? 1 : 0) - (before?.id !== undefined ? 1 : 0)
+      this.subs.set(filter, { filter, qos: g, subjects: subjects.subjects, queue: subjects.queue, noLocal, id })
       this.subsVersion++
       granted.push(g)
+      codes?.push(g)
       added.push(filter)
-      this.emit({ type: "subscribe", filter, subjects: subjects.value, qos: g, restored: false })
+      // Retain Handling (MQTT 5.0): 0 always, 1 only for a new subscription, 2 never [MQTT-3.3.1-9, -10].
+      if (!v5 || sendsRetained({ rh: req.rh ?? 0, topic: filter }, existed)) retainedFor.push(filter)
+      this.emit({ type: "subscribe", filter, subjects: subjects.subjects, qos: g, restored: false, queue: subjects.queue })
     }
-    this.send({ cmd: "suback", messageId, granted })
+    this.send(codes === undefined ? { cmd: "suback", messageId, granted } : { cmd: "suback", messageId, granted, reasonCodes: codes })
     for (const filter of added) this.persistSubscription(filter, this.subs.get(filter)!.qos)
     // Retained messages follow the SUBACK that grants their subscription, never precede it.
-    for (const filter of added) this.emit({ type: "wantRetained", filter })
+    for (const filter of retainedFor) this.emit({ type: "wantRetained", filter })
   }
 
   private onUnsubscribe(messageId: number, filters: ReadonlyArray<string>): void {
     if (messageId < 1 || messageId > 65535) return this.violation("UNSUBSCRIBE with packet id 0") // [MQTT-2.3.1-1]
     if (filters.length === 0) return this.violation("UNSUBSCRIBE without topic filters") // [MQTT-3.10.3-2]
+    const codes: number[] | undefined = this.versionValue === 5 ? [] : undefined
     for (const filter of filters) {
       const s = this.subs.get(filter)
-      if (s === undefined) continue
+      if (s === undefined) {
+        codes?.push(ReasonCode.NoSubscriptionExisted)
+        continue
+      }
+      codes?.push(ReasonCode.Success)
+      if (s.noLocal === true) this.noLocalSubs--
+      if (s.id !== undefined) this.idSubs--
       if (this.subs.delete(filter)) this.subsVersion++
       this.emit({ type: "unsubscribe", filter, subjects: s.subjects })
       this.persistSubscription(filter, undefined)
     }
-    this.send({ cmd: "unsuback", messageId }) // even when nothing matched [MQTT-3.10.4-5]
+    // even when nothing matched [MQTT-3.10.4-5]; on 5.0 with a code per filter [MQTT-3.11.3-1]
+    this.send(codes === undefined ? { cmd: "unsuback", messageId } : { cmd: "unsuback", messageId, reasonCodes: codes })
   }
 
   /**
@@ -753,17 +1119,37 @@ export class MqttSession {
       this.lastDeliverSubject = subject
       this.lastDeliverBest = best
       this.lastDeliverVersion = this.subsVersion
+      this.lastDeliverIds = this.idSubs > 0 ? this.identifiersFor(subject, false) : undefined
     }
     return this.lastDeliverBest
   }
 
-  private onDeliver(subject: string, payload: Uint8Array, msgQos: number, ref: string | number | undefined, now: number) {
+  /**
+   * MQTT 5.0: the Subscription Identifiers of the subscriptions matching `subject` (not the
+   * No Local ones for the connection's own message), in subscription order; undefined for none.
+   */
+  private identifiersFor(subject: string, local: boolean): ReadonlyArray<number> | undefined {
+    let ids: Array<number> | undefined
+    for (const s of this.subs.values()) {
+      if (s.id === undefined || (local && s.noLocal === true) || bestGrant([s], subject) < 0) continue
+      ;(ids ??= []).push(s.id)
+    }
+    return ids
+  }
+
+  /** MQTT 5.0: the Subscription Identifiers of the delivery `deliverQos0` last decided (undefined: none). */
+  get deliveryIdentifiers(): ReadonlyArray<number> | undefined {
+    return this.lastDeliverIds
+  }
+
+  private onDeliver(subject: string, payload: Uint8Array, msgQos: number, ref: string | number | undefined, now: number, properties?: MessageProperties, local = false) {
     if (this.phase === "away") return this.queueAway(subject, payload, msgQos, ref)
     if (this.phase !== "connected") return
-    const best = this.grantFor(subject)
+    const best = local && this.noLocalSubs > 0 ? this.grantForLocal(subject) : this.grantFor(subject)
     if (best < 0) return
     // Forwarded to an established subscription: retain is 0 [MQTT-3.3.1-9].
-    this.deliverOut(this.lastDeliverTopic, payload, minQos(msgQos, best), false, ref, now)
+    const ids = this.lastDeliverIds
+    this.deliverOut(this.lastDeliverTopic, payload, minQos(msgQos, best), false, ref, now, ids === undefined ? properties : { ...properties, subscriptionIdentifiers: ids })
   }
 
   /**
@@ -805,11 +1191,25 @@ export class MqttSession {
    * as `step` would send it; null when it is not for this session (not connected, no
    * matching subscription); undefined when it goes out at QoS 1/2 (`step` must take it).
    */
-  deliverQos0(subject: string, msgQos: number): string | null | undefined {
+  deliverQos0(subject: string, msgQos: number, local = false): string | null | undefined {
     if (this.phase !== "connected") return null
-    const best = this.grantFor(subject)
+    const best = local && this.noLocalSubs > 0 ? this.grantForLocal(subject) : this.grantFor(subject)
     if (best < 0) return null
     return minQos(msgQos, best) === 0 ? this.lastDeliverTopic : undefined
+  }
+
+  /**
+   * `grantFor` for a message this connection published itself: its No Local subscriptions
+   * do not take it [MQTT-3.8.3-3] (not cached: only sessions with such subscriptions ask).
+   */
+  private grantForLocal(subject: string): number {
+    this.grantFor(subject) // the topic, in lastDeliverTopic
+    let best = -1
+    for (const s of this.subs.values()) if (s.noLocal !== true && s.qos > best && bestGrant([s], subject) >= 0) best = s.qos
+    // the cache is for other messages on the subject: the next grantFor computes it again
+    this.lastDeliverIds = this.idSubs > 0 ? this.identifiersFor(subject, true) : undefined
+    this.lastDeliverVersion = -1
+    return best
   }
 
   private onRetained(
@@ -824,7 +1224,7 @@ export class MqttSession {
       // Sent because of a new subscription: retain is 1 [MQTT-3.3.1-6, -8]; only what the
       // client may receive (a filter can be allowed while some topics under it are denied).
       if (topicMatchesFilter(m.topic, filter) && this.mayReceive(m.topic)) {
-        this.deliverOut(m.topic, m.payload, minQos(m.qos, s.qos), true, undefined, now)
+        this.deliverOut(m.topic, m.payload, minQos(m.qos, s.qos), true, undefined, now, s.id === undefined ? undefined : { subscriptionIdentifiers: [s.id] })
       }
     }
   }
@@ -841,19 +1241,49 @@ export class MqttSession {
     return subject.ok && canReceive(subject.value)
   }
 
+  /**
+   * MQTT 5.0: a PUBLISH the client's Maximum Packet Size does not admit, with its topic by
+   * name (an alias the shell may choose only makes it shorter, or is left out). It is
+   * discarded as if sent [MQTT-3.1.2-25] and counted (`drop`, `packet_too_large`).
+   */
+  private tooLarge(topic: string, payloadLength: number, qos: QoS, retain: boolean, properties?: Properties): boolean {
+    if (this.clientMaxPacket === Number.POSITIVE_INFINITY) return false
+    const h = (this.sizeHead ??= {
+      topic: "", qos: 0, retain: false, dup: false, messageId: 1, topicAlias: 0,
+      messageExpiryInterval: -1, subscriptionIdentifiers: undefined, messageProperties: undefined
+    })
+    h.topic = topic
+    h.qos = qos
+    h.retain = retain
+    h.messageProperties = properties === undefined ? undefined : encodeMessageProperties(properties)
+    h.messageExpiryInterval = properties?.messageExpiryInterval ?? -1
+    h.subscriptionIdentifiers = properties?.subscriptionIdentifiers
+    return publishSize(h, payloadLength) > this.clientMaxPacket
+  }
+
   private deliverOut(
     topic: string,
     payload: Uint8Array,
     qos: QoS,
     retain: boolean,
     ref: string | number | undefined,
-    now: number
+    now: number,
+    properties?: Properties
   ): void {
-    if (qos === 0) {
-      this.send({ cmd: "publish", topic, payload, qos: 0, retain, dup: false })
+    if (this.tooLarge(topic, payload.length, qos, retain, properties)) {
+      // Not taken: a stored message stays the store's (no hold, nothing to release).
+      this.emit({ type: "drop", reason: "packet_too_large" })
       return
     }
-    const q: Queued = { qos, topic, payload, size: payload.length, retain, ref }
+    if (qos === 0) {
+      this.send(properties === undefined
+        ? { cmd: "publish", topic, payload, qos: 0, retain, dup: false }
+        : { cmd: "publish", topic, payload, qos: 0, retain, dup: false, properties })
+      return
+    }
+    const q: Queued = properties === undefined
+      ? { qos, topic, payload, size: payload.length, retain, ref }
+      : { qos, topic, payload, size: payload.length, retain, ref, properties, receivedAt: properties.messageExpiryInterval === undefined ? undefined : now }
     if (typeof ref === "number") this.storedTakenValue++
     if (this.out.queue.length === 0 && this.resendWaiting === 0 && this.trySend(q, now)) return
     this.enqueue(q)
@@ -873,11 +1303,29 @@ export class MqttSession {
 
   /** Sends `q` if the window has room and a packet id is free. */
   private trySend(q: Queued, now: number): boolean {
+    if (this.tooLarge(q.topic, q.size, q.qos, q.retain, q.properties)) {
+      // Taken for delivery (queued): let go, and the store's hold with it; no packet id spent.
+      if (q.payload !== undefined) this.deps.released?.(q.payload)
+      this.emit({ type: "drop", reason: "packet_too_large", ref: q.ref })
+      return true
+    }
+    // MQTT 5.0 Message Expiry: a message whose life ran out while it waited is not sent
+    // [MQTT-3.3.2-5]; one that goes carries what is left of it [MQTT-3.3.2-6].
+    let properties = q.properties
+    if (q.receivedAt !== undefined && properties?.messageExpiryInterval !== undefined) {
+      const left = forwardedExpiry(properties.messageExpiryInterval, q.receivedAt, now)
+      if (left === undefined) {
+        if (q.payload !== undefined) this.deps.released?.(q.payload)
+        this.emit({ type: "drop", reason: "expired", ref: q.ref })
+        return true
+      }
+      if (left !== properties.messageExpiryInterval) properties = { ...properties, messageExpiryInterval: left }
+    }
     if (!this.out.hasRoom()) return false
     const packetId = this.out.nextPacketId()
     if (packetId === undefined) return false
     const e = this.out.addSent(q, packetId, now + this.config.ackWaitMs)
-    this.send({ cmd: "publish", topic: e.topic, payload: q.payload!, qos: e.qos, retain: e.retain, dup: false, messageId: packetId })
+    this.send({ cmd: "publish", topic: e.topic, payload: q.payload!, qos: e.qos, retain: e.retain, dup: false, messageId: packetId, properties })
     this.afterSend(e)
     return true
   }
@@ -922,7 +1370,7 @@ export class MqttSession {
     if (e.phase === "publish" && e.payload === undefined) return this.requestFetch([e])
     if (e.phase === "pubrel") this.send({ cmd: "pubrel", messageId: e.packetId })
     else {
-      this.send({ cmd: "publish", topic: e.topic, payload: e.payload!, qos: e.qos, retain: e.retain, dup: true, messageId: e.packetId })
+      this.send({ cmd: "publish", topic: e.topic, payload: e.payload!, qos: e.qos, retain: e.retain, dup: true, messageId: e.packetId, properties: e.properties })
       this.afterSend(e)
     }
   }
@@ -990,9 +1438,11 @@ export class MqttSession {
     }
     // Silence for 1.5 x keepalive closes the connection, will published [MQTT-3.1.2-24].
     if (this.keepaliveMs > 0 && now >= this.lastActivity + this.keepaliveMs * 1.5) {
-      return this.close(CloseReason.KeepaliveTimeout, true)
+      return this.close(CloseReason.KeepaliveTimeout, true, ReasonCode.KeepAliveTimeout)
     }
     if (this.phase !== "connected") return
+    // MQTT 5.0 resends only on a new connection [MQTT-4.4.0-1]; 3.1.1 after ack_wait too.
+    if (this.versionValue === 5) return
     for (const e of this.out.due(now)) this.resend(e, now)
   }
 
@@ -1001,7 +1451,7 @@ export class MqttSession {
   /** New ack_wait / max_ack_pending (a reload): from the next delivery and redelivery deadline on. */
   setLimits(config: SessionConfig): void {
     this.config = config
-    this.out.maxAckPending = config.maxAckPending
+    this.out.maxAckPending = Math.min(config.maxAckPending, this.clientReceiveMaximum)
     this.out.maxQueued = config.maxQueued
     this.out.maxQueuedBytes = config.maxQueuedBytes ?? 0
   }
@@ -1011,6 +1461,8 @@ export class MqttSession {
     for (const filter of filters) {
       const s = this.subs.get(filter)
       if (s === undefined) continue
+      if (s.noLocal === true) this.noLocalSubs--
+      if (s.id !== undefined) this.idSubs--
       this.subs.delete(filter)
       this.subsVersion++
       this.emit({ type: "unsubscribe", filter, subjects: s.subjects })

@@ -1,5 +1,8 @@
 // Plain-data shapes of the MQTT session machine: packets (field names follow
-// mqtt-packet so the codec maps 1:1), inputs from the shell and actions to it.
+// mqtt-packet so the codec maps 1:1), inputs from the shell and actions to it. A
+// connection on MQTT 5.0 gets the packets of the v5 decoder (v5/types.ts), which are
+// these with properties and reason codes: the optional fields below.
+import type { MessageProperties, Properties } from "./v5/types.js"
 
 export type QoS = 0 | 1 | 2
 
@@ -8,6 +11,8 @@ export interface Will {
   readonly payload: Uint8Array
   readonly qos: number
   readonly retain: boolean
+  /** MQTT 5.0 Will Properties. */
+  readonly properties?: Properties | undefined
 }
 
 /** Raw CONNECT flag bits, when the codec passes them through (for validation). */
@@ -31,6 +36,8 @@ export interface ConnectPacket {
   readonly password?: Uint8Array | undefined
   readonly will?: Will | undefined
   readonly flags?: ConnectFlags | undefined
+  /** MQTT 5.0 (protocolVersion 5). */
+  readonly properties?: Properties | undefined
 }
 
 export interface PublishPacket {
@@ -41,30 +48,85 @@ export interface PublishPacket {
   readonly retain: boolean
   readonly dup: boolean
   readonly messageId?: number | undefined
+  /** MQTT 5.0 (a server PUBLISH of a v5 connection may carry them too). */
+  readonly properties?: Properties | undefined
+}
+
+/** A v5 Subscription Options byte as mqtt-packet names its parts (absent on 3.1.1). */
+export interface SubscriptionRequest {
+  readonly topic: string
+  readonly qos: number
+  /** No Local. */
+  readonly nl?: boolean | undefined
+  /** Retain As Published. */
+  readonly rap?: boolean | undefined
+  /** Retain Handling: 0 send retained, 1 only for a new subscription, 2 never. */
+  readonly rh?: number | undefined
+}
+
+/** What MQTT 5.0 adds to a packet: its reason code (absent: Success) and properties. */
+interface V5Fields {
+  readonly reasonCode?: number | undefined
+  readonly properties?: Properties | undefined
 }
 
 export type ClientPacket =
   | ConnectPacket
   | PublishPacket
-  | { readonly cmd: "puback" | "pubrec" | "pubrel" | "pubcomp"; readonly messageId: number }
+  | ({ readonly cmd: "puback" | "pubrec" | "pubrel" | "pubcomp"; readonly messageId: number } & V5Fields)
   | {
     readonly cmd: "subscribe"
     readonly messageId: number
-    readonly subscriptions: ReadonlyArray<{ readonly topic: string; readonly qos: number }>
+    readonly subscriptions: ReadonlyArray<SubscriptionRequest>
+    readonly properties?: Properties | undefined
   }
-  | { readonly cmd: "unsubscribe"; readonly messageId: number; readonly unsubscriptions: ReadonlyArray<string> }
+  | {
+    readonly cmd: "unsubscribe"
+    readonly messageId: number
+    readonly unsubscriptions: ReadonlyArray<string>
+    readonly properties?: Properties | undefined
+  }
   | { readonly cmd: "pingreq" }
-  | { readonly cmd: "disconnect" }
+  | ({ readonly cmd: "disconnect" } & V5Fields)
+  /** MQTT 5.0 enhanced authentication (the server implements no method). */
+  | ({ readonly cmd: "auth" } & V5Fields)
   // Server-to-client packets: a client sending one is a protocol violation.
   | { readonly cmd: "connack" | "suback" | "unsuback" | "pingresp" }
 
+/**
+ * What the session sends. The 3.1.1 encoder writes the 3.1.1 fields; a v5 connection's
+ * packets carry their reason codes and properties too (the bridge encodes them with the
+ * v5 encoder), and DISCONNECT, which only v5 servers send.
+ */
 export type ServerPacket =
-  | { readonly cmd: "connack"; readonly returnCode: number; readonly sessionPresent: boolean }
+  | {
+    readonly cmd: "connack"
+    readonly returnCode: number
+    readonly sessionPresent: boolean
+    /** MQTT 5.0: the CONNACK reason code (returnCode is the 3.1.1 one). */
+    readonly reasonCode?: number | undefined
+    readonly properties?: Properties | undefined
+  }
   | PublishPacket
-  | { readonly cmd: "puback" | "pubrec" | "pubrel" | "pubcomp"; readonly messageId: number }
-  | { readonly cmd: "suback"; readonly messageId: number; readonly granted: ReadonlyArray<number> }
-  | { readonly cmd: "unsuback"; readonly messageId: number }
+  | ({ readonly cmd: "puback" | "pubrec" | "pubrel" | "pubcomp"; readonly messageId: number } & V5Fields)
+  | {
+    readonly cmd: "suback"
+    readonly messageId: number
+    readonly granted: ReadonlyArray<number>
+    /** MQTT 5.0: one per filter (granted QoS or a failure code). */
+    readonly reasonCodes?: ReadonlyArray<number> | undefined
+    readonly properties?: Properties | undefined
+  }
+  | {
+    readonly cmd: "unsuback"
+    readonly messageId: number
+    /** MQTT 5.0: one per filter (0x00 or 0x11 No subscription existed, or a failure). */
+    readonly reasonCodes?: ReadonlyArray<number> | undefined
+    readonly properties?: Properties | undefined
+  }
   | { readonly cmd: "pingresp" }
+  /** MQTT 5.0 only. */
+  | { readonly cmd: "disconnect"; readonly reasonCode: number; readonly properties?: Properties | undefined }
 
 /** CONNACK return codes of MQTT 3.1.1. */
 export const ConnackCode = {
@@ -86,7 +148,8 @@ export interface SessionSnapshot {
    * Undefined for sessions stored before owners were kept.
    */
   readonly owner?: string | undefined
-  readonly subscriptions: ReadonlyArray<{ readonly filter: string; readonly qos: QoS }>
+  /** `noLocal`, `id`: MQTT 5.0 No Local and Subscription Identifier (kept while the process runs; the stored record has only filter and QoS). */
+  readonly subscriptions: ReadonlyArray<{ readonly filter: string; readonly qos: QoS; readonly noLocal?: boolean | undefined; readonly id?: number | undefined }>
   readonly outbound: ReadonlyArray<{
     readonly packetId: number
     readonly qos: 1 | 2
@@ -111,6 +174,13 @@ export interface SessionSnapshot {
   /** Inbound QoS 2 packet ids received and not yet released. */
   readonly inboundQos2: ReadonlyArray<number>
   readonly lastPacketId: number
+  /**
+   * MQTT 5.0: the Session Expiry Interval, seconds; absent: the session never expires
+   * (3.1.1 persistent sessions, and 5.0 ones with 0xFFFFFFFF).
+   */
+  readonly expiryInterval?: number | undefined
+  /** When the session ends unless a connection resumes it (ms since the epoch): set as its connection closes. */
+  readonly endsAt?: number | undefined
 }
 
 export type SessionInput =
@@ -129,6 +199,10 @@ export type SessionInput =
     readonly payload: Uint8Array
     readonly qos: number
     readonly ref?: string | number | undefined
+    /** MQTT 5.0: what the NATS message's headers and reply subject make of it (the shell decides only for v5 sessions). */
+    readonly properties?: MessageProperties | undefined
+    /** Published by this very connection (No Local subscriptions do not take it). */
+    readonly local?: boolean | undefined
   }
   /**
    * Stored messages the session asked for (`fetch`): each payload (undefined when it is no
@@ -146,8 +220,8 @@ export type SessionInput =
   }
   | { readonly type: "tick" }
   | { readonly type: "connectionLost" }
-  /** The codec could not decode the bytes (malformed packet). */
-  | { readonly type: "protocolError"; readonly reason: string }
+  /** The codec could not decode the bytes (malformed packet); `code`: the MQTT 5.0 reason code to close with (default 0x81). */
+  | { readonly type: "protocolError"; readonly reason: string; readonly code?: number | undefined }
   /** Another connection with the same client id took this session over. */
   | { readonly type: "takenOver" }
   /** The shell refuses an accepted CONNECT (e.g. a client id flapping between connections). */
@@ -174,8 +248,11 @@ export type SessionAction =
     readonly payload: Uint8Array
     readonly qos: QoS
     readonly retain: boolean
-    readonly headers?: Readonly<Record<string, string>> | undefined
     readonly confirm?: number | undefined
+    /** MQTT 5.0: the reply subject its Response Topic (and Correlation Data) make. */
+    readonly reply?: string | undefined
+    /** MQTT 5.0: the NATS header block its properties make (`headerBlock`). */
+    readonly hdr?: Buffer | undefined
   }
   /** A persistent session's subscription to `filter` is now `qos` (undefined: removed); the shell keeps it. */
   | { readonly type: "persistSubscription"; readonly filter: string; readonly qos: QoS | undefined }
@@ -193,7 +270,10 @@ export type SessionAction =
   | {
     readonly type: "accept"
     readonly clientId: string
+    /** Clean Session (3.1.1) or Clean Start (5.0): a stored session under the id is discarded, not resumed. */
     readonly cleanSession: boolean
+    /** The session outlives the connection (3.1.1: not Clean Session; 5.0: a Session Expiry Interval above 0). */
+    readonly persistent: boolean
     readonly assignedId: boolean
   }
   /** Add (or replace) the subscription `filter` on `subjects`. */
@@ -204,6 +284,8 @@ export type SessionAction =
     readonly qos: QoS
     /** Re-established from a stored session: no retained messages are due [MQTT-3.3.1-6 applies to new subscriptions]. */
     readonly restored: boolean
+    /** MQTT 5.0 Shared Subscription: the NATS queue group it joins. */
+    readonly queue?: string | undefined
   }
   | { readonly type: "unsubscribe"; readonly filter: string; readonly subjects: ReadonlyArray<string> }
   /**
@@ -216,9 +298,14 @@ export type SessionAction =
   /**
    * A message will not be sent: the oldest waiting one gave way to a newer one at the queue's
    * bounds (`queue_full`), the client may no longer receive it (`not_permitted`: a stored
-   * message of a resumed session), or it is no longer stored (`gone`).
+   * message of a resumed session), or it is no longer stored (`gone`), or (MQTT 5.0) it is
+   * larger than the client's Maximum Packet Size (`packet_too_large`).
    */
-  | { readonly type: "drop"; readonly reason: "queue_full" | "not_permitted" | "gone"; readonly ref?: string | number | undefined }
+  | {
+    readonly type: "drop"
+    readonly reason: "queue_full" | "not_permitted" | "gone" | "packet_too_large" | "expired"
+    readonly ref?: string | number | undefined
+  }
   /**
    * Read these stored messages (refs of `$MQTT_msgs`) back for sending: the shell answers
    * with `fetched`, as fast as the client's socket drains.
@@ -236,3 +323,9 @@ export type SessionAction =
    */
   | { readonly type: "discardStored"; readonly stored: SessionSnapshot }
   | { readonly type: "deadline"; readonly at: number }
+  /**
+   * MQTT 5.0: the will's actions, to be carried out `afterMs` from now (its Will Delay
+   * Interval, or the session's end if sooner), unless a new connection takes up the
+   * session before then [MQTT-3.1.3-9].
+   */
+  | { readonly type: "willDelayed"; readonly afterMs: number; readonly actions: ReadonlyArray<SessionAction> }

@@ -70,7 +70,9 @@ export const MQTTOptsVarz = Schema.Struct({
   max_ack_pending: opt(Count),
   max_queued_messages: opt(Count.annotations({ description: "Switchyard: QoS 1/2 messages a session holds beyond its in-flight window" })),
   max_queued_bytes: opt(Count.annotations({ description: "Switchyard: their payload bytes (0: no bound)" })),
-  queue_dropped: opt(Count.annotations({ description: "Switchyard: messages dropped, oldest first, at a session's queue bounds since start" }))
+  queue_dropped: opt(Count.annotations({ description: "Switchyard: messages dropped, oldest first, at a session's queue bounds since start" })),
+  protocol_versions: opt(Schema.Array(Count).annotations({ description: "Switchyard: the MQTT protocol levels the listener accepts (4: 3.1.1, 5: 5.0)" })),
+  packet_too_large_dropped: opt(Count.annotations({ description: "Switchyard: MQTT 5.0 deliveries dropped since start for exceeding the client's Maximum Packet Size" }))
 }).annotations({ identifier: "MQTTOptsVarz" })
 
 export const WebsocketOptsVarz = Schema.Struct({
@@ -86,7 +88,8 @@ export const WebsocketOptsVarz = Schema.Struct({
   tls_pinned_certs: opt(Strings),
   same_origin: opt(Schema.Boolean),
   allowed_origins: opt(Strings),
-  compression: opt(Schema.Boolean)
+  compression: opt(Schema.Boolean),
+  protocol_versions: opt(Schema.Array(Count).annotations({ description: "Switchyard: the MQTT protocol levels MQTT over WebSocket accepts (4: 3.1.1, 5: 5.0)" }))
 }).annotations({ identifier: "WebsocketOptsVarz" })
 
 export const SlowConsumersStats = Schema.Struct({

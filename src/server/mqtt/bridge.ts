@@ -6,7 +6,7 @@
 // to the socket (pacing.ts), and where state is kept, the `MqttStore` port (store.ts): the
 // account's `$MQTT_*` streams with the stream subsystem on, memory without it.
 import type { Alarm } from "../alarm.js"
-import type { MqttOptions } from "../../config/options.js"
+import { DEFAULT_MQTT_PROTOCOL_VERSIONS, DEFAULT_TOPIC_ALIAS_MAXIMUM, type MqttOptions, type MqttProtocolLevel } from "../../config/options.js"
 import {
   type ClientPacket,
   CloseReason,
@@ -20,17 +20,38 @@ import {
   type SessionSnapshot
 } from "../../core/mqtt/index.js"
 import { encodeInto, encodePublishRange } from "../../core/mqtt/codec.js"
+import { encodeIntoV5 } from "../../core/mqtt/codec5.js"
+import { encodeMessageProperties, encodePublishRange as encodePublishRangeV5, publishSize } from "../../core/mqtt/v5/encode.js"
+import { headerBlock, NatsHeader, natsToPublish, parseHeaderBlock, parseResponseSubject, RESPONSE_SUBJECT_PREFIX } from "../../core/mqtt/v5/nats.js"
+import { topicToSubject } from "../../core/mqtt/topic.js"
+import { OutboundTopicAliases } from "../../core/mqtt/v5/alias.js"
+import { sessionEndsAt } from "../../core/mqtt/v5/expiry.js"
+import { ReasonCode } from "../../core/mqtt/v5/reason.js"
+import { type MessageProperties, NO_PROPERTIES } from "../../core/mqtt/v5/types.js"
+import type { ServerLimits } from "../../core/mqtt/v5/connect.js"
 import type { Conn, ConnHandlers } from "../../services/transport.js"
-import { type Delivery, GLOBAL_ACCOUNT, type Subscription } from "../../engine/principal.js"
+import { type Delivery, GLOBAL_ACCOUNT, type InternalPrincipal, type Subscription } from "../../engine/principal.js"
 import type { Server } from "../server.js"
 import { ClosedReason } from "../reasons.js"
-import { MqttCommitGate } from "./commit-gate.js"
+import { MqttCommitGate, type RouteExtra } from "./commit-gate.js"
 import { closedRecord, MqttConnection, type MqttDriver, mqttLogPrefix } from "./connection.js"
+import type { MalformedPacket } from "../../core/mqtt/codec.js"
 import { HELD_MAX, HeldPayloads } from "./held.js"
 import { BacklogPump, RetainedLookups } from "./pacing.js"
 import { MqttRegistry } from "./registry.js"
 import type { MqttAccountStore, MqttStoreService } from "./store.js"
 import { traceMqttIn, traceMqttOut, traceMqttOutQos0 } from "./trace.js"
+
+/**
+ * What the server announces to MQTT 5.0 clients in CONNACK: its Maximum Packet Size (the
+ * bound every connection is held to), Receive Maximum and Topic Alias Maximum
+ * (`receive_maximum`, `topic_alias_maximum`).
+ */
+export const mqtt5Limits = (options: MqttOptions, maxPacketBytes: number): ServerLimits => ({
+  maximumPacketSize: maxPacketBytes,
+  receiveMaximum: options.receiveMaximum,
+  topicAliasMaximum: options.topicAliasMaximum ?? DEFAULT_TOPIC_ALIAS_MAXIMUM
+})
 
 export class MqttBridge implements MqttDriver {
   readonly connections = new Map<number, MqttConnection>()
@@ -42,11 +63,24 @@ export class MqttBridge implements MqttDriver {
   tracing: boolean
   /** The largest packet accepted: max_payload plus room for a full-length topic and the header fields. */
   maxPacketBytes: number
+  /** Accounts whose `$MQTT.rr.>` answers are listened to, and who republishes them. */
+  private readonly answering = new Set<string>()
+  private readonly answerers = new Map<string, InternalPrincipal>()
+  /** The message properties of the last routed message asked for (`propertiesOf`), by its seq. */
+  private propsSeq = -1
+  private props: { readonly properties: MessageProperties; readonly bytes: Buffer | undefined } | null = null
+  /** MQTT 5.0 deliveries dropped for being larger than the client's Maximum Packet Size (/varz mqtt.packet_too_large_dropped). */
+  tooLargeDrops = 0
   /** Memory held by partial packets of every connection (see MqttParser.held), and how many hold one. */
   partialBytes = 0
   partialPackets = 0
   host: string
   port: number
+  /** `protocol_versions` of the mqtt listener (a reload may change it: new connections take it) and of the websocket one. */
+  mqttLevels: ReadonlyArray<MqttProtocolLevel>
+  websocketLevels: ReadonlyArray<MqttProtocolLevel> = DEFAULT_MQTT_PROTOCOL_VERSIONS
+  /** MQTT 5.0 wills waiting for their Will Delay Interval, by account and client id: the closed connection they are published as. */
+  private readonly delayedWills = new Map<string, { readonly at: number; readonly c: MqttConnection; readonly actions: ReadonlyArray<SessionAction> }>()
   /** Payloads of QoS 1/2 messages in the sessions' windows (see held.ts). */
   private readonly held = new HeldPayloads()
   private readonly registry: MqttRegistry
@@ -61,6 +95,7 @@ export class MqttBridge implements MqttDriver {
     readonly store: MqttStoreService
   ) {
     this.maxPacketBytes = server.options.maxPayload + MAX_TOPIC_BYTES + 8
+    this.mqttLevels = options.protocolVersions ?? DEFAULT_MQTT_PROTOCOL_VERSIONS
     const sessionConfig: SessionConfig = {
       ...defaultSessionConfig,
       ackWaitMs: options.ackWaitMs,
@@ -72,12 +107,14 @@ export class MqttBridge implements MqttDriver {
       // 500 MB); payloads up to HELD_MAX live in reused slabs and stay (see held.ts).
       keepSentPayloadMax: HELD_MAX,
       // A connection that never sends CONNECT is closed, as NATS clients are at auth_timeout.
-      connectTimeoutMs: options.authorization?.timeoutMs ?? server.options.authTimeoutMs
+      connectTimeoutMs: options.authorization?.timeoutMs ?? server.options.authTimeoutMs,
+      v5: mqtt5Limits(options, this.maxPacketBytes)
     }
     this.host = options.host
     this.port = options.port
     this.tracing = server.log.traceEnabled
     this.registry = new MqttRegistry(server, store, this.held, sessionConfig)
+    this.registry.wakeAt = (at) => this.wakeAt(at)
     this.gate = new MqttCommitGate(server, store, this)
     this.retained = new RetainedLookups(server, this)
     this.backlog = new BacklogPump(store, this)
@@ -96,6 +133,11 @@ export class MqttBridge implements MqttDriver {
   /** New session limits (a reload): for new sessions and the away ones (connected ones take them from `reloadMqtt`). */
   setSessionConfig(config: SessionConfig): void {
     this.registry.setSessionConfig(config)
+  }
+
+  /** MQTT 5.0 wills waiting for their Will Delay Interval. */
+  get delayedWillCount(): number {
+    return this.delayedWills.size
   }
 
   /** Messages dropped at a session's queue bounds (/varz mqtt.queue_dropped). */
@@ -122,10 +164,12 @@ export class MqttBridge implements MqttDriver {
     return this.registry.openStoredAccounts()
   }
 
-  accept(conn: Conn): ConnHandlers {
+  /** A new connection on the mqtt listener, or (`websocket`) on the websocket one. */
+  accept(conn: Conn, listener: "mqtt" | "websocket" = "mqtt"): ConnHandlers {
     const now = this.server.now()
     const account = this.server.account(GLOBAL_ACCOUNT)
-    const c = new MqttConnection(this.server, this.sessionConfig, this.server.allocateCid(), conn, account, now, this.held, this)
+    const levels = listener === "mqtt" ? this.mqttLevels : this.websocketLevels
+    const c = new MqttConnection(this.server, this.sessionConfig, this.server.allocateCid(), conn, account, now, this.held, this, levels)
     this.connections.set(c.cid, c)
     this.totalConnections++
     if (this.server.log.debugEnabled) this.server.log.debug(`${mqttLogPrefix(c)} - Client connection created`)
@@ -138,16 +182,17 @@ export class MqttBridge implements MqttDriver {
       if (packet.cmd === "publish") {
         // Every PUBLISH the client sent, routed or not (a QoS 2 resend is a duplicate).
         c.inMsgs++
-        // The hot path: a QoS 0 PUBLISH the session routes as it is, without a step.
-        if (packet.qos === 0 && !packet.retain) {
+        // The hot path: a QoS 0 PUBLISH the session routes as it is, without a step (on
+        // MQTT 5.0 only one without properties: a Topic Alias is the session's to resolve).
+        if (packet.qos === 0 && !packet.retain && (packet.properties === undefined || packet.properties === NO_PROPERTIES)) {
           const subject = c.session.publishQos0(packet.topic, c.readAt)
           if (subject !== undefined) return this.publish(c, subject, packet.payload, 0, undefined, c.readAt)
         }
       }
       this.input(c, { type: "packet", packet }, c.readAt)
     }
-    c.parser.onError = (e: Error) => {
-      if (!c.closed) this.input(c, { type: "protocolError", reason: e.message }, c.readAt)
+    c.parser.onError = (e: MalformedPacket) => {
+      if (!c.closed) this.input(c, { type: "protocolError", reason: e.message, code: e.code }, c.readAt)
     }
     return {
       onData: (chunk) => {
@@ -163,7 +208,8 @@ export class MqttBridge implements MqttDriver {
         // A packet announced (or buffered) past the limit is cut off before its bytes pile up.
         const announced = c.parser.announced
         if (!c.closed && (announced > this.maxPacketBytes || buffered > this.maxPacketBytes)) {
-          this.input(c, { type: "protocolError", reason: `packet of ${Math.max(announced, buffered)} bytes over the limit of ${this.maxPacketBytes}` }, now)
+          const reason = `packet of ${Math.max(announced, buffered)} bytes over the limit of ${this.maxPacketBytes}`
+          this.input(c, { type: "protocolError", reason, code: ReasonCode.PacketTooLarge }, now)
         }
       },
       onDrain: () => this.backlog.drained(c),
@@ -200,7 +246,7 @@ export class MqttBridge implements MqttDriver {
       case "close":
         return this.close(c)
       case "publish":
-        return this.publish(c, a.subject, a.payload, a.qos, a.confirm, now)
+        return this.publish(c, a.subject, a.payload, a.qos, a.confirm, now, a.reply === undefined && a.hdr === undefined ? undefined : { reply: a.reply, hdr: a.hdr })
       // The account's store is open from `sessionReady` on; before it, only a will can be
       // retained, which no session of the account could read yet: it is not kept.
       case "storeRetained":
@@ -210,9 +256,9 @@ export class MqttBridge implements MqttDriver {
         this.gate.storeOf(c.account.name)?.deleteRetained(a.topic, a.subject)
         return
       case "accept":
-        return this.onAccept(c, a.clientId, a.cleanSession)
+        return this.onAccept(c, a.clientId, a.cleanSession, a.persistent)
       case "subscribe":
-        return this.subscribe(c, a.filter, a.subjects, a.qos)
+        return this.subscribe(c, a.filter, a.subjects, a.qos, a.queue)
       case "wantRetained": {
         const store = this.gate.storeOf(c.account.name)
         if (store !== undefined) this.retained.want(c, a.filter, store)
@@ -234,6 +280,7 @@ export class MqttBridge implements MqttDriver {
       case "ack":
       case "drop": {
         if (a.type === "drop" && a.reason === "queue_full") this.registry.queueDropped(c.session.clientId, c.account.name)
+        if (a.type === "drop" && a.reason === "packet_too_large") this.tooLargeDrops++
         const store = this.gate.persisted(c)
         if (store !== undefined && typeof a.ref === "number") {
           store.unref(a.ref)
@@ -254,6 +301,11 @@ export class MqttBridge implements MqttDriver {
       // The shell's alarm runs tick() by then (tick reads every session's nextDeadline()).
       case "deadline":
         return this.wakeAt(a.at)
+      case "willDelayed": {
+        const at = now + a.afterMs
+        this.delayedWills.set(`${c.account.name}\n${c.session.clientId}`, { at, c, actions: a.actions })
+        return this.wakeAt(at)
+      }
     }
   }
 
@@ -285,8 +337,63 @@ export class MqttBridge implements MqttDriver {
       c.outMsgs++
       this.gate.sending(c, packet.qos, packet.dup)
     }
-    c.outBytes += encodeInto(c.out, packet, this.held)
+    if (c.session.protocolVersion !== 5) c.outBytes += encodeInto(c.out, packet, this.held)
+    else if (packet.cmd === "publish") {
+      const p = packet.payload
+      const buf = Buffer.isBuffer(p) ? p : Buffer.from(p.buffer, p.byteOffset, p.byteLength)
+      const props = packet.properties === undefined ? undefined : encodeMessageProperties(packet.properties)
+      c.outBytes += this.writePublish5(c, packet.topic, packet.qos, packet.retain, packet.dup, packet.messageId, buf, 0, buf.length, this.held, props, packet.properties?.messageExpiryInterval, packet.properties?.subscriptionIdentifiers)
+    } else c.outBytes += encodeIntoV5(c.out, packet, c.session.requestProblemInformation, c.session.clientMaximumPacketSize, this.held)
     this.gate.markDirty(c)
+  }
+
+  /**
+   * An MQTT 5.0 PUBLISH of src[start, end) into c's output: the topic by a Topic Alias
+   * when the client takes them and it pays (`OutboundTopicAliases`), else by name (also
+   * when the aliased form would not fit the client's Maximum Packet Size, which the
+   * session checked by name). No packet object, one head record per connection.
+   */
+  private writePublish5(
+    c: MqttConnection,
+    topic: string,
+    qos: number,
+    retain: boolean,
+    dup: boolean,
+    messageId: number | undefined,
+    src: Buffer,
+    start: number,
+    end: number,
+    pin?: HeldPayloads,
+    props?: Buffer,
+    expiry?: number,
+    ids?: ReadonlyArray<number>
+  ): number {
+    const head = c.head5
+    head.topic = topic
+    head.topicAlias = 0
+    head.qos = qos
+    head.retain = retain
+    head.dup = dup
+    head.messageId = messageId
+    head.messageProperties = props
+    // Seconds left to live: encoded per delivery, not with the message's other properties.
+    head.messageExpiryInterval = expiry ?? -1
+    head.subscriptionIdentifiers = ids
+    const max = c.session.clientTopicAliasMaximum
+    if (max > 0) {
+      const aliases = (c.aliases5 ??= new OutboundTopicAliases(max))
+      const choice = aliases.choose(topic)
+      if (choice.topicAlias !== 0) {
+        head.topic = choice.topic
+        head.topicAlias = choice.topicAlias
+        if (publishSize(head, end - start) <= c.session.clientMaximumPacketSize) aliases.commit(topic, choice)
+        else {
+          head.topic = topic
+          head.topicAlias = 0
+        }
+      }
+    }
+    return encodePublishRangeV5(c.out, head, src, start, end, pin)
   }
 
   // ---- MqttDriver: the Outbound's flush (through the commit gate), and a connection cut off ----
@@ -319,7 +426,7 @@ export class MqttBridge implements MqttDriver {
 
   // ---- a CONNECT accepted: the client id taken (over), the account's store open, the session resumed ----
 
-  private onAccept(c: MqttConnection, clientId: string, clean: boolean): void {
+  private onAccept(c: MqttConnection, clientId: string, clean: boolean, persistent: boolean): void {
     const claim = this.registry.claim(c, clientId, this.server.now())
     if (claim.kind === "flapping") {
       // Two clients fighting over one id would take it from each other forever: past the
@@ -333,15 +440,28 @@ export class MqttBridge implements MqttDriver {
       this.input(claim.older, { type: "takenOver" })
     }
     this.registry.register(c, clientId)
+    const key = `${c.account.name}\n${clientId}`
+    const will = this.delayedWills.get(key)
+    if (will !== undefined) {
+      // A new connection to the session cancels a delayed will [MQTT-3.1.3-9]; Clean Start
+      // ends that session instead, and its will goes out now.
+      this.delayedWills.delete(key)
+      if (clean) this.runDelayedWill(will, this.server.now())
+    }
     const ready = this.gate.storeOf(c.account.name)
-    if (ready !== undefined) return this.sessionReady(c, clean, ready)
+    if (ready !== undefined) return this.sessionReady(c, clean, persistent, ready)
     // First client of the account since start: its store is opened (streams created) first.
     this.registry.openAccount(c.account.name).then((store) => {
-      if (!c.closed && this.registry.holds(c)) this.sessionReady(c, clean, store)
+      if (!c.closed && this.registry.holds(c)) this.sessionReady(c, clean, persistent, store)
     })
   }
 
-  private sessionReady(c: MqttConnection, clean: boolean, store: MqttAccountStore): void {
+  /**
+   * `clean`: Clean Session / Clean Start, the stored session is discarded; `persistent`:
+   * this one outlives the connection (on 3.1.1 the one is the other's opposite; an MQTT 5.0
+   * client may resume a session it then lets end, or start afresh one that lasts).
+   */
+  private sessionReady(c: MqttConnection, clean: boolean, persistent: boolean, store: MqttAccountStore): void {
     const stored = this.registry.resume(c.account.name, c.session.clientId)
     const owner = c.user
     if (clean) {
@@ -358,7 +478,7 @@ export class MqttBridge implements MqttDriver {
     // (bounded by the in-flight window) may exceed max_pending without the client being slow;
     // cut for it, a client with a backlog would reconnect into the same cut forever.
     if (stored !== undefined) c.pendingAllowance += c.out.length
-    if (!c.closed) {
+    if (!c.closed && persistent) {
       c.recordDirty = "now"
       this.gate.hold(c, store)
     }
@@ -366,7 +486,7 @@ export class MqttBridge implements MqttDriver {
 
   // ---- publishing: stored first when a persistent session will hold it, then routed, then confirmed ----
 
-  private publish(c: MqttConnection, subject: string, payload: Uint8Array, qos: QoS, confirm: number | undefined, now: number): void {
+  private publish(c: MqttConnection, subject: string, payload: Uint8Array, qos: QoS, confirm: number | undefined, now: number, extra?: RouteExtra): void {
     const buf = Buffer.isBuffer(payload) ? payload : Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength)
     const store = qos > 0 ? this.gate.storeOf(c.account.name) : undefined
     const later = c.deferred > 0 || (qos === 2 && confirm !== undefined && store?.durable === true)
@@ -389,34 +509,80 @@ export class MqttBridge implements MqttDriver {
       c.recordDirty = "now"
       this.gate.hold(c, dedup)
     }
-    if (later) return this.gate.defer(c, subject, buf, qos, ref, confirm)
+    if (later) return this.gate.defer(c, subject, buf, qos, ref, confirm, extra)
     if (qos === 2 && confirm !== undefined) {
       // Without a durable store the PUBREC has nothing to wait for: it goes first, then the copies.
       if (!c.closed) this.input(c, { type: "published", packetId: confirm }, now)
-      return this.route(c, subject, buf, qos, ref, now)
+      return this.route(c, subject, buf, qos, ref, now, extra)
     }
-    this.route(c, subject, buf, qos, ref, now)
+    this.route(c, subject, buf, qos, ref, now, extra)
     if (confirm === undefined || c.closed) return
     this.gate.confirm(c, confirm, store, ref, now)
   }
 
-  /** Route a message from `c` through the engine, with its QoS and stored copy (`ref`) for the MQTT subscribers. */
-  route(c: MqttConnection, subject: string, buf: Buffer, qos: QoS, ref: number | undefined, now: number): void {
+  /**
+   * Route a message from `c` through the engine, with its QoS and stored copy (`ref`) for
+   * the MQTT subscribers; an MQTT 5.0 PUBLISH with its reply subject and header block
+   * (`extra`: the headers go in front of the payload, as a NATS HPUB carries them).
+   */
+  route(c: MqttConnection, subject: string, buf: Buffer, qos: QoS, ref: number | undefined, now: number, extra?: RouteExtra): void {
     const router = this.server.router
     const d = router.message(c, now)
     d.subject = subject
-    d.reply = ""
-    d.hdrLen = -1
-    d.buf = buf
+    d.reply = extra?.reply ?? ""
+    const hdr = extra?.hdr
+    d.hdrLen = hdr === undefined ? -1 : hdr.length
+    d.buf = hdr === undefined ? buf : Buffer.concat([hdr, buf])
     d.start = 0
-    d.end = buf.length
+    d.end = d.buf.length
     d.origin.qos = qos
     d.origin.ref = ref
+    if (extra?.reply !== undefined && extra.reply.startsWith(RESPONSE_SUBJECT_PREFIX)) this.answersFor(c.account.name)
     router.route(d)
     if (ref === undefined) return
     const store = this.gate.storeOf(c.account.name)
     store?.routed(ref)
     store?.releaseIfUnheld(ref)
+  }
+
+  /**
+   * The account's listener on `$MQTT.rr.>`, made the first time an MQTT 5.0 request
+   * carries its Correlation Data in its reply subject: an answer published there goes
+   * on to the Response Topic with that Correlation Data (`Mqtt-Correlation-Data`), so
+   * MQTT and NATS subscribers of the topic see it.
+   */
+  private answersFor(account: string): void {
+    if (this.answering.has(account)) return
+    this.answering.add(account)
+    const router = this.server.router
+    router.subscribe(this.answerer(account), `${RESPONSE_SUBJECT_PREFIX}>`, undefined, (m: Delivery) => this.answer(account, m))
+  }
+
+  private answer(account: string, m: Delivery): void {
+    const rr = parseResponseSubject(m.subject)
+    if (rr === undefined) return
+    const subject = topicToSubject(rr.responseTopic)
+    if (!subject.ok || subject.value.startsWith(RESPONSE_SUBJECT_PREFIX)) return
+    // Only where the one who answered may publish: `$MQTT.rr.` is no way around permissions.
+    const from = m.origin.publisher
+    if (from?.perms !== undefined && !from.perms.canPublish(subject.value, this.server)) return
+    const before = m.hdrLen > 0 ? parseHeaderBlock(m.buf.subarray(m.start, m.start + m.hdrLen)).headers : []
+    const hdr = headerBlock([...before.filter(([k]) => k.toLowerCase() !== "mqtt-correlation-data"), [NatsHeader.correlationData, rr.correlationData.toString("base64")]])!
+    const router = this.server.router
+    const d = router.message(this.answerers.get(account)!, m.now)
+    d.subject = subject.value
+    d.reply = m.reply
+    d.hdrLen = hdr.length
+    d.buf = Buffer.concat([hdr, m.buf.subarray(m.payloadStart, m.end)])
+    d.start = 0
+    d.end = d.buf.length
+    router.route(d)
+  }
+
+  private answerer(account: string): InternalPrincipal {
+    const p = this.server.router.internal(account, "mqtt-responses")
+    this.answerers.set(account, p)
+    return p
   }
 
   /**
@@ -433,12 +599,13 @@ export class MqttBridge implements MqttDriver {
 
   // ---- subscriptions and deliveries ----
 
-  private subscribe(c: MqttConnection, filter: string, subjects: ReadonlyArray<string>, qos: QoS): void {
+  private subscribe(c: MqttConnection, filter: string, subjects: ReadonlyArray<string>, qos: QoS, queue?: string): void {
     this.unsubscribe(c, filter)
     const list: Array<Subscription> = []
     const holds = qos > 0 && !c.session.cleanSession
     for (const subject of subjects) {
-      const sub = this.server.router.subscribe(c, subject, undefined)
+      // A Shared Subscription joins its queue group: one member of G (MQTT or NATS) takes each message.
+      const sub = this.server.router.subscribe(c, subject, queue)
       sub.holdsMessages = holds
       list.push(sub)
     }
@@ -461,10 +628,15 @@ export class MqttBridge implements MqttDriver {
     const from = d.payloadStart
     const qos = d.origin.qos
     // The hot path: a message that goes out at QoS 0 is written without a session step.
-    const topic = c.session.deliverQos0(subject, qos)
+    const local = d.origin.publisher === c
+    const topic = c.session.deliverQos0(subject, qos, local)
     if (topic === null) return
+    // MQTT 5.0: what the message's headers and reply subject make of it, once per routed message.
+    const v5 = c.session.protocolVersion === 5 && (d.hdrLen > 0 || d.reply !== "") ? this.propertiesOf(d) : undefined
+    if (v5 === null) return
     if (topic !== undefined) {
       if (c.closed) return
+      if (c.session.protocolVersion === 5) return this.deliverQos0V5(c, topic, buf, from, end, v5?.bytes, v5?.properties.messageExpiryInterval)
       if (this.tracing) traceMqttOutQos0(this.server.log, c, topic, end - from)
       c.outMsgs++
       c.outBytes += encodePublishRange(c.out, topic, buf, from, end, 0, false, false, undefined)
@@ -475,11 +647,49 @@ export class MqttBridge implements MqttDriver {
     const store = ref === undefined ? undefined : this.gate.persisted(c)
     const taken = c.session.storedTaken
     // Held until acknowledged: a copy in a reusable slab, not a view pinning the read chunk.
-    this.input(c, { type: "deliver", subject, payload: this.held.hold(buf, from, end), qos, ref }, d.now)
+    const payload = this.held.hold(buf, from, end)
+    this.input(c, { type: "deliver", subject, payload, qos, ref, properties: v5?.properties, local }, d.now)
     // A persistent session that took the stored message holds it until acknowledged or
     // dropped (taking it may have pushed the oldest waiting one out: the count of pending
     // messages would not tell).
     if (store !== undefined && c.session.storedTaken !== taken) store.ref(ref!)
+  }
+
+  /**
+   * The MQTT 5.0 message properties of a routed message with headers or a reply subject
+   * (`natsToPublish`), and their bytes, encoded once for all its deliveries (cached by its
+   * `seq`); null for a status message (a 503 no-responders answer), which is not delivered.
+   */
+  private propertiesOf(d: Delivery): { readonly properties: MessageProperties; readonly bytes: Buffer | undefined } | null {
+    if (this.propsSeq === d.seq) return this.props
+    const hdr = d.hdrLen > 0 ? d.buf.subarray(d.start, d.start + d.hdrLen) : undefined
+    const from = natsToPublish(d.subject, d.reply === "" ? undefined : d.reply, hdr)
+    this.propsSeq = d.seq
+    this.props = from.status !== undefined ? null : { properties: from.properties, bytes: encodeMessageProperties(from.properties) }
+    return this.props
+  }
+
+  /** The QoS 0 fast path of an MQTT 5.0 connection: within the client's Maximum Packet Size, aliased where it pays. */
+  private deliverQos0V5(c: MqttConnection, topic: string, buf: Buffer, from: number, end: number, props: Buffer | undefined, expiry: number | undefined): void {
+    const head = c.head5
+    head.topic = topic
+    head.topicAlias = 0
+    head.qos = 0
+    head.retain = false
+    head.dup = false
+    head.messageId = undefined
+    head.messageProperties = props
+    head.messageExpiryInterval = expiry ?? -1
+    head.subscriptionIdentifiers = c.session.deliveryIdentifiers
+    // Larger than the client takes: discarded as if sent [MQTT-3.1.2-25], counted.
+    if (publishSize(head, end - from) > c.session.clientMaximumPacketSize) {
+      this.tooLargeDrops++
+      return
+    }
+    if (this.tracing) traceMqttOutQos0(this.server.log, c, topic, end - from)
+    c.outMsgs++
+    c.outBytes += this.writePublish5(c, topic, 0, false, false, undefined, buf, from, end, undefined, props, expiry, head.subscriptionIdentifiers)
+    this.gate.markDirty(c)
   }
 
   // ---- a connection's end ----
@@ -508,8 +718,15 @@ export class MqttBridge implements MqttDriver {
     c.out.clear()
     if (!this.registry.holds(c)) return
     let snap: SessionSnapshot | undefined
+    if (c.session.endsStored && c.session.isReady) {
+      // It was kept in the store (persistent once, or resumed), and ends now: removed there too.
+      this.gate.storeOf(c.account.name)?.deleteSession(c.session.snapshot(), c.session.clientId)
+      this.store.commit(() => {})
+    }
     if (!c.session.cleanSession && c.session.isReady) {
       snap = c.session.snapshot()
+      // MQTT 5.0: kept for its Session Expiry Interval from now, restarts included.
+      if (snap.expiryInterval !== undefined) snap = { ...snap, endsAt: sessionEndsAt(this.server.now(), snap.expiryInterval) }
       const store = this.gate.storeOf(c.account.name)
       if (c.unannounced && c.session.closeReason !== CloseReason.ClientClosed) {
         // A session the client was never told of (its CONNACK not written: a failed commit
@@ -533,8 +750,17 @@ export class MqttBridge implements MqttDriver {
    * records. Returns when a session next needs it (undefined: none does).
    */
   tick(now: number): number | undefined {
-    let wrote = false
-    let next = Infinity
+    const expired = this.registry.expire(now)
+    let wrote = expired.wrote
+    let next = expired.next ?? Infinity
+    for (const [key, will] of [...this.delayedWills]) {
+      if (will.at > now) {
+        next = Math.min(next, will.at)
+        continue
+      }
+      this.delayedWills.delete(key)
+      this.runDelayedWill(will, now)
+    }
     for (const c of [...this.connections.values()]) {
       const at = c.session.nextDeadline()
       if (at !== undefined && at <= now && !c.closed) this.input(c, { type: "tick" })
@@ -549,9 +775,18 @@ export class MqttBridge implements MqttDriver {
     return next === Infinity ? undefined : next
   }
 
+  /** A delayed will's time has come (or its session ended): published as its connection would have. */
+  private runDelayedWill(will: { readonly c: MqttConnection; readonly actions: ReadonlyArray<SessionAction> }, now: number): void {
+    for (const a of will.actions) this.run(will.c, a, now)
+  }
+
   /** Close one connection as the server stops (lame duck mode, shutdown): no will, its session kept. */
   closeForShutdown(c: MqttConnection): void {
     if (c.closed) return
+    // MQTT 5.0 clients are told why [MQTT-4.13.1-1].
+    if (c.session.protocolVersion === 5 && c.session.isConnected) {
+      this.send(c, { cmd: "disconnect", reasonCode: ReasonCode.ServerShuttingDown, properties: { reasonString: "server shutting down" } })
+    }
     c.closed = true
     c.reasonOverride ??= ClosedReason.ServerShutdown
     if (c.awaiting === 0) this.writeLast(c)

@@ -23,7 +23,7 @@ export interface GateDriver {
   /** Feed a session an input (a publish confirmed, a connection lost) and carry out its actions. */
   input(c: MqttConnection, input: SessionInput, now?: number): void
   /** Route a publish through the engine. */
-  route(c: MqttConnection, subject: string, buf: Buffer, qos: QoS, ref: number | undefined, now: number): void
+  route(c: MqttConnection, subject: string, buf: Buffer, qos: QoS, ref: number | undefined, now: number, extra?: RouteExtra): void
   /** Ask the shell's alarm to run the bridge's tick by then. */
   wakeAt(at: number): void
 }
@@ -39,6 +39,13 @@ interface Deferred {
   readonly qos: QoS
   readonly ref: number | undefined
   readonly confirm: number | undefined
+  readonly extra: RouteExtra | undefined
+}
+
+/** What an MQTT 5.0 PUBLISH adds on the NATS side: a reply subject and a header block. */
+export interface RouteExtra {
+  readonly reply: string | undefined
+  readonly hdr: Buffer | undefined
 }
 
 export class MqttCommitGate {
@@ -120,9 +127,9 @@ export class MqttCommitGate {
    * resend is known as one. What the same client publishes after it waits behind it, so
    * its messages keep their order.
    */
-  defer(c: MqttConnection, subject: string, buf: Buffer, qos: QoS, ref: number | undefined, confirm: number | undefined): void {
+  defer(c: MqttConnection, subject: string, buf: Buffer, qos: QoS, ref: number | undefined, confirm: number | undefined, extra?: RouteExtra): void {
     c.deferred++
-    this.deferred.push({ c, subject, buf, qos, ref, confirm })
+    this.deferred.push({ c, subject, buf, qos, ref, confirm, extra })
     this.scheduleFlush()
   }
 
@@ -209,7 +216,7 @@ export class MqttCommitGate {
       c.deferred--
       const ackFirst = d.qos === 2
       if (ackFirst) this.confirmDeferred(c, d.confirm, ok)
-      this.driver.route(c, d.subject, d.buf, d.qos, d.ref, now)
+      this.driver.route(c, d.subject, d.buf, d.qos, d.ref, now, d.extra)
       if (!ackFirst) this.confirmDeferred(c, d.confirm, ok)
     }
   }

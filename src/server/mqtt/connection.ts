@@ -9,9 +9,10 @@ import {
   MqttSession,
   type SessionConfig,
   type SessionDeps,
-  subscriptionSubjects
+  filterSubscription
 } from "../../core/mqtt/index.js"
 import type { ClosedConnSnapshot, ConnSnapshot } from "../../core/monitor/source.js"
+import { DEFAULT_MQTT_PROTOCOL_VERSIONS, type MqttProtocolLevel } from "../../config/options.js"
 import type { Conn } from "../../services/transport.js"
 import { ClientPermissions } from "../../engine/permissions.js"
 import { type OutboundPolicy, Peer, type SlowConsumer } from "../../engine/outbound.js"
@@ -21,6 +22,10 @@ import { type MqttCredentials, mqttAuthenticator } from "./auth.js"
 import { MqttParser } from "../../core/mqtt/codec.js"
 import type { HeldPayloads } from "./held.js"
 import { OutBuf } from "../../core/outbuf.js"
+import type { PublishHead } from "../../core/mqtt/v5/encode.js"
+import type { OutboundTopicAliases } from "../../core/mqtt/v5/alias.js"
+
+type MutablePublishHead = { -readonly [K in keyof PublishHead]: PublishHead[K] }
 
 /**
  * Credentials and permissions of the NATS side: the user name and password of CONNECT
@@ -51,14 +56,14 @@ const sessionDeps = (server: Server, c: MqttConnection, held: HeldPayloads): Ses
     },
     canPublish: (_topic, subject) => c.perms === undefined || c.perms.canPublish(subject, server),
     canReceive: (subject) => c.perms === undefined || c.perms.canSubscribe(subject),
-    canSubscribe: (filter) => mayHold(c, filter)
+    canSubscribe: (filter) => mayHold(c, filter, c.session.protocolVersion === 5)
   }
 }
 
-/** Whether the principal's permissions allow the subscription `filter` (each subject it is made of). */
-export const mayHold = (p: Principal, filter: string): boolean => {
-  const subjects = subscriptionSubjects(filter)
-  return p.perms === undefined || (subjects.ok && subjects.value.every((s) => p.perms!.canSubscribe(s)))
+/** Whether the principal's permissions allow the subscription `filter` (each subject it is made of; `shared`: a `$share/G/…` filter is its inner filter). */
+export const mayHold = (p: Principal, filter: string, shared = true): boolean => {
+  const subjects = filterSubscription(filter, shared)
+  return p.perms === undefined || (subjects.ok && subjects.subjects.every((s) => p.perms!.canSubscribe(s)))
 }
 
 /**
@@ -111,6 +116,20 @@ export class MqttConnection extends Peer {
   outBytes = 0
   /** The last routed message taken (its Delivery seq), so overlapping subscriptions deliver it once. */
   lastSeq = 0
+  /** MQTT 5.0: the Topic Aliases it was told (made at its first PUBLISH when the client takes aliases). */
+  aliases5: OutboundTopicAliases | undefined
+  /** MQTT 5.0: the head of its QoS 0 deliveries, one record reused (the fast path allocates nothing per message). */
+  readonly head5: MutablePublishHead = {
+    topic: "",
+    qos: 0,
+    retain: false,
+    dup: false,
+    messageId: undefined,
+    topicAlias: 0,
+    messageExpiryInterval: -1,
+    subscriptionIdentifiers: undefined,
+    messageProperties: undefined
+  }
   /** This turn's output depends on state written this turn: it waits for the commit. */
   held = false
   /** Output batches waiting for a commit: later output queues behind them. */
@@ -141,14 +160,21 @@ export class MqttConnection extends Peer {
     readonly start: number,
     /** Where the session's in-flight QoS 1/2 payloads live (released on acknowledgement). */
     held: HeldPayloads,
-    private readonly driver: MqttDriver
+    private readonly driver: MqttDriver,
+    /** The protocol levels its listener accepts (`protocol_versions`). */
+    levels: ReadonlyArray<MqttProtocolLevel> = DEFAULT_MQTT_PROTOCOL_VERSIONS
   ) {
     super(account)
     this.lastActivity = start
     this.readAt = start
-    this.parser = new MqttParser(server.options.mqtt?.maxTopicLevels)
+    this.parser = new MqttParser({
+      maxTopicLevels: server.options.mqtt?.maxTopicLevels,
+      v5: levels.includes(5),
+      maximumPacketSize: config.v5?.maximumPacketSize
+    })
     this.out = new OutBuf(4096, server.slabs)
     this.session = new MqttSession(start, sessionDeps(server, this, held), config)
+    this.session.refuseLevel4 = !levels.includes(4)
   }
 
   deliver(s: Subscription, d: Delivery): boolean {
@@ -197,7 +223,7 @@ export const mqttConnSnapshot = (c: MqttConnection): ConnSnapshot => ({
   subs: [...c.subs.values()].map((s) => ({ subject: s.subject, queue: undefined, sid: s.sid, msgs: s.delivered, max: 0 })),
   name: "",
   lang: "mqtt",
-  version: "3.1.1",
+  version: c.session.protocolVersion === 5 ? "5.0" : "3.1.1",
   tlsVersion: c.conn.tls?.version,
   tlsCipher: c.conn.tls?.cipher,
   user: c.user === "" ? undefined : c.user,

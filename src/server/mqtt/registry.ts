@@ -10,7 +10,7 @@ import {
   type SessionConfig,
   type SessionDeps,
   type SessionSnapshot,
-  subscriptionSubjects
+  filterSubscription
 } from "../../core/mqtt/index.js"
 import type { ClientPermissions } from "../../engine/permissions.js"
 import type { Delivery, InternalPrincipal, Subscription } from "../../engine/principal.js"
@@ -50,6 +50,10 @@ export class MqttRegistry {
   private readonly flaps = new Map<string, FlapRecord>()
   private readonly away = new Map<string, Away>()
   private readonly offlineClients = new Map<string, InternalPrincipal>()
+  /** MQTT 5.0 away sessions with a Session Expiry Interval: when each ends unless resumed (ms). */
+  private readonly endsAt = new Map<string, { readonly account: string; readonly clientId: string; readonly at: number }>()
+  /** Asks the shell to run `expire` by then (set by the bridge). */
+  wakeAt: (at: number) => void = () => {}
   /** Messages dropped at a session's queue bounds (/varz mqtt.queue_dropped); logged at most every 10 s per session. */
   queueDrops = 0
   private readonly dropLog = new Map<string, { at: number; count: number }>()
@@ -112,6 +116,7 @@ export class MqttRegistry {
     const d = this.away.get(key)
     if (d === undefined) return undefined
     this.away.delete(key)
+    this.endsAt.delete(key)
     for (const s of d.subs) s.principal.removeSub(s)
     return d.session.snapshot()
   }
@@ -144,16 +149,49 @@ export class MqttRegistry {
       this.offlineClients.set(account, client)
     }
     for (const s of snapshot.subscriptions) {
-      const subjects = subscriptionSubjects(s.filter)
+      const subjects = filterSubscription(s.filter, true)
       // QoS 0 messages are not kept for an absent client.
       if (!subjects.ok || s.qos === 0) continue
-      for (const subject of subjects.value) {
-        const sub = this.server.router.subscribe(client, subject, undefined, (m: Delivery) => this.deliverAway(d, m))
+      // A Shared Subscription stays in its queue group while its client is away (4.8.2).
+      for (const subject of subjects.subjects) {
+        const sub = this.server.router.subscribe(client, subject, subjects.queue, (m: Delivery) => this.deliverAway(d, m))
         sub.holdsMessages = true
         d.subs.push(sub)
       }
     }
-    this.away.set(sessionKey(account, snapshot.clientId), d)
+    const key = sessionKey(account, snapshot.clientId)
+    this.away.set(key, d)
+    if (snapshot.endsAt !== undefined) {
+      // An MQTT 5.0 session is kept for its Session Expiry Interval [MQTT-3.1.2-23], then discarded [MQTT-4.1.0-2].
+      this.endsAt.set(key, { account, clientId: snapshot.clientId, at: snapshot.endsAt })
+      this.wakeAt(snapshot.endsAt)
+    }
+  }
+
+  /**
+   * Discard the away sessions whose Session Expiry Interval has run out by `now`: their
+   * subscriptions, their queued messages and what the store holds of them. Returns when
+   * the next one ends (undefined: none is counting down), and whether any store was written.
+   */
+  expire(now: number): { readonly next: number | undefined; readonly wrote: boolean } {
+    let next = Number.POSITIVE_INFINITY
+    let wrote = false
+    for (const [key, e] of [...this.endsAt]) {
+      if (e.at > now) {
+        next = Math.min(next, e.at)
+        continue
+      }
+      const snap = this.resume(e.account, e.clientId)
+      this.endsAt.delete(key)
+      if (snap === undefined) continue
+      const store = this.store.ready(e.account)
+      if (store !== undefined) {
+        store.deleteSession(snap, e.clientId)
+        wrote = true
+      }
+      if (this.server.log.debugEnabled) this.server.log.debug(`MQTT session "${e.clientId}" expired (Session Expiry Interval ${snap.expiryInterval ?? 0}s): discarded`)
+    }
+    return { next: next === Number.POSITIVE_INFINITY ? undefined : next, wrote }
   }
 
   /**

@@ -1,5 +1,5 @@
 // A configuration reload as the MQTT bridge takes it: new ack_wait / max_ack_pending
-// for every session, the packet bound that follows max_payload, and every connected
+// for every session, the packet bound that follows max_payload, the protocol levels of new connections, and every connected
 // client held to the new users and permissions (as the NATS clients are): one whose
 // credentials are no longer admitted, or whose account changed, is closed without its
 // will; the others lose the subscriptions their permissions no longer allow.
@@ -8,7 +8,8 @@ import { MAX_TOPIC_BYTES, type SessionConfig } from "../../core/mqtt/index.js"
 import { ClientPermissions } from "../../engine/permissions.js"
 import { GLOBAL_ACCOUNT } from "../../engine/principal.js"
 import { type MqttAuthenticator, mqttAuthenticator, recheckMqtt } from "./auth.js"
-import type { MqttBridge } from "./bridge.js"
+import { type MqttBridge, mqtt5Limits } from "./bridge.js"
+import { DEFAULT_MQTT_PROTOCOL_VERSIONS } from "../../config/options.js"
 import { mayHold, mqttLogPrefix } from "./connection.js"
 
 /** Apply `next` (already the server's options) to the bridge; `previous` admitted the connected clients. */
@@ -22,10 +23,13 @@ export const reloadMqtt = (bridge: MqttBridge, previous: MqttAuthenticator, next
     maxAckPending: m.maxAckPending,
     maxQueued: m.maxQueuedMessages,
     maxQueuedBytes: m.maxQueuedBytes,
-    connectTimeoutMs: m.authorization?.timeoutMs ?? next.authTimeoutMs
+    connectTimeoutMs: m.authorization?.timeoutMs ?? next.authTimeoutMs,
+    v5: mqtt5Limits(m, next.maxPayload + MAX_TOPIC_BYTES + 8)
   }
   bridge.setSessionConfig(config)
   bridge.maxPacketBytes = next.maxPayload + MAX_TOPIC_BYTES + 8
+  // New connections take the new levels; open ones keep the protocol they connected with.
+  bridge.mqttLevels = m.protocolVersions ?? DEFAULT_MQTT_PROTOCOL_VERSIONS
   bridge.tracing = server.log.traceEnabled
   const auth = mqttAuthenticator(server)
   for (const c of [...bridge.connections.values()]) {
@@ -43,7 +47,7 @@ export const reloadMqtt = (bridge: MqttBridge, previous: MqttAuthenticator, next
     const res = verdict.ok ? verdict.result : undefined
     c.user = res?.user ?? ""
     c.perms = res?.permissions === undefined ? undefined : new ClientPermissions(res.permissions)
-    const forbidden = [...c.filters.keys()].filter((filter) => !mayHold(c, filter))
+    const forbidden = [...c.filters.keys()].filter((filter) => !mayHold(c, filter, c.session.protocolVersion === 5))
     if (forbidden.length === 0) continue
     for (const f of forbidden) {
       server.log.warn(`${mqttLogPrefix(c)} - Removed subscription ${JSON.stringify(f)}: not permitted after a configuration reload`)

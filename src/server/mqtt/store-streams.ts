@@ -430,7 +430,9 @@ export class StreamsAccountStore implements MqttAccountStore {
           outbound,
           queued,
           inboundQos2: [...(qos2in.get(hash) ?? [])],
-          lastPacketId: rec.pid
+          lastPacketId: rec.pid,
+          expiryInterval: rec.x,
+          endsAt: rec.e
         })
         if (legacy) {
           for (const s of subs) self.put(MqttStream.sess, sessSubscriptionSubject(hash, s.f), undefined, encodeSubscriptionRecord(s.f, s.q, s.c))

@@ -3,7 +3,7 @@
 // TCP clients (one binary message is one chunk for the MQTT parser, which already
 // copes with packets split across chunks and chunks holding several packets).
 import { Effect, type Scope } from "effect"
-import type { WebsocketOptions } from "../../config/options.js"
+import { DEFAULT_MQTT_PROTOCOL_VERSIONS, type WebsocketOptions } from "../../config/options.js"
 import { type Listener, Transport, TransportError } from "../../services/transport.js"
 import type { MqttBridge } from "./bridge.js"
 import { listenerError, mqttTlsFailure } from "./listener.js"
@@ -24,6 +24,7 @@ export const startMqttWebSocket = (
       return yield* Effect.fail(new TransportError({ reason: "Listen", message: "websocket: this transport has no WebSocket support" }))
     }
     const server = bridge.server
+    bridge.websocketLevels = options.protocolVersions ?? DEFAULT_MQTT_PROTOCOL_VERSIONS
     const listener = yield* transport.listenWebSocket(
       options.host,
       options.port,
@@ -36,7 +37,7 @@ export const startMqttWebSocket = (
         handshakeTimeoutMs: options.handshakeTimeoutMs ?? WS_HANDSHAKE_TIMEOUT_MS,
         tls: options.noTls ? undefined : options.tls
       },
-      (conn) => bridge.accept(conn),
+      (conn) => bridge.accept(conn, "websocket"),
       { onTlsFailure: (peer, error) => mqttTlsFailure(server, peer, error) }
     ).pipe(Effect.mapError(listenerError("websocket")))
     server.registerListener(listener)

@@ -3,31 +3,14 @@
 {"result":{…}} with what the library reported (CONNACK reason, granted QoS, messages with
 their QoS and retain flag), or {"fatal":"…"} and exit 1. test/clients/mqtt-matrix.ts
 drives it and checks the result."""
-import json
-import sys
 import threading
-import time
 
 import paho.mqtt.client as mqtt
 
-WAIT = 10.0
-ARGS = dict(a.split("=", 1) for a in sys.argv[3:] if "=" in a)
-HOST, PORT = (sys.argv[2].rsplit(":", 1) + ["0"])[:2] if len(sys.argv) > 2 else ("", "0")
+from mqtt_case import ARGS, HOST, PORT, WAIT, Recorder, run_cases, wait_until
 
 
-def emit(obj):
-    print(json.dumps(obj), flush=True)
-
-
-def wait_until(cond, what):
-    deadline = time.monotonic() + WAIT
-    while not cond():
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"timed out waiting for {what}")
-        time.sleep(0.005)
-
-
-class Client:
+class Client(Recorder):
     """A paho client on its own network thread that records what the library reports."""
 
     def __init__(self, client_id, clean=True, will=None, password=None):
@@ -76,15 +59,6 @@ class Client:
         info = self.c.publish(topic, payload, qos=qos, retain=retain)
         info.wait_for_publish(WAIT)
         return info.is_published()
-
-    def wait_messages(self, n):
-        wait_until(lambda: len(self.messages) >= n, f"{n} messages (have {self.messages})")
-        with self.lock:
-            return sorted(self.messages)
-
-    def disconnect(self):
-        self.c.disconnect()
-        self.c.loop_stop()
 
     def drop(self):
         """Close the socket without DISCONNECT, as a device losing power would."""
@@ -167,16 +141,5 @@ CASES = {
 }
 
 
-def main():
-    if len(sys.argv) < 3 or sys.argv[1] not in CASES:
-        emit({"fatal": "usage: paho_client.py <case> <host:port> [key=value ...]"})
-        sys.exit(1)
-    try:
-        emit({"result": CASES[sys.argv[1]]()})
-    except Exception as e:
-        emit({"fatal": f"{type(e).__name__}: {e}"})
-        sys.exit(1)
-
-
 if __name__ == "__main__":
-    main()
+    run_cases(CASES, "paho_client.py")

@@ -6,8 +6,9 @@
 //   header line carries unchanged (no CR, LF, NUL, no leading or trailing blank), is the
 //   header `Name: value`. Any other is `Mqtt-User-Property: <name>=<value>`, both parts
 //   percent-encoded (encodeURIComponent), so nothing is lost. Reserved names, always
-//   escaped: `Content-Type` and every name starting `Mqtt-` (case-insensitive), so an MQTT
-//   client cannot forge the bridge's own headers.
+//   escaped: `Content-Type` and every name starting `Mqtt-` or `Nmqtt-` (case-insensitive),
+//   so an MQTT client cannot forge the bridge's own headers nor the cluster's (`Nmqtt-Pub`
+//   carries the QoS between servers), and `Nmqtt-` headers never reach MQTT clients.
 // * Content Type <-> `Content-Type`; Payload Format Indicator <-> `Mqtt-Payload-Format`
 //   (0 or 1); Message Expiry Interval <-> `Mqtt-Message-Expiry` (seconds left);
 //   Correlation Data <-> `Mqtt-Correlation-Data` (base64) when the reply subject does not
@@ -59,8 +60,15 @@ const isPlainName = (k: string): boolean => {
     if (c <= 0x20 || c >= 0x7f || c === 0x3a) return false
   }
   const lower = k.toLowerCase()
-  return lower !== "content-type" && !lower.startsWith("mqtt-")
+  return lower !== "content-type" && !lower.startsWith("mqtt-") && !lower.startsWith(CLUSTER_PREFIX)
 }
+
+/**
+ * Headers the servers of a cluster mark MQTT messages with (`Nmqtt-Pub`: the QoS an MQTT
+ * client published at, as nats-server writes it): never a User Property either way, so a
+ * client can neither forge nor read them.
+ */
+const CLUSTER_PREFIX = "nmqtt-"
 
 const isBlank = (c: number): boolean => c === 0x20 || c === 0x09
 
@@ -292,7 +300,10 @@ export const natsToPublish = (subject: string, reply: string | undefined, header
   const response = parseResponseSubject(subject)
   const p: Building = {}
   const user: Array<Header> = []
-  for (const [k, v] of parsed?.headers ?? []) if (!wellKnown(p, k.toLowerCase(), v, user)) user.push([k, v])
+  for (const [k, v] of parsed?.headers ?? []) {
+    const name = k.toLowerCase()
+    if (!name.startsWith(CLUSTER_PREFIX) && !wellKnown(p, name, v, user)) user.push([k, v])
+  }
   if (user.length > 0) p.userProperties = user
   if (response !== undefined) p.correlationData = response.correlationData
   else if (reply !== undefined) {
