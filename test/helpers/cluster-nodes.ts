@@ -43,6 +43,23 @@ export interface NodeSpec {
 
 export const routeUrl = (port: number): string => `nats-route://127.0.0.1:${port}`
 
+/** A test server's monitoring endpoints and nats.js clients (closed by `closeClients`), by its ports on loopback. */
+export const nodeAccess = (ports: { readonly client: number; readonly http: number }) => {
+  const clients: Array<NatsConnection> = []
+  return {
+    monitor: async <T = any>(pathAndQuery: string): Promise<T> => {
+      const res = await fetch(`http://127.0.0.1:${ports.http}${pathAndQuery}`)
+      return (await res.json()) as T
+    },
+    client: async (opts: Record<string, unknown> = {}): Promise<NatsConnection> => {
+      const nc = await connect({ servers: `127.0.0.1:${ports.client}`, ...opts })
+      clients.push(nc)
+      return nc
+    },
+    closeClients: () => Promise.all(clients.map((c) => c.close().catch(() => {})))
+  }
+}
+
 export const startNode = async (spec: NodeSpec): Promise<ClusterNode> => {
   const args = (ports: { client: number; route: number; http: number }) => [
     "-a", "127.0.0.1",
@@ -60,22 +77,15 @@ export const startNode = async (spec: NodeSpec): Promise<ClusterNode> => {
     route: loggedPort(proc, /Listening for route connections on [^\s]+:(\d+)/),
     http: loggedPort(proc, /Starting http monitor on [^\s]+:(\d+)/)
   }
-  const clients: Array<NatsConnection> = []
+  const access = nodeAccess(ports)
   return {
     name: spec.name,
     clientPort: ports.client,
     routePort: ports.route,
     httpPort: ports.http,
     log: () => proc.log(),
-    monitor: async <T = any>(pathAndQuery: string): Promise<T> => {
-      const res = await fetch(`http://127.0.0.1:${ports.http}${pathAndQuery}`)
-      return (await res.json()) as T
-    },
-    client: async (opts = {}) => {
-      const nc = await connect({ servers: `127.0.0.1:${ports.client}`, ...opts })
-      clients.push(nc)
-      return nc
-    },
+    monitor: access.monitor,
+    client: access.client,
     kill: () => killProcess(proc),
     signal: (sig) => void proc.child.kill(sig),
     restart: async () => {
@@ -83,7 +93,7 @@ export const startNode = async (spec: NodeSpec): Promise<ClusterNode> => {
       proc = await startServerProcess(args(ports))
     },
     stop: async () => {
-      await Promise.all(clients.map((c) => c.close().catch(() => {})))
+      await access.closeClients()
       await killProcess(proc)
     }
   }

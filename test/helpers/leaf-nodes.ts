@@ -5,9 +5,8 @@
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { connect, type NatsConnection } from "@nats-io/transport-node"
 import { freePort } from "../clients/run.js"
-import type { TestServerNode } from "./cluster-nodes.js"
+import { nodeAccess, type TestServerNode } from "./cluster-nodes.js"
 import { eventuallyAsync } from "./jetstream.js"
 import { type NatsServerProcess, spawnNatsServer } from "./nats-server.js"
 import { killProcess, type ServerProcess, startServerProcess } from "./process.js"
@@ -41,26 +40,19 @@ export const startLeafServer = async (impl: Implementation, name: string, config
     if (ns !== undefined) await ns.stop()
   }
   await start()
-  const clients: Array<NatsConnection> = []
+  const access = nodeAccess(ports)
   return {
     name,
     ...{ clientPort: ports.client, httpPort: ports.http, leafPort: ports.leaf },
     log: () => before + (sy?.log() ?? ns?.log() ?? ""),
-    monitor: async <T = any>(pathAndQuery: string): Promise<T> => {
-      const res = await fetch(`http://127.0.0.1:${ports.http}${pathAndQuery}`)
-      return (await res.json()) as T
-    },
-    client: async (opts = {}) => {
-      const nc = await connect({ servers: `127.0.0.1:${ports.client}`, ...opts })
-      clients.push(nc)
-      return nc
-    },
+    monitor: access.monitor,
+    client: access.client,
     restart: async () => {
       await halt()
       await start()
     },
     stop: async () => {
-      await Promise.all(clients.map((c) => c.close().catch(() => {})))
+      await access.closeClients()
       await halt()
       fs.rmSync(dir, { recursive: true, force: true })
     }
