@@ -1285,7 +1285,7 @@ export class MqttSession {
       ? { qos, topic, payload, size: payload.length, retain, ref }
       : { qos, topic, payload, size: payload.length, retain, ref, properties, receivedAt: properties.messageExpiryInterval === undefined ? undefined : now }
     if (typeof ref === "number") this.storedTakenValue++
-    if (this.out.queue.length === 0 && this.resendWaiting === 0 && this.trySend(q, now)) return
+    if (this.out.queue.length === 0 && this.resendWaiting === 0 && this.trySend(q, now, true)) return
     this.enqueue(q)
   }
 
@@ -1302,8 +1302,9 @@ export class MqttSession {
   }
 
   /** Sends `q` if the window has room and a packet id is free. */
-  private trySend(q: Queued, now: number): boolean {
-    if (this.tooLarge(q.topic, q.size, q.qos, q.retain, q.properties)) {
+  private trySend(q: Queued, now: number, sized = false): boolean {
+    // `sized`: deliverOut measured it a moment ago; a message that waited is measured here.
+    if (!sized && this.tooLarge(q.topic, q.size, q.qos, q.retain, q.properties)) {
       // Taken for delivery (queued): let go, and the store's hold with it; no packet id spent.
       if (q.payload !== undefined) this.deps.released?.(q.payload)
       this.emit({ type: "drop", reason: "packet_too_large", ref: q.ref })
