@@ -1,6 +1,10 @@
-// Entry point. The signal guard goes first, before the rest of the server is even
-// loaded: from then on SIGUSR1 can never open Node's inspector (see signals.ts).
+// Entry point. First glibc's allocator is tuned (the process may start itself again for
+// that, see malloc-tuning.ts); then the signal guard goes in, before the rest of the
+// server is even loaded: from then on SIGUSR1 can never open Node's inspector (see
+// signals.ts).
+import { startTuned } from "./malloc-tuning.js"
 import { installSignalGuard } from "./signals.js"
 
+startTuned()
 installSignalGuard()
 await import("./program.js")

@@ -285,3 +285,31 @@ const portFromLogDir = async (dir: string): Promise<number> => {
   }, "the client port in the log")
   return port
 }
+
+describe("glibc allocator tuning at start", () => {
+  const environOf = (pid: number): Map<string, string> =>
+    new Map(fs.readFileSync(`/proc/${pid}/environ`, "utf8").split("\0").filter((kv) => kv.includes("=")).map((kv) => [kv.slice(0, kv.indexOf("=")), kv.slice(kv.indexOf("=") + 1)]))
+  const canExec = typeof (process as { execve?: unknown }).execve === "function"
+
+  it.runIf(process.platform === "linux")(
+    canExec
+      ? "the server starts itself again (same pid) with MALLOC_MMAP_THRESHOLD_ set, and serves"
+      : "without process.execve (Node before 22.15) the server runs with glibc's defaults",
+    async () => {
+      const conf = confFile("")
+      conf.write(`pid_file: "${path.join(conf.dir, "s.pid")}"`)
+      const p = await start(["-c", conf.file])
+      expect(fs.readFileSync(path.join(conf.dir, "s.pid"), "utf8")).toBe(String(p.child.pid))
+      expect(environOf(p.child.pid!).get("MALLOC_MMAP_THRESHOLD_")).toBe(canExec ? "131072" : undefined)
+      const nc = await natsAs(natsPort(p))
+      await nc.flush()
+    }
+  )
+
+  it.runIf(process.platform === "linux")("keeps the operator's own MALLOC_MMAP_THRESHOLD_, and SWITCHYARD_NO_MALLOC_TUNING opts out", async () => {
+    const own = await start(["-c", confFile("").file], { env: { MALLOC_MMAP_THRESHOLD_: "262144" } })
+    expect(environOf(own.child.pid!).get("MALLOC_MMAP_THRESHOLD_")).toBe("262144")
+    const out = await start(["-c", confFile("").file], { env: { SWITCHYARD_NO_MALLOC_TUNING: "1" } })
+    expect(environOf(out.child.pid!).has("MALLOC_MMAP_THRESHOLD_")).toBe(false)
+  })
+})

@@ -17,10 +17,16 @@ export interface StartOptions {
   readonly cwd?: string
   /** When the server counts as started; default: its stdout/stderr says "Server is ready" (a server logging to a file says it there). */
   readonly ready?: (output: string) => boolean
+  /** Environment variables set on top of this process's. */
+  readonly env?: Readonly<Record<string, string>>
 }
 
 export const startServerProcess = async (args: ReadonlyArray<string>, o: StartOptions = {}): Promise<ServerProcess> => {
-  const child = spawn(process.execPath, [bin, ...args], { stdio: ["ignore", "pipe", "pipe"], cwd: o.cwd })
+  const child = spawn(process.execPath, [bin, ...args], {
+    stdio: ["ignore", "pipe", "pipe"],
+    cwd: o.cwd,
+    env: o.env === undefined ? undefined : { ...process.env, ...o.env }
+  })
   let log = ""
   child.stdout!.on("data", (d) => (log += d))
   child.stderr!.on("data", (d) => (log += d))
