@@ -13,6 +13,7 @@ import { killProcess, loggedPort, type ServerProcess, type StartOptions, startSe
 import { eventually } from "../helpers/server.js"
 import { request } from "../helpers/monitor.js"
 import { useTempDirs } from "../helpers/tmp.js"
+import { MMAP_THRESHOLD } from "../../src/malloc-tuning.js"
 
 const run = promisify(execFile)
 const bin = path.resolve("bin/switchyard.js")
@@ -300,15 +301,15 @@ describe("glibc allocator tuning at start", () => {
       conf.write(`pid_file: "${path.join(conf.dir, "s.pid")}"`)
       const p = await start(["-c", conf.file])
       expect(fs.readFileSync(path.join(conf.dir, "s.pid"), "utf8")).toBe(String(p.child.pid))
-      expect(environOf(p.child.pid!).get("MALLOC_MMAP_THRESHOLD_")).toBe(canExec ? "131072" : undefined)
+      expect(environOf(p.child.pid!).get("MALLOC_MMAP_THRESHOLD_")).toBe(canExec ? MMAP_THRESHOLD : undefined)
       const nc = await natsAs(natsPort(p))
       await nc.flush()
     }
   )
 
   it.runIf(process.platform === "linux")("keeps the operator's own MALLOC_MMAP_THRESHOLD_, and SWITCHYARD_NO_MALLOC_TUNING opts out", async () => {
-    const own = await start(["-c", confFile("").file], { env: { MALLOC_MMAP_THRESHOLD_: "262144" } })
-    expect(environOf(own.child.pid!).get("MALLOC_MMAP_THRESHOLD_")).toBe("262144")
+    const own = await start(["-c", confFile("").file], { env: { MALLOC_MMAP_THRESHOLD_: "131072" } })
+    expect(environOf(own.child.pid!).get("MALLOC_MMAP_THRESHOLD_")).toBe("131072")
     const out = await start(["-c", confFile("").file], { env: { SWITCHYARD_NO_MALLOC_TUNING: "1" } })
     expect(environOf(out.child.pid!).has("MALLOC_MMAP_THRESHOLD_")).toBe(false)
   })
