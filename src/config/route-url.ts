@@ -6,6 +6,8 @@ export interface ServerUrl {
   readonly port: number
   readonly user: string | undefined
   readonly password: string | undefined
+  /** Written as `tls://`: TLS is required on this connection. */
+  readonly tls: boolean
 }
 
 /** `<scheme>://[user:pass@]host[:port]` with one of `schemes`; `defaultPort` when none is written (undefined: a port is required). */
@@ -22,7 +24,8 @@ const parseServerUrl = (text: string, schemes: ReadonlyArray<string>, defaultPor
     host: u.hostname.startsWith("[") ? u.hostname.slice(1, -1) : u.hostname,
     port: u.port === "" ? defaultPort! : Number(u.port),
     user: u.username === "" ? undefined : decodeURIComponent(u.username),
-    password: u.password === "" ? undefined : decodeURIComponent(u.password)
+    password: u.password === "" ? undefined : decodeURIComponent(u.password),
+    tls: u.protocol === "tls:"
   }
 }
 
@@ -33,8 +36,8 @@ export const parseRouteUrl = (text: string): ServerUrl | undefined => parseServe
 const LEAF_DEFAULT_PORT = 7422
 
 /**
- * A leaf-node remote URL: `nats-leaf://[user:pass@]host[:port]` (also `nats://`, `leaf://`),
- * 7422 when no port is given; not `tls://` nor `ws://` (TLS and WebSocket leaf
- * connections are not supported yet).
+ * A leaf-node remote URL: `nats-leaf://[user:pass@]host[:port]` (also `nats://`, `leaf://`,
+ * and `tls://`, which requires TLS), 7422 when no port is given; not `ws://` (WebSocket
+ * leaf connections are not supported yet).
  */
-export const parseLeafUrl = (text: string): ServerUrl | undefined => parseServerUrl(text, ["nats-leaf:", "nats:", "leaf:"], LEAF_DEFAULT_PORT)
+export const parseLeafUrl = (text: string): ServerUrl | undefined => parseServerUrl(text, ["nats-leaf:", "nats:", "leaf:", "tls:"], LEAF_DEFAULT_PORT)

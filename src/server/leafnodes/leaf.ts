@@ -33,6 +33,8 @@ export interface LeafUrl {
   readonly port: number
   readonly user: string | undefined
   readonly password: string | undefined
+  /** Written as `tls://`: TLS required. */
+  readonly tls: boolean
 }
 
 export interface LeafSolicit {
@@ -58,6 +60,7 @@ export const LeafClosed = {
   ...ClosedReason,
   LoopDetected: "Loop Detected",
   WrongPort: "Wrong Port",
+  TlsRequired: "TLS Required",
   HandshakeTimeout: "Handshake Timeout",
   InterestLimit: "Interest Limit Exceeded"
 } as const
@@ -68,8 +71,10 @@ export interface LeafMesh {
   readonly server: ClusterHost
   readonly handshakeTimeoutMs: number
   slowConsumers: number
-  /** Our CONNECT on a connection we solicited. */
-  connectFor(l: Leaf): Record<string, unknown>
+  /** Our CONNECT on a connection we solicited; undefined when it cannot be made (the connection is closed). */
+  connectFor(l: Leaf): Record<string, unknown> | undefined
+  /** Switch to TLS after the hub's first INFO when either side requires it; false when the connection was closed instead. */
+  startTls(l: Leaf, info: LeafInfoOp): boolean
   /** An accepted connection's CONNECT: the account and permissions it is bound to, or why it is refused. */
   admit(l: Leaf, c: LeafConnectOp): { account: Account; user: string; perms: ClientPermissions | undefined } | { refused: string }
   /** The INFO answering an accepted CONNECT. */
@@ -95,6 +100,8 @@ export class Leaf extends PeerLink<LeafClosed> {
   /** The hub's account this connection is bound to on its side (its second INFO), for logs. */
   remoteAccount = ""
   connectSent = false
+  /** We switched this (solicited) connection to TLS after the hub's INFO. */
+  tlsStarted = false
   /** The cluster of the other side (its CONNECT's or INFO's cluster, else its name): messages that came from it are not sent back. */
   originCluster = ""
   /** An accepted leaf's user's permissions: what it may send (publish) and ask for (subscribe). */
@@ -187,7 +194,10 @@ export class Leaf extends PeerLink<LeafClosed> {
       this.remoteId = info.server_id
       this.remoteName = info.server_name ?? info.server_id
       this.originCluster = info.cluster ?? this.remoteName
-      const connect = encodeConnect(this.mesh.connectFor(this))
+      if (!this.mesh.startTls(this, info)) return
+      const fields = this.mesh.connectFor(this)
+      if (fields === undefined) return
+      const connect = encodeConnect(fields)
       this.out.writeBytes(connect, 0, connect.length)
       if (this.tracing) this.traceOut("CONNECT {...}")
       this.connectSent = true
@@ -278,8 +288,8 @@ export class Leaf extends PeerLink<LeafClosed> {
       name: this.remoteName,
       lang: "",
       version: this.remoteInfo?.version ?? "",
-      tlsVersion: undefined,
-      tlsCipher: undefined,
+      tlsVersion: this.conn.tls?.version,
+      tlsCipher: this.conn.tls?.cipher,
       user: this.user === "" ? undefined : this.user,
       account: this.account.name,
       mqttClient: undefined,

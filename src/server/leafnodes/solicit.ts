@@ -12,7 +12,7 @@ const hostPort = (host: string, port: number): string => (host.includes(":") ? `
 export const newLeafSolicit = (remote: LeafRemote, now: number): LeafSolicit => {
   const urls = remote.urls.flatMap((text) => {
     const u = parseLeafUrl(text)
-    return u === undefined ? [] : [{ ...u, url: `nats-leaf://${hostPort(u.host, u.port)}` }]
+    return u === undefined ? [] : [{ ...u, url: `${u.tls ? "tls" : "nats-leaf"}://${hostPort(u.host, u.port)}` }]
   })
   const s: LeafSolicit = {
     remote,
@@ -49,7 +49,7 @@ export const learnLeafUrls = (s: LeafSolicit, hostPorts: ReadonlyArray<string>):
     const port = Number(hp.slice(i + 1))
     if (i <= 0 || !Number.isInteger(port) || port <= 0 || port > 65535) continue
     if (s.urls.some((u) => u.host === host && u.port === port)) continue
-    s.urls.push({ url: `nats-leaf://${hostPort(host, port)}`, host, port, user: current.user, password: current.password })
+    s.urls.push({ url: `${current.tls ? "tls" : "nats-leaf"}://${hostPort(host, port)}`, host, port, user: current.user, password: current.password, tls: current.tls })
     added++
   }
   return added
