@@ -750,7 +750,7 @@ const Cluster: Schema.Schema<ClusterPatch, unknown> = block(clusterFields, (s): 
 
 // ---- leafnodes ---------------------------------------------------------------------
 
-const LEAF_URL_EXPECTED = "a leaf URL like nats-leaf://host:7422 or tls://host:7422 (ws:// leaf connections are not supported yet)"
+const LEAF_URL_EXPECTED = "a leaf URL like nats-leaf://host:7422, tls://host:7422 or ws://host:8080"
 
 const LeafUrl = leaf(LEAF_URL_EXPECTED, (u) => (typeof u === "string" && parseLeafUrl(u) !== undefined ? u.trim() : NO), true)
 
@@ -789,7 +789,7 @@ const leafRemoteFields = {
   credentials: opt(Str),
   nkey: notYet("an nkey seed on leaf-node remotes (nats-server 2.9 has none either): use a credentials file"),
   tls: opt(RemoteTls),
-  ws_compression: opt(refusedUnless(offWord, "WebSocket leaf-node connections are not supported by this version yet")),
+  ws_compression: opt(refusedUnless(offWord, "compression on WebSocket leaf-node connections is not supported by this version yet")),
   compression: opt(refusedUnless(offWord, "leaf-node compression is not supported by this version yet")),
   hub: opt(refusedUnless((u) => u === false, "a remote that makes this server the hub (hub: true) is not supported by this version yet")),
   deny_imports: notYet("deny_imports on leaf-node remotes"),

@@ -106,7 +106,7 @@ export const startNatsServer = (
     // is this server's own to the routes, the routes' is the cluster's to the leaf nodes.
     const leafnodes = options.leafnodes === undefined
       ? undefined
-      : new LeafNodes(server, options.leafnodes, { dial: transport.dial, wakeAt: (at) => alarm?.wakeAt(at), readFile })
+      : new LeafNodes(server, options.leafnodes, { dial: transport.dial, dialWebSocket: transport.dialWebSocket, wakeAt: (at) => alarm?.wakeAt(at), readFile })
     if (leafnodes !== undefined) {
       server.leafnodes = leafnodes
       server.router.edge = leafnodes

@@ -19,7 +19,7 @@ import {
   Transport,
   TransportError
 } from "./transport.js"
-import { listenWebSocketNode } from "./websocket-node.js"
+import { dialWebSocketNode, listenWebSocketNode } from "./websocket-node.js"
 
 /** Corked writes reach the kernel as one writev when uncorked; `done` rides on the last (Node completes them in order). */
 const writevTo = (socket: net.Socket, bufs: ReadonlyArray<Buffer>, done: (() => void) | undefined): void => {
@@ -451,5 +451,6 @@ export const dialNode = (
 export const layerNode: Layer.Layer<Transport> = Layer.succeed(Transport, {
   listen: listenNode,
   dial: dialNode,
-  listenWebSocket: listenWebSocketNode
+  listenWebSocket: listenWebSocketNode,
+  dialWebSocket: dialWebSocketNode
 })

@@ -155,6 +155,17 @@ export interface TransportService {
    * simulation).
    */
   readonly dial?: Dial
+  /**
+   * Open a WebSocket to `url` (a leaf remote's ws:// or wss:// URL, path included): as
+   * `dial`, with `tls` for wss. Absent where the transport cannot (the simulation).
+   */
+  readonly dialWebSocket?: (
+    url: string,
+    timeoutMs: number,
+    connected: (conn: Conn) => ConnHandlers,
+    failed: (error: Error) => void,
+    tls?: TlsDial
+  ) => void
   /** Listen for WebSocket connections; absent where the transport has none (the simulation). */
   readonly listenWebSocket?: (
     host: string,

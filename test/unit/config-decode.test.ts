@@ -1,6 +1,7 @@
 // The configuration schema: each block and key, the port conventions, aliases,
 // errors that name the key path and place, secrets kept out of messages, and
 // unknown-key warnings.
+import { parseLeafUrl } from "../../src/config/route-url.js"
 import { describe, expect, it } from "@effect/vitest"
 import { Either } from "effect"
 import { parseConfig } from "../../src/config/conf-parser.js"
@@ -826,6 +827,12 @@ leafnodes {
   tls { cert_file: c.pem, key_file: k.pem, verify: true }
   remotes: [ { url: "tls://hub:7422", tls { ca_file: ca.pem, timeout: 1 } }, { url: "nats-leaf://hub:7423", credentials: "/u.creds" } ]
 }`).leafnodes
+    // WebSocket remotes: ws:// (port 80 by default) and wss:// (443, TLS required).
+    expect(["ws://h", "wss://h", "ws://h:8080"].map((u) => parseLeafUrl(u))).toMatchObject([
+      { host: "h", port: 80, ws: true, tls: false },
+      { host: "h", port: 443, ws: true, tls: true },
+      { host: "h", port: 8080, ws: true, tls: false }
+    ])
     expect(t?.tls).toEqual({ certFile: "c.pem", keyFile: "k.pem", caFile: undefined, verify: true, timeoutMs: 2000 })
     expect(t?.remotes).toEqual([
       { urls: ["tls://hub:7422"], account: "$G", tls: { certFile: undefined, keyFile: undefined, caFile: "ca.pem", timeoutMs: 1000 }, credentials: undefined },
@@ -841,7 +848,7 @@ leafnodes {
       ["leafnodes {\n  remotes: [\n    { url: nats-leaf://u:p@h:1, credentials: /x.creds }\n  ]\n}", /^3:5: .*either credentials or user:password/],
       ["leafnodes {\n  remotes: [\n    { url: nats-leaf://h:1, tls: { cert_file: a } }\n  ]\n}", /^3:29: .*cert_file and key_file go together/],
       ["leafnodes {\n  remotes: [\n    { url: nats-leaf://h:1, nkey: SUA }\n  ]\n}", /^3:29: .*nkey seed on leaf-node remotes/],
-      ["leafnodes {\n  remotes: [ { url: \"ws://h:1\" } ]\n}", /ws:\/\/ leaf connections are not supported/],
+      ["leafnodes {\n  remotes: [ { url: \"ws://h:1\", ws_compression: true } ]\n}", /^2:33: .*compression on WebSocket leaf-node connections/],
       ["leafnodes {\n  remotes: [ { url: nats-leaf://h:1, hub: true } ]\n}", /^2:38: .*hub: true/],
       ["leafnodes {\n  compression: s2_auto\n}", /^2:3: .*compression is not supported/],
       ["leafnodes {\n  authorization { user: a, users: [ { user: b } ] }\n}", /^2:3: .*either user\/password or users/],
@@ -854,7 +861,7 @@ leafnodes {
   })
 
   it("refuses a remote URL it cannot use without echoing it (it may carry a password)", () => {
-    for (const bad of ["wss://u:pw@h:7422", "ws://u:pw@h:7422", "h:7422"]) {
+    for (const bad of ["http://u:pw@h:7422", "nats-route://u:pw@h:7422", "h:7422"]) {
       const e = failure(`leafnodes { remotes: [ { url: "${bad}" } ] }`)
       expect(e.message).toMatch(/leaf URL/)
       expect(e.message).not.toContain("pw")

@@ -17,7 +17,7 @@ import { ClientPermissions } from "../../engine/permissions.js"
 import type { Account, Delivery, InterestWatcher, Subscription } from "../../engine/principal.js"
 import type { RemoteRouting } from "../../engine/router.js"
 import { parseRouteUrl } from "../../config/route-url.js"
-import { type Conn, type ConnHandlers, type Dial, type TlsDial, TlsHandshakeError } from "../../services/transport.js"
+import { type Conn, type ConnHandlers, type Dial, type TlsDial, TlsHandshakeError, type TransportService } from "../../services/transport.js"
 import { NATS_COMPAT_VERSION, VERSION } from "../../version.js"
 import { passwordMatches } from "../nats/auth.js"
 import { ErrText } from "../reasons.js"
@@ -47,6 +47,8 @@ export const reconnectDelay = (attempts: number, random: () => number): number =
 /** What the cluster needs from its shell: connecting out, and waking its timer. */
 export interface ClusterEnv {
   readonly dial: Dial | undefined
+  /** Opening a WebSocket (a leaf remote of a hub's websocket listener); undefined where the transport cannot. */
+  readonly dialWebSocket?: TransportService["dialWebSocket"]
   readonly wakeAt: (at: number) => void
   /** A file's text (a leaf remote's credentials, read at each attempt), undefined when it cannot be read. */
   readonly readFile?: (path: string) => string | undefined

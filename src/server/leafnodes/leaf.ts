@@ -33,8 +33,10 @@ export interface LeafUrl {
   readonly port: number
   readonly user: string | undefined
   readonly password: string | undefined
-  /** Written as `tls://`: TLS required. */
+  /** Written as `tls://` or `wss://`: TLS required. */
   readonly tls: boolean
+  /** A hub's websocket listener (`ws://`, `wss://`). */
+  readonly ws: boolean
 }
 
 export interface LeafSolicit {

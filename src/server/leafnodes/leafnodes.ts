@@ -188,6 +188,11 @@ export class LeafNodes implements RemoteRouting, InterestWatcher, LeafMesh, Leaf
   startTls(l: Leaf, info: LeafInfoOp): boolean {
     const s = l.solicit!
     const u = s.urls[s.index % s.urls.length]
+    // Over a WebSocket, TLS is the WebSocket's (wss://), never started inside it.
+    if (u.ws) {
+      l.tlsStarted = u.tls
+      return true
+    }
     const wanted = s.remote.tls !== undefined || u.tls
     if (info.tls_required !== true) {
       if (!wanted) return true
@@ -391,18 +396,33 @@ export class LeafNodes implements RemoteRouting, InterestWatcher, LeafMesh, Leaf
     const u = s.urls[s.index % s.urls.length]
     s.dialing = true
     this.server.log.debug(`Trying to connect as leafnode to remote server on ${hostPort(u.host, u.port)}`)
-    dial(u.host, u.port, LEAF_DIAL_TIMEOUT_MS, (conn) => {
+    const connected = (conn: Conn): ConnHandlers => {
       s.dialing = false
       if (this.shuttingDown) {
         conn.destroy()
         return noopHandlers
       }
       return this.handlers(this.open(conn, s, this.server.router.account(s.remote.account)))
-    }, (e) => {
+    }
+    const failed = (e: Error): void => {
       s.dialing = false
-      this.server.log.debug(`Error trying to connect as leafnode to remote server ${s.url}: ${e.message}`)
+      if (e instanceof TlsHandshakeError) this.server.log.error(`${s.url} - TLS leafnode handshake error: ${e.message}`)
+      else this.server.log.debug(`Error trying to connect as leafnode to remote server ${s.url}: ${e.message}`)
       this.scheduleRetry(s, this.server.env.now())
-    }, this.tlsDial(s, u.host))
+    }
+    if (u.ws) {
+      // A hub's websocket listener takes leaf connections on its /leafnode path.
+      const ws = this.env.dialWebSocket
+      if (ws === undefined) {
+        s.dialing = false
+        this.server.log.error(`Cannot connect to ${s.url}: this transport has no WebSocket client`)
+        this.scheduleRetry(s, this.server.env.now())
+        return
+      }
+      ws(`${u.tls ? "wss" : "ws"}://${hostPort(u.host, u.port)}/leafnode`, LEAF_DIAL_TIMEOUT_MS, connected, failed, u.tls ? { ...this.tlsDial(s, u.host), first: true } : undefined)
+      return
+    }
+    dial(u.host, u.port, LEAF_DIAL_TIMEOUT_MS, connected, failed, this.tlsDial(s, u.host))
   }
 
   // ---- interest ----
