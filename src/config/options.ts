@@ -229,6 +229,10 @@ export interface LeafRemote {
   readonly tls?: RemoteTlsOptions | undefined
   /** A NATS credentials file (user JWT and nkey seed): the CONNECT carries the JWT and signs the hub's nonce. */
   readonly credentials?: string | undefined
+  /** Subjects not taken from the hub: its messages on them are dropped, and no interest in them is sent (`deny_imports`). */
+  readonly denyImports?: ReadonlyArray<string> | undefined
+  /** Subjects not sent to the hub: its interest in them is ignored, and messages on them are withheld (`deny_exports`). */
+  readonly denyExports?: ReadonlyArray<string> | undefined
 }
 
 /** The `leafnodes` block: a listener for leaf nodes (this server as a hub) and hubs to connect to (as a leaf). */

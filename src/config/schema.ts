@@ -3,6 +3,7 @@
 // nats-server's, aliases included; each leaf says what it expected without echoing
 // secrets. `configKeys` lists the keys per block, for unknown-key warnings.
 import { Either, ParseResult, Schema } from "effect"
+import { isValidSubject } from "../core/subject/subject.js"
 import { ConfSize, isConfMap, parseSizeText } from "./conf-parser.js"
 import type {
   ClusterAuthorization,
@@ -792,8 +793,8 @@ const leafRemoteFields = {
   ws_compression: opt(refusedUnless(offWord, "compression on WebSocket leaf-node connections is not supported by this version yet")),
   compression: opt(refusedUnless(offWord, "leaf-node compression is not supported by this version yet")),
   hub: opt(refusedUnless((u) => u === false, "a remote that makes this server the hub (hub: true) is not supported by this version yet")),
-  deny_imports: notYet("deny_imports on leaf-node remotes"),
-  deny_exports: notYet("deny_exports on leaf-node remotes"),
+  deny_imports: opt(StringList),
+  deny_exports: opt(StringList),
   first_info_timeout: notYet("first_info_timeout")
 }
 
@@ -803,7 +804,18 @@ const LeafRemoteSchema: Schema.Schema<LeafRemote, unknown> = block(leafRemoteFie
   if (s.credentials !== undefined && urls.some((u) => { const p = parseLeafUrl(u); return p?.user !== undefined })) {
     return Either.left("give either credentials or user:password in the URL, not both")
   }
-  return ok({ urls, account: first(s.account, s.local) ?? "$G", tls: s.tls, credentials: s.credentials })
+  for (const [key, list] of [["deny_imports", s.deny_imports], ["deny_exports", s.deny_exports]] as const) {
+    const bad = list?.find((subject) => !isValidSubject(subject))
+    if (bad !== undefined) return Either.left(`${key}: ${JSON.stringify(bad)} is not a valid subject`)
+  }
+  return ok({
+    urls,
+    account: first(s.account, s.local) ?? "$G",
+    tls: s.tls,
+    credentials: s.credentials,
+    denyImports: s.deny_imports,
+    denyExports: s.deny_exports
+  })
 })
 
 const leafnodesFields = {

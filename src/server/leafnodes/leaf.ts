@@ -106,7 +106,7 @@ export class Leaf extends PeerLink<LeafClosed> {
   tlsStarted = false
   /** The cluster of the other side (its CONNECT's or INFO's cluster, else its name): messages that came from it are not sent back. */
   originCluster = ""
-  /** An accepted leaf's user's permissions: what it may send (publish) and ask for (subscribe). */
+  /** What the other side may send (publish) and ask for (subscribe): an accepted leaf's user's permissions, a remote's deny_imports/deny_exports. */
   permissions: ClientPermissions | undefined = undefined
 
   constructor(
@@ -139,10 +139,20 @@ export class Leaf extends PeerLink<LeafClosed> {
     return ""
   }
 
-  /** Never back into the leaf cluster a message came from (through another server of this cluster). */
+  /**
+   * Never back into the leaf cluster a message came from (through another server of this
+   * cluster); nor a message the other side may not ask for (its interest is a wildcard that
+   * overlaps a subscribe deny, or a remote's deny_exports).
+   */
   protected override refuses(d: Delivery): boolean {
     const c = d.origin.cluster
-    return c !== "" && c === this.originCluster
+    if (c !== "" && c === this.originCluster) return true
+    return this.permissions !== undefined && this.permissions.deniesDelivery(d.subject)
+  }
+
+  /** Interest we may announce to our hub: not in subjects whose messages would be refused on arrival (the remote's deny_imports). */
+  private mayImport(subject: string): boolean {
+    return this.permissions === undefined || !this.didSolicit || this.permissions.canPublish(subject, this.host.env)
   }
 
   protected override countOut(size: number): void {
@@ -262,12 +272,14 @@ export class Leaf extends PeerLink<LeafClosed> {
   // ---- what the leaf nodes send through it ----
 
   sendSub(subject: string, queue: string, weight: number): void {
+    if (!this.mayImport(subject)) return
     if (this.tracing) this.traceOut(`LS+ ${subject}${queue === "" ? "" : ` ${queue} ${weight}`}`)
     writeLeafSub(this.out, subject, queue, weight)
     this.host.outbound.markDirty(this)
   }
 
   sendUnsub(subject: string, queue: string): void {
+    if (!this.mayImport(subject)) return
     if (this.tracing) this.traceOut(`LS- ${subject}${queue === "" ? "" : ` ${queue}`}`)
     writeLeafUnsub(this.out, subject, queue)
     this.host.outbound.markDirty(this)

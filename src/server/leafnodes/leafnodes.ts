@@ -152,6 +152,16 @@ export class LeafNodes implements RemoteRouting, InterestWatcher, LeafMesh, Leaf
   private open(conn: Conn, solicit: LeafSolicit | undefined, account: Account): Leaf {
     const now = this.server.env.now()
     const l = new Leaf(this, this.server.allocateCid(), conn, solicit, account, now)
+    // A remote's deny_imports / deny_exports, read as a user's permissions are: what the hub
+    // may send here (publish) and what it may ask for (subscribe).
+    const r = solicit?.remote
+    if (r !== undefined && (r.denyImports !== undefined || r.denyExports !== undefined)) {
+      l.permissions = new ClientPermissions({
+        publish: r.denyImports === undefined ? undefined : { allow: undefined, deny: r.denyImports },
+        subscribe: r.denyExports === undefined ? undefined : { allow: undefined, deny: r.denyExports },
+        allowResponses: undefined
+      })
+    }
     this.leafs.set(l.lid, l)
     if (solicit !== undefined) solicit.leaf = l
     this.env.wakeAt(l.handshakeDeadline)
