@@ -175,6 +175,12 @@ export interface ClusterOptions {
   readonly authorization: ClusterAuthorization | undefined
   /** Attempts at a route learned from another server (implicit) before giving up; 0 = one attempt. */
   readonly connectRetries: number
+  /**
+   * TLS on every route, both ways, from the first byte (as nats-server does): the
+   * certificate serves accepted routes and is presented on solicited ones; `verify`
+   * demands one from the servers that connect here; `ca_file` checks both.
+   */
+  readonly tls?: TlsOptions | undefined
 }
 
 export const DEFAULT_CLUSTER_PORT = 6222
@@ -199,12 +205,34 @@ export interface LeafNodeAuthorization {
   readonly timeoutMs: number | undefined
 }
 
+/** The client side of TLS to a hub (`remotes: [ { tls {...} } ]`). */
+export interface RemoteTlsOptions {
+  /** Presented to a hub that asks for a certificate (both or neither). */
+  readonly certFile: string | undefined
+  readonly keyFile: string | undefined
+  /** The CAs the hub's certificate must chain to; undefined = the system's. */
+  readonly caFile: string | undefined
+  /** Handshake timeout, milliseconds. */
+  readonly timeoutMs: number
+}
+
 /** One hub this server connects to as a leaf node (`leafnodes.remotes`). */
 export interface LeafRemote {
-  /** `nats-leaf://[user:pass@]host:port` (also `nats://`); tried in turn. */
+  /** `nats-leaf://[user:pass@]host:port` (also `nats://`, `tls://`); tried in turn. */
   readonly urls: ReadonlyArray<string>
   /** The local account the connection is bound to (the hub's is the one its user is in). */
   readonly account: string
+  /**
+   * TLS to the hub: required with this block or a `tls://` URL (a hub that does not
+   * offer it is refused); without either, used when the hub's INFO requires it.
+   */
+  readonly tls?: RemoteTlsOptions | undefined
+  /** A NATS credentials file (user JWT and nkey seed): the CONNECT carries the JWT and signs the hub's nonce. */
+  readonly credentials?: string | undefined
+  /** Subjects not taken from the hub: its messages on them are dropped, and no interest in them is sent (`deny_imports`). */
+  readonly denyImports?: ReadonlyArray<string> | undefined
+  /** Subjects not sent to the hub: its interest in them is ignored, and messages on them are withheld (`deny_exports`). */
+  readonly denyExports?: ReadonlyArray<string> | undefined
 }
 
 /** The `leafnodes` block: a listener for leaf nodes (this server as a hub) and hubs to connect to (as a leaf). */
@@ -217,6 +245,8 @@ export interface LeafNodeOptions {
   /** Do not tell leaf nodes our leaf URL (`leafnode_urls` stays empty). */
   readonly noAdvertise: boolean
   readonly authorization: LeafNodeAuthorization | undefined
+  /** TLS on the leaf listener: INFO in the clear, then the upgrade (as nats-server does); `verify` demands leaf certificates. */
+  readonly tls?: TlsOptions | undefined
   readonly remotes: ReadonlyArray<LeafRemote>
   /** The first wait before connecting to a remote again (it doubles, up to 8 times this); milliseconds. */
   readonly reconnectMs: number

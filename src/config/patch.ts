@@ -79,6 +79,7 @@ export interface ClusterPatch {
   readonly routes?: ReadonlyArray<string>
   readonly authorization?: ClusterAuthorization
   readonly connectRetries?: number
+  readonly tls?: TlsOptions
 }
 
 export interface OptionsPatch {

@@ -3,6 +3,7 @@
 // nats-server's, aliases included; each leaf says what it expected without echoing
 // secrets. `configKeys` lists the keys per block, for unknown-key warnings.
 import { Either, ParseResult, Schema } from "effect"
+import { isValidSubject } from "../core/subject/subject.js"
 import { ConfSize, isConfMap, parseSizeText } from "./conf-parser.js"
 import type {
   ClusterAuthorization,
@@ -17,6 +18,7 @@ import type {
   Permissions,
   SubjectPermission,
   TlsOptions,
+  RemoteTlsOptions,
   UserEntry
 } from "./options.js"
 import {
@@ -310,6 +312,20 @@ const Tls: Schema.Schema<TlsOptions, unknown> = block(tlsFields, (s) =>
         verify: s.verify ?? false,
         timeoutMs: s.timeout ?? TLS_TIMEOUT_MS
       })
+)
+
+/** A leaf remote's `tls`: the client side, so a certificate is optional (a hub may not ask for one) and `verify` means nothing. */
+const remoteTlsFields = {
+  cert_file: opt(Str),
+  key_file: opt(Str),
+  ca_file: opt(Str),
+  timeout: opt(Seconds)
+}
+
+const RemoteTls: Schema.Schema<RemoteTlsOptions, unknown> = block(remoteTlsFields, (s) =>
+  (s.cert_file === undefined) !== (s.key_file === undefined)
+    ? Either.left("cert_file and key_file go together (a client certificate needs its key)")
+    : ok({ certFile: s.cert_file, keyFile: s.key_file, caFile: s.ca_file, timeoutMs: s.timeout ?? TLS_TIMEOUT_MS })
 )
 
 // ---- permissions, users, authorization ---------------------------------------
@@ -697,7 +713,7 @@ const clusterFields = {
   authorization: opt(ClusterAuthorizationSchema),
   permissions: opt(ClusterPermissions),
   connect_retries: opt(NonNegInt),
-  tls: notYet("TLS on routes"),
+  tls: opt(Tls),
   pool_size: opt(refusedUnless((u) => u === -1, "route pooling is not supported by this version yet (a single route per server, as before nats-server 2.10); only -1 is accepted")),
   accounts: notYet("a dedicated route per account"),
   compression: opt(refusedUnless((u) => u === false || u === "off" || u === "disabled", "route compression is not supported by this version yet")),
@@ -728,13 +744,14 @@ const Cluster: Schema.Schema<ClusterPatch, unknown> = block(clusterFields, (s): 
     noAdvertise: s.no_advertise,
     routes: s.routes,
     authorization: auth,
-    connectRetries: s.connect_retries
+    connectRetries: s.connect_retries,
+    tls: s.tls
   })
 })
 
 // ---- leafnodes ---------------------------------------------------------------------
 
-const LEAF_URL_EXPECTED = "a leaf URL like nats-leaf://host:7422 (tls:// and ws:// leaf connections are not supported yet)"
+const LEAF_URL_EXPECTED = "a leaf URL like nats-leaf://host:7422, tls://host:7422 or ws://host:8080"
 
 const LeafUrl = leaf(LEAF_URL_EXPECTED, (u) => (typeof u === "string" && parseLeafUrl(u) !== undefined ? u.trim() : NO), true)
 
@@ -770,21 +787,35 @@ const leafRemoteFields = {
   urls: opt(LeafUrls),
   account: opt(Str),
   local: opt(Str),
-  credentials: opt(refusedUnless(() => false, "credentials files (JWT and nkey) on leaf-node remotes are not supported by this version yet: put user:password in the URL")),
-  nkey: notYet("nkey authentication on leaf-node remotes"),
-  tls: notYet("TLS on leaf-node connections"),
-  ws_compression: opt(refusedUnless(offWord, "WebSocket leaf-node connections are not supported by this version yet")),
+  credentials: opt(Str),
+  nkey: notYet("an nkey seed on leaf-node remotes (nats-server 2.9 has none either): use a credentials file"),
+  tls: opt(RemoteTls),
+  ws_compression: opt(refusedUnless(offWord, "compression on WebSocket leaf-node connections is not supported by this version yet")),
   compression: opt(refusedUnless(offWord, "leaf-node compression is not supported by this version yet")),
   hub: opt(refusedUnless((u) => u === false, "a remote that makes this server the hub (hub: true) is not supported by this version yet")),
-  deny_imports: notYet("deny_imports on leaf-node remotes"),
-  deny_exports: notYet("deny_exports on leaf-node remotes"),
+  deny_imports: opt(StringList),
+  deny_exports: opt(StringList),
   first_info_timeout: notYet("first_info_timeout")
 }
 
 const LeafRemoteSchema: Schema.Schema<LeafRemote, unknown> = block(leafRemoteFields, (s): Either.Either<LeafRemote, string> => {
   const urls = [...(s.url ?? []), ...(s.urls ?? [])]
   if (urls.length === 0) return Either.left("a remote needs url or urls")
-  return ok({ urls, account: first(s.account, s.local) ?? "$G" })
+  if (s.credentials !== undefined && urls.some((u) => { const p = parseLeafUrl(u); return p?.user !== undefined })) {
+    return Either.left("give either credentials or user:password in the URL, not both")
+  }
+  for (const [key, list] of [["deny_imports", s.deny_imports], ["deny_exports", s.deny_exports]] as const) {
+    const bad = list?.find((subject) => !isValidSubject(subject))
+    if (bad !== undefined) return Either.left(`${key}: ${JSON.stringify(bad)} is not a valid subject`)
+  }
+  return ok({
+    urls,
+    account: first(s.account, s.local) ?? "$G",
+    tls: s.tls,
+    credentials: s.credentials,
+    denyImports: s.deny_imports,
+    denyExports: s.deny_exports
+  })
 })
 
 const leafnodesFields = {
@@ -797,7 +828,7 @@ const leafnodesFields = {
   remotes: opt(oneOf("a list of remotes", { list: Schema.Array(LeafRemoteSchema) })),
   reconnect: opt(Duration),
   reconnect_delay: opt(Duration),
-  tls: notYet("TLS on leaf-node connections"),
+  tls: opt(Tls),
   compression: opt(refusedUnless(offWord, "leaf-node compression is not supported by this version yet")),
   min_version: notYet("min_version for leaf nodes"),
   isolate_leafnode_interest: notYet("isolate_leafnode_interest")
@@ -814,6 +845,7 @@ const LeafNodes: Schema.Schema<LeafNodeOptions, unknown> = block(leafnodesFields
     advertise: s.advertise,
     noAdvertise: s.no_advertise ?? false,
     authorization: s.authorization,
+    tls: s.tls,
     remotes: s.remotes ?? [],
     reconnectMs: first(s.reconnect, s.reconnect_delay) ?? DEFAULT_LEAF_RECONNECT_MS
   })
@@ -1034,12 +1066,14 @@ const mqttSpec = spec(mqttFields, { tls: tlsSpec, authorization: authorizationSp
 const websocketSpec = spec(websocketFields, { tls: tlsSpec }, "websocket")
 const clusterSpec = spec(clusterFields, {
   authorization: spec(clusterAuthorizationFields, { permissions: permissionsSpec }),
-  permissions: permissionsSpec
+  permissions: permissionsSpec,
+  tls: tlsSpec
 })
 
 const leafnodesSpec = spec(leafnodesFields, {
   authorization: spec(leafAuthorizationFields, { users: spec(leafUserFields) }),
-  remotes: spec(leafRemoteFields)
+  tls: tlsSpec,
+  remotes: spec(leafRemoteFields, { tls: spec(remoteTlsFields, {}, "tls") })
 })
 
 /** Every block's keys, from the top of the file down. */

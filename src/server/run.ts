@@ -1,6 +1,7 @@
 // The Effect shell around the engine: listens through the Transport, wakes the
 // engine's timers on demand from Effect's Clock (so tests steer them with TestClock), flushes
 // on setImmediate, and shuts down gracefully when its scope closes.
+import { readFileSync } from "node:fs"
 import { Effect, Option, Random, type Scope } from "effect"
 import type { ServerOptions } from "../config/options.js"
 import { Entropy, nodeEntropy } from "../services/entropy.js"
@@ -14,6 +15,15 @@ import { Cluster } from "./cluster/cluster.js"
 import { LeafNodes } from "./leafnodes/leafnodes.js"
 import type { InterestWatcher } from "../engine/principal.js"
 import { makeServerId, Server } from "./server.js"
+
+/** A file's text, read when needed (a leaf remote's credentials at each attempt); undefined when it cannot be read. */
+const readFile = (path: string): string | undefined => {
+  try {
+    return readFileSync(path, "utf8")
+  } catch {
+    return undefined
+  }
+}
 
 export interface RunningServer {
   readonly server: Server
@@ -85,7 +95,7 @@ export const startNatsServer = (
     // (Server.tick), on the same alarm.
     const cluster = options.cluster === undefined
       ? undefined
-      : new Cluster(server, options.cluster, { dial: transport.dial, wakeAt: (at) => alarm?.wakeAt(at) })
+      : new Cluster(server, options.cluster, { dial: transport.dial, wakeAt: (at) => alarm?.wakeAt(at), readFile })
     if (cluster !== undefined) {
       server.cluster = cluster
       server.router.watch(cluster)
@@ -96,7 +106,7 @@ export const startNatsServer = (
     // is this server's own to the routes, the routes' is the cluster's to the leaf nodes.
     const leafnodes = options.leafnodes === undefined
       ? undefined
-      : new LeafNodes(server, options.leafnodes, { dial: transport.dial, wakeAt: (at) => alarm?.wakeAt(at) })
+      : new LeafNodes(server, options.leafnodes, { dial: transport.dial, dialWebSocket: transport.dialWebSocket, wakeAt: (at) => alarm?.wakeAt(at), readFile })
     if (leafnodes !== undefined) {
       server.leafnodes = leafnodes
       server.router.edge = leafnodes
@@ -128,7 +138,14 @@ export const startNatsServer = (
     log.info(`Listening for client connections on ${hostPort(listener.host, listener.port)}`)
     if (cluster !== undefined) {
       const c = options.cluster!
-      const routes = yield* transport.listen(c.host, c.port, (conn) => cluster.accept(conn))
+      // Routes speak TLS from the first byte, as nats-server's do (its INFO comes after the handshake).
+      const routes = yield* transport.listen(
+        c.host,
+        c.port,
+        (conn) => cluster.accept(conn),
+        c.tls === undefined ? undefined : { ...c.tls, handshakeFirst: true },
+        { onTlsFailure: (peer, error) => cluster.tlsFailed(peer, error) }
+      )
       cluster.listening(routes.host, routes.port)
       // Runs before the route listener closes (which waits for its connections to end).
       yield* Effect.addFinalizer(() => Effect.sync(() => cluster.shutdown()))
@@ -139,7 +156,8 @@ export const startNatsServer = (
     if (leafnodes !== undefined) {
       const l = options.leafnodes!
       if (l.port !== undefined) {
-        const leafListener = yield* transport.listen(l.host, l.port, (conn) => leafnodes.accept(conn))
+        // Leaf connections the NATS way: INFO in the clear (saying tls_required), then the upgrade.
+        const leafListener = yield* transport.listen(l.host, l.port, (conn) => leafnodes.accept(conn), l.tls)
         leafnodes.start(leafListener.host, leafListener.port)
         log.info(`Listening for leafnode connections on ${hostPort(leafListener.host, leafListener.port)}`)
       } else {

@@ -14,11 +14,12 @@ import {
   type Listener,
   type ListenEvents,
   TlsHandshakeError,
+  type TlsDial,
   type TlsListen,
   Transport,
   TransportError
 } from "./transport.js"
-import { listenWebSocketNode } from "./websocket-node.js"
+import { dialWebSocketNode, listenWebSocketNode } from "./websocket-node.js"
 
 /** Corked writes reach the kernel as one writev when uncorked; `done` rides on the last (Node completes them in order). */
 const writevTo = (socket: net.Socket, bufs: ReadonlyArray<Buffer>, done: (() => void) | undefined): void => {
@@ -60,6 +61,12 @@ const peerRefusal = (s: tls.TLSSocket): string | undefined => {
   if (err !== null && err !== undefined) return (err as NodeJS.ErrnoException).code ?? err.message
   if (Object.keys(s.getPeerCertificate()).length === 0) return "none presented"
   return undefined
+}
+
+/** OpenSSL's reason (`sslv3 alert bad certificate`, `wrong version number`) rather than its whole error line; else the message. */
+const handshakeReason = (e: Error): string => {
+  const reason = (e as { reason?: unknown }).reason
+  return typeof reason === "string" && reason !== "" ? reason : e.message
 }
 
 const attach = (socket: net.Socket, handlers: ConnHandlers): void => {
@@ -120,36 +127,57 @@ const acceptTls = (raw: net.Socket, setup: TlsSetup, accept: (conn: Conn) => Con
     rejectUnauthorized: setup.verify
   })
   current = secure
-  let handshakeError: Error | undefined
-  let lastError: Error | undefined
-  let secured = false
-  const timer = setTimeout(() => {
-    handshakeError = new TlsHandshakeError(`handshake not completed within ${setup.timeoutMs}ms`)
-    secure.destroy()
-  }, setup.timeoutMs)
-  timer.unref()
-  secure.once("secure", () => {
-    clearTimeout(timer)
+  runUpgraded(raw, secure, "secure", setup.timeoutMs, handlers, (d) => (details = d), () => {
     // A TLS socket made by hand (not by tls.Server) neither judges nor refuses its peer: we do.
     const refused = setup.verify ? peerRefusal(secure) : undefined
+    return refused === undefined ? undefined : `client certificate refused: ${refused}`
+  })
+}
+
+/**
+ * A connection switched to TLS in place (`secure` over `raw`, either side): its data and
+ * drain to `handlers`, the handshake bounded by `timeoutMs` and judged by `refusal` once
+ * done (a reason closes it), `secured` told the details, and `onClose` given a
+ * TlsHandshakeError when it closed before the handshake was done.
+ */
+const runUpgraded = (
+  raw: net.Socket,
+  secure: tls.TLSSocket,
+  done: "secure" | "secureConnect",
+  timeoutMs: number,
+  handlers: ConnHandlers,
+  secured: (details: Conn["tls"]) => void,
+  refusal: () => string | undefined = () => undefined
+): void => {
+  let handshakeError: Error | undefined
+  let lastError: Error | undefined
+  let isSecure = false
+  const timer = setTimeout(() => {
+    handshakeError = new TlsHandshakeError(`handshake not completed within ${timeoutMs}ms`)
+    secure.destroy()
+  }, timeoutMs)
+  timer.unref()
+  secure.once(done, () => {
+    clearTimeout(timer)
+    const refused = refusal()
     if (refused !== undefined) {
-      handshakeError = new TlsHandshakeError(`client certificate refused: ${refused}`)
+      handshakeError = new TlsHandshakeError(refused)
       secure.destroy()
       return
     }
-    secured = true
-    details = tlsDetails(secure)
+    isSecure = true
+    secured(tlsDetails(secure))
   })
   secure.on("data", (chunk: Buffer) => handlers.onData(chunk))
   secure.on("drain", () => handlers.onDrain())
   secure.on("error", (e) => {
-    if (!secured && handshakeError === undefined) handshakeError = new TlsHandshakeError(e.message)
+    if (!isSecure && handshakeError === undefined) handshakeError = new TlsHandshakeError(handshakeReason(e))
     lastError = e
   })
   secure.on("close", () => {
     clearTimeout(timer)
     raw.destroy()
-    handlers.onClose(secured ? lastError : (handshakeError ?? new TlsHandshakeError("connection closed during the handshake")))
+    handlers.onClose(isSecure ? lastError : (handshakeError ?? new TlsHandshakeError("connection closed during the handshake")))
   })
 }
 
@@ -212,7 +240,7 @@ const listenTlsFirst = (
         server.on("tlsClientError", (e, socket) => {
           const peer = { remoteAddress: normalizeAddress(socket.remoteAddress), remotePort: socket.remotePort ?? 0 }
           socket.destroy()
-          events?.onTlsFailure?.(peer, new TlsHandshakeError(e.message))
+          events?.onTlsFailure?.(peer, new TlsHandshakeError(handshakeReason(e)))
         })
         bindServer(server, host, port, resume)
       })),
@@ -259,13 +287,131 @@ export const listenNode = (
     ({ server }) => closeServer(server)
   ).pipe(Effect.map(({ listener }) => listener))
 
-/** An outgoing connection (a route): handed over once connected; a failure or timeout before that is reported instead. */
+/** The client side's TLS options: our certificate when given, the CA (else the system's), the peer checked against `serverName`. */
+const clientTlsOptions = (t: TlsDial): tls.ConnectionOptions => ({
+  ...(t.certFile !== undefined && { cert: readFileSync(t.certFile) }),
+  ...(t.keyFile !== undefined && { key: readFileSync(t.keyFile) }),
+  ...(t.caFile !== undefined && { ca: readFileSync(t.caFile) }),
+  ...(net.isIP(t.serverName) === 0 && { servername: t.serverName }),
+  rejectUnauthorized: true,
+  // Over a socket we made, Node would not know the host: the certificate is checked against the URL's.
+  checkServerIdentity: (_host, cert) => tls.checkServerIdentity(t.serverName, cert)
+})
+
+/** Client TLS options, or the TlsHandshakeError saying why the files cannot be used (never their content). */
+const loadClientTls = (t: TlsDial): tls.ConnectionOptions | TlsHandshakeError => {
+  try {
+    return clientTlsOptions(t)
+  } catch (e) {
+    return new TlsHandshakeError(`cannot load the certificate or key: ${(e as Error).message}`)
+  }
+}
+
+/**
+ * Run the client handshake over `raw` within `t.timeoutMs`: `secured` once it is done and
+ * the peer's certificate is accepted, else `failed` once (the sockets destroyed).
+ */
+const clientHandshake = (
+  raw: net.Socket,
+  t: TlsDial,
+  secured: (s: tls.TLSSocket) => void,
+  failed: (e: TlsHandshakeError) => void
+): void => {
+  const options = loadClientTls(t)
+  if (options instanceof TlsHandshakeError) {
+    raw.destroy()
+    failed(options)
+    return
+  }
+  raw.on("error", () => {})
+  const secure = tls.connect({ ...options, socket: raw })
+  let done = false
+  const fail = (e: Error) => {
+    if (done) return
+    done = true
+    clearTimeout(timer)
+    secure.destroy()
+    raw.destroy()
+    failed(e instanceof TlsHandshakeError ? e : new TlsHandshakeError(handshakeReason(e)))
+  }
+  const closed = () => fail(new TlsHandshakeError("connection closed during the handshake"))
+  const timer = setTimeout(() => fail(new TlsHandshakeError(`handshake not completed within ${t.timeoutMs}ms`)), t.timeoutMs)
+  timer.unref()
+  secure.once("error", fail)
+  secure.once("close", closed)
+  secure.once("secureConnect", () => {
+    if (done) return
+    done = true
+    clearTimeout(timer)
+    secure.removeListener("error", fail)
+    secure.removeListener("close", closed)
+    secure.setNoDelay(true)
+    secured(secure)
+  })
+}
+
+/**
+ * A dialed connection that starts in the clear and switches to TLS when the server says
+ * so (`startTls`, a leaf connection after the hub's INFO). Reads and writes go to the TLS
+ * socket from then on; a failed handshake reaches `onClose` as a TlsHandshakeError.
+ */
+const attachUpgradable = (raw: net.Socket, t: TlsDial, connected: (conn: Conn) => ConnHandlers): void => {
+  let current: net.Socket = raw
+  let details: Conn["tls"]
+  let closed = false
+  let handlers: ConnHandlers | undefined
+  const onClose = (e: Error | undefined) => {
+    if (closed) return
+    closed = true
+    handlers?.onClose(e)
+  }
+  let lastError: Error | undefined
+  const onData = (chunk: Buffer) => handlers?.onData(chunk)
+  const onDrain = () => handlers?.onDrain()
+  const onError = (e: Error) => {
+    lastError = e
+  }
+  const onRawClose = () => onClose(lastError)
+  const conn: Conn = {
+    ...wrapSwitching(() => current, () => details, raw),
+    startTls: () => {
+      if (current !== raw || raw.destroyed) return
+      raw.removeListener("data", onData)
+      raw.removeListener("drain", onDrain)
+      raw.removeListener("error", onError)
+      raw.removeListener("close", onRawClose)
+      const options = loadClientTls(t)
+      if (options instanceof TlsHandshakeError) {
+        raw.destroy()
+        onClose(options)
+        return
+      }
+      raw.on("error", () => {})
+      const secure = tls.connect({ ...options, socket: raw })
+      current = secure
+      runUpgraded(raw, secure, "secureConnect", t.timeoutMs, { onData, onDrain, onClose }, (d) => (details = d))
+    }
+  }
+  raw.on("data", onData)
+  raw.on("drain", onDrain)
+  raw.on("error", onError)
+  raw.on("close", onRawClose)
+  handlers = connected(conn)
+}
+
+/**
+ * An outgoing connection (a route, a leaf remote): handed over once connected; a failure
+ * or timeout before that is reported instead. With `tlsDial.first` the TLS handshake is
+ * part of connecting (a route): handed over once secured; without `first`, the connection
+ * can be switched to TLS later (`Conn.startTls`).
+ */
 export const dialNode = (
   host: string,
   port: number,
   timeoutMs: number,
   connected: (conn: Conn) => ConnHandlers,
-  failed: (error: Error) => void
+  failed: (error: Error) => void,
+  tlsDial?: TlsDial
 ): void => {
   const socket = net.connect({ host, port, noDelay: true })
   let done = false
@@ -285,7 +431,17 @@ export const dialNode = (
     clearTimeout(timer)
     socket.removeListener("error", fail)
     try {
-      attach(socket, connected(wrap(socket)))
+      if (tlsDial === undefined) attach(socket, connected(wrap(socket)))
+      else if (!tlsDial.first) attachUpgradable(socket, tlsDial, connected)
+      else {
+        clientHandshake(socket, tlsDial, (secure) => {
+          try {
+            attach(secure, connected({ ...wrap(secure), remoteAddress: normalizeAddress(socket.remoteAddress), remotePort: socket.remotePort ?? 0, tls: tlsDetails(secure) }))
+          } catch {
+            secure.destroy()
+          }
+        }, failed)
+      }
     } catch {
       socket.destroy()
     }
@@ -295,5 +451,6 @@ export const dialNode = (
 export const layerNode: Layer.Layer<Transport> = Layer.succeed(Transport, {
   listen: listenNode,
   dial: dialNode,
-  listenWebSocket: listenWebSocketNode
+  listenWebSocket: listenWebSocketNode,
+  dialWebSocket: dialWebSocketNode
 })

@@ -24,6 +24,13 @@ export interface Conn {
   destroy(): void
   /** TLS details once those exist; undefined for plain connections. */
   readonly tls: { readonly version: string; readonly cipher: string } | undefined
+  /**
+   * Switch a dialed connection to TLS now (a leaf connection, after the hub's clear-text
+   * INFO): later writes are queued until the handshake is done, later reads are the
+   * decrypted stream, and a failed handshake closes the connection with a
+   * TlsHandshakeError. Present only on connections dialed with `TlsDial` and `first: false`.
+   */
+  readonly startTls?: () => void
 }
 
 /** What the server does with a connection's events. */
@@ -51,6 +58,27 @@ export interface TlsListen {
    * handshake is done; a failed one goes to `ListenEvents.onTlsFailure` instead.
    */
   readonly handshakeFirst?: boolean
+}
+
+/**
+ * The client side of TLS on a connection this server opens (a route, a leaf remote). Key
+ * material is read by the transport at each attempt and never logged.
+ */
+export interface TlsDial {
+  /** The certificate and key this server presents (both or neither). */
+  readonly certFile: string | undefined
+  readonly keyFile: string | undefined
+  /** The CAs the peer's certificate must chain to; undefined = the system's. */
+  readonly caFile: string | undefined
+  /** The name (or IP address) the peer's certificate must be issued for: the URL's host. */
+  readonly serverName: string
+  /** Handshake timeout, milliseconds. */
+  readonly timeoutMs: number
+  /**
+   * TLS from the first byte, as routes do; false: the connection starts in the clear and
+   * the server calls `Conn.startTls` (leaf connections, after the hub's INFO).
+   */
+  readonly first: boolean
 }
 
 /** Where a connection came from, for connections that never reached `accept`. */
@@ -122,15 +150,21 @@ export interface TransportService {
   /**
    * Open a connection to host:port (a route to another server). `connected` is called
    * synchronously once it is up and returns its handlers; `failed` if it cannot be made
-   * (refused, unreachable, not up within `timeoutMs`). Absent where the transport cannot
-   * dial (the simulation).
+   * (refused, unreachable, not up within `timeoutMs`, with `tls.first` a TLS handshake
+   * that failed: a TlsHandshakeError). Absent where the transport cannot dial (the
+   * simulation).
    */
-  readonly dial?: (
-    host: string,
-    port: number,
+  readonly dial?: Dial
+  /**
+   * Open a WebSocket to `url` (a leaf remote's ws:// or wss:// URL, path included): as
+   * `dial`, with `tls` for wss. Absent where the transport cannot (the simulation).
+   */
+  readonly dialWebSocket?: (
+    url: string,
     timeoutMs: number,
     connected: (conn: Conn) => ConnHandlers,
-    failed: (error: Error) => void
+    failed: (error: Error) => void,
+    tls?: TlsDial
   ) => void
   /** Listen for WebSocket connections; absent where the transport has none (the simulation). */
   readonly listenWebSocket?: (
@@ -141,5 +175,14 @@ export interface TransportService {
     events?: ListenEvents
   ) => Effect.Effect<Listener, TransportError, Scope.Scope>
 }
+
+export type Dial = (
+  host: string,
+  port: number,
+  timeoutMs: number,
+  connected: (conn: Conn) => ConnHandlers,
+  failed: (error: Error) => void,
+  tls?: TlsDial
+) => void
 
 export class Transport extends Context.Tag("switchyard/Transport")<Transport, TransportService>() {}

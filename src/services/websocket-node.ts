@@ -5,6 +5,8 @@
 import * as http from "node:http"
 import * as https from "node:https"
 import type { Duplex } from "node:stream"
+import { readFileSync } from "node:fs"
+import { isIP } from "node:net"
 import * as tls from "node:tls"
 import { Effect, type Scope } from "effect"
 import { type RawData, WebSocket, WebSocketServer } from "ws"
@@ -14,6 +16,7 @@ import {
   type ConnHandlers,
   type Listener,
   type ListenEvents,
+  type TlsDial,
   TlsHandshakeError,
   TransportError,
   type WebSocketListen
@@ -58,11 +61,11 @@ const asBuffer = (data: RawData): Buffer =>
   Buffer.isBuffer(data) ? data : Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data)
 
 /** The server core's view of one WebSocket: every write is one binary message (one frame). */
-const wrapWebSocket = (ws: WebSocket, req: http.IncomingMessage, socket: Duplex): Conn => {
+const wrapWebSocket = (ws: WebSocket, peer: { readonly remoteAddress?: string; readonly remotePort?: number }, socket: Duplex): Conn => {
   const open = () => ws.readyState === WebSocket.OPEN
   return {
-    remoteAddress: normalizeAddress(req.socket.remoteAddress),
-    remotePort: req.socket.remotePort ?? 0,
+    remoteAddress: normalizeAddress(peer.remoteAddress),
+    remotePort: peer.remotePort ?? 0,
     tls: socket instanceof tls.TLSSocket ? tlsDetails(socket) : undefined,
     write: (buf, done) => {
       if (open()) ws.send(buf, { binary: true }, done)
@@ -145,7 +148,7 @@ export const listenWebSocketNode = (
           if (r !== undefined) return refuseSocket(socket, r)
           wss.handleUpgrade(req, socket, head, (ws) => {
             try {
-              attachWebSocket(ws, socket, accept(wrapWebSocket(ws, req, socket)))
+              attachWebSocket(ws, socket, accept(wrapWebSocket(ws, req.socket, socket)))
             } catch {
               ws.terminate()
             }
@@ -171,3 +174,56 @@ export const listenWebSocketNode = (
         return closing
       })
   ).pipe(Effect.map((server) => listenerOf(host, port)(server)))
+
+/**
+ * A WebSocket this server opens (a leaf remote's `ws://` / `wss://` URL): handed over as a
+ * Conn once the upgrade is done (one binary message per write, each message received one
+ * chunk); a refused upgrade, a failed TLS handshake (a TlsHandshakeError) or no answer
+ * within `timeoutMs` goes to `failed` instead. With `tlsDial` (wss) the server's
+ * certificate is checked against the CA and the URL's host.
+ */
+export const dialWebSocketNode = (
+  url: string,
+  timeoutMs: number,
+  connected: (conn: Conn) => ConnHandlers,
+  failed: (error: Error) => void,
+  tlsDial?: TlsDial
+): void => {
+  let ws: WebSocket
+  try {
+    ws = new WebSocket(url, {
+      perMessageDeflate: false,
+      handshakeTimeout: timeoutMs,
+      ...(tlsDial === undefined ? {} : {
+        ...(tlsDial.certFile !== undefined && { cert: readFileSync(tlsDial.certFile) }),
+        ...(tlsDial.keyFile !== undefined && { key: readFileSync(tlsDial.keyFile) }),
+        ...(tlsDial.caFile !== undefined && { ca: readFileSync(tlsDial.caFile) }),
+        ...(isIP(tlsDial.serverName) === 0 && { servername: tlsDial.serverName }),
+        rejectUnauthorized: true
+      })
+    })
+  } catch (e) {
+    failed(tlsDial === undefined ? (e as Error) : new TlsHandshakeError(`cannot load the certificate or key: ${(e as Error).message}`))
+    return
+  }
+  let open = false
+  const fail = (e: Error) => {
+    if (open) return
+    open = true
+    ws.terminate()
+    const code = (e as NodeJS.ErrnoException).code ?? ""
+    failed(tlsDial !== undefined && /CERT|SSL|TLS|SELF_SIGNED|UNABLE_TO_VERIFY/.test(code) ? new TlsHandshakeError((e as { reason?: string }).reason ?? e.message) : e)
+  }
+  ws.once("error", fail)
+  ws.once("open", () => {
+    if (open) return
+    open = true
+    ws.removeListener("error", fail)
+    const socket = (ws as unknown as { _socket: Duplex & { remoteAddress?: string; remotePort?: number } })._socket
+    try {
+      attachWebSocket(ws, socket, connected(wrapWebSocket(ws, socket, socket)))
+    } catch {
+      ws.terminate()
+    }
+  })
+}

@@ -134,8 +134,16 @@ describe("switchyard command", () => {
     const leafFile = path.join(dir, "leaf.conf")
     fs.writeFileSync(leafFile, 'port: 4333\nleafnodes { listen: "127.0.0.1:7433", remotes: [ { url: "nats-leaf://h:7422" } ] }\n')
     expect(run("-t", "-c", leafFile).status).toBe(0)
+    // TLS and credentials files are checked by -t, each at its place.
     const leafTls = check("leaftls.conf", 'port: 4333\nleafnodes {\n  remotes: [ { url: "nats-leaf://h:7422", tls: { cert_file: a, key_file: b } } ]\n}\n')
-    expect(leafTls.stderr).toContain(`${leafTls.file}:3:43: leafnodes.remotes[0].tls: TLS on leaf-node connections is not supported by this version yet`)
+    expect(leafTls.stderr).toContain(`leafnodes remote tls: cannot load the certificate or key: cert_file "a" cannot be read`)
+    expect(leafTls.stderr).toContain(`${leafTls.file}:3:`)
+    const clusterTls = check("clustertls.conf", 'port: 4333\ncluster {\n  name: c\n  tls { cert_file: "nope.pem", key_file: "nope.key" }\n}\n')
+    expect(clusterTls.stderr).toContain(`${clusterTls.file}:4:3: cluster tls: cannot load the certificate or key: cert_file "nope.pem" cannot be read`)
+    const leafListenTls = check("leaflistentls.conf", 'port: 4333\nleafnodes {\n  port: 7433\n  tls { cert_file: "nope.pem", key_file: "nope.key" }\n}\n')
+    expect(leafListenTls.stderr).toContain(`${leafListenTls.file}:4:3: leafnodes tls: cannot load the certificate or key: cert_file "nope.pem" cannot be read`)
+    const creds = check("creds.conf", 'port: 4333\nleafnodes {\n  remotes: [\n    { url: "nats-leaf://h:7422", credentials: "/nope.creds" }\n  ]\n}\n')
+    expect(creds.stderr).toContain(`${creds.file}:4:34: leafnodes remote credentials "/nope.creds": cannot be read`)
     fs.rmSync(dir, { recursive: true, force: true })
   })
 

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { buildDir, freePort, runCase } from "../clients/run.js"
 import { buildNatsGo } from "../clients/go/build.js"
 import { collect, interestReached } from "../helpers/cluster-nodes.js"
-import { type Implementation, type LeafServer, leafsUp, leafz, startLeafServer } from "../helpers/leaf-nodes.js"
+import { type Implementation, type LeafServer, leafsUp, leafz, startLeafPair, startLeafServer, stopLeafPair } from "../helpers/leaf-nodes.js"
 import { eventually } from "../helpers/server.js"
 import { eventuallyAsync } from "../helpers/jetstream.js"
 import { PeerDriver } from "../helpers/cluster-peer.js"
@@ -50,16 +50,9 @@ for (const [hubImpl, leafImpl] of [["nats-server", "switchyard"], ["switchyard",
     const sy = () => (hubImpl === "switchyard" ? hub : leaf)
 
     beforeAll(async () => {
-      hub = await startLeafServer(hubImpl, "HUB", HUB_CONFIG)
-      leaf = await startLeafServer(leafImpl, "EDGE", leafConfig(hub.leafPort))
-      await leafsUp(hub, 1)
-      await leafsUp(leaf, 1)
+      ;({ hub, leaf } = await startLeafPair({ impl: hubImpl, config: HUB_CONFIG }, { impl: leafImpl, config: (port) => leafConfig(port) }))
     }, 60_000)
-
-    afterAll(async () => {
-      await leaf?.stop()
-      await hub?.stop()
-    })
+    afterAll(() => stopLeafPair({ hub, leaf }))
 
     it("connects, bound to ACC on the hub and EDGE on the leaf; /leafz and /varz say so", async () => {
       const [h, l] = [(await leafz(hub)).leafs[0], (await leafz(leaf)).leafs[0]]

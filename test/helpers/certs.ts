@@ -17,6 +17,12 @@ export interface TestCerts {
   /** Signed by another CA: a server with `verify` must refuse it. */
   readonly strangerCert: string
   readonly strangerKey: string
+  /** A server's certificate for both ends of a route or leaf connection (serverAuth and clientAuth, 127.0.0.1). */
+  readonly nodeCert: string
+  readonly nodeKey: string
+  /** The same from the other CA: refused by a peer that checks against `caFile`. */
+  readonly strangerNodeCert: string
+  readonly strangerNodeKey: string
   remove(): void
 }
 
@@ -43,6 +49,8 @@ export const makeTestCerts = (): TestCerts => {
   makeLeaf(dir, "server", "ca", "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n")
   makeLeaf(dir, "client", "ca", "extendedKeyUsage=clientAuth\n")
   makeLeaf(dir, "stranger", "otherca", "extendedKeyUsage=clientAuth\n")
+  makeLeaf(dir, "node", "ca", "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth,clientAuth\n")
+  makeLeaf(dir, "strangernode", "otherca", "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth,clientAuth\n")
   const f = (n: string) => join(dir, n)
   return {
     dir,
@@ -53,6 +61,10 @@ export const makeTestCerts = (): TestCerts => {
     clientKey: f("client.key"),
     strangerCert: f("stranger.pem"),
     strangerKey: f("stranger.key"),
+    nodeCert: f("node.pem"),
+    nodeKey: f("node.key"),
+    strangerNodeCert: f("strangernode.pem"),
+    strangerNodeKey: f("strangernode.key"),
     remove: () => rmSync(dir, { recursive: true, force: true })
   }
 }

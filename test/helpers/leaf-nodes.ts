@@ -5,6 +5,7 @@
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
+import { expect } from "vitest"
 import { freePort } from "../clients/run.js"
 import { nodeAccess, type TestServerNode } from "./cluster-nodes.js"
 import { eventuallyAsync } from "./jetstream.js"
@@ -65,3 +66,43 @@ export const leafz = (s: LeafServer, q = "") => s.monitor<{ leafnodes: number; l
 /** Waits until `s` lists `n` leaf connections. */
 export const leafsUp = (s: LeafServer, n: number, what = `${n} leaf connection(s) on ${s.name}`): Promise<void> =>
   eventuallyAsync(async () => (await leafz(s)).leafnodes === n, what, 30_000)
+
+/** A hub, then a leaf whose configuration names the hub's leaf port; resolved once each lists the other's connection. */
+export const startLeafPair = async (
+  hub: { readonly impl: Implementation; readonly config: string },
+  leaf: { readonly impl: Implementation; readonly config: (hubLeafPort: number) => string }
+): Promise<{ hub: LeafServer; leaf: LeafServer }> => {
+  const h = await startLeafServer(hub.impl, "HUB", hub.config)
+  const l = await startLeafServer(leaf.impl, "EDGE", leaf.config(h.leafPort))
+  await leafsUp(h, 1)
+  await leafsUp(l, 1)
+  return { hub: h, leaf: l }
+}
+
+/** Stops a pair (either may be missing when the start failed), the leaf first. */
+export const stopLeafPair = async (p: { readonly hub?: LeafServer; readonly leaf?: LeafServer }): Promise<void> => {
+  await p.leaf?.stop()
+  await p.hub?.stop()
+}
+
+/**
+ * Starts a leaf (`impl`, `config`) that `hub` must refuse, waits until `refused(leafLog,
+ * hubLog since)` holds, checks that neither side counts the connection, and stops it.
+ */
+export const expectRefusedLeaf = async (
+  hub: LeafServer,
+  impl: Implementation,
+  config: string,
+  refused: (leafLog: string, hubLog: string) => boolean,
+  what: string
+): Promise<void> => {
+  const before = hub.log().length
+  const bad = await startLeafServer(impl, "BAD", config)
+  try {
+    await eventuallyAsync(async () => refused(bad.log(), hub.log().slice(before)), what, 20_000)
+    expect((await leafz(bad)).leafnodes).toBe(0)
+    expect((await leafz(hub)).leafnodes).toBe(1)
+  } finally {
+    await bad.stop()
+  }
+}

@@ -1,6 +1,7 @@
 // The configuration schema: each block and key, the port conventions, aliases,
 // errors that name the key path and place, secrets kept out of messages, and
 // unknown-key warnings.
+import { parseLeafUrl } from "../../src/config/route-url.js"
 import { describe, expect, it } from "@effect/vitest"
 import { Either } from "effect"
 import { parseConfig } from "../../src/config/conf-parser.js"
@@ -743,7 +744,7 @@ describe("cluster (routes)", () => {
 
   it("refuses, at its place, what routes do not do yet instead of ignoring it", () => {
     const cases: ReadonlyArray<[string, RegExp]> = [
-      ["cluster {\n  tls { cert_file: a, key_file: b }\n}", /t\.conf:2:3: .*TLS on routes is not supported by this version yet/],
+      ["cluster {\n  tls { cert_file: a }\n}", /t\.conf:2:3: .*cert_file and key_file are both required/],
       ["cluster {\n  pool_size: 3\n}", /t\.conf:2:3: .*route pooling is not supported/],
       ["cluster {\n  accounts: [A]\n}", /t\.conf:2:3: .*per account is not supported/],
       ["cluster {\n  compression: s2_auto\n}", /t\.conf:2:3: .*compression is not supported/]
@@ -765,6 +766,16 @@ describe("cluster (routes)", () => {
     })
     const e = failure("cluster {\n  authorization {\n    permissions { import: a, allow_responses: true }\n  }\n}")
     expect(`${e.line}:${e.column}: ${e.message}`).toMatch(/^3:5: .*allow_responses has no meaning on routes/)
+  })
+
+  it("takes a tls block for routes, with verify and the handshake timeout", () => {
+    expect(options("cluster { tls { cert_file: c.pem, key_file: k.pem, ca_file: ca.pem, verify: true, timeout: 0.5 } }").cluster?.tls).toEqual({
+      certFile: "c.pem",
+      keyFile: "k.pem",
+      caFile: "ca.pem",
+      verify: true,
+      timeoutMs: 500
+    })
   })
 
   it("refuses a route URL it cannot use, without echoing it (it may carry a password)", () => {
@@ -804,11 +815,29 @@ leafnodes {
         account: undefined,
         users: [{ user: "l1", password: "p1", account: "ACC" }, { user: "l2", password: "p2", account: undefined }]
       },
+      tls: undefined,
       remotes: [
-        { urls: ["nats-leaf://u:secret@hub.example:7422"], account: "EDGE" },
-        { urls: ["nats://10.0.0.1", "nats-leaf://10.0.0.2:7000"], account: "$G" }
+        { urls: ["nats-leaf://u:secret@hub.example:7422"], account: "EDGE", tls: undefined, credentials: undefined },
+        { urls: ["nats://10.0.0.1", "nats-leaf://10.0.0.2:7000"], account: "$G", tls: undefined, credentials: undefined }
       ]
     })
+    // TLS: the listener's block, and a remote's client side (a certificate optional) with tls:// URLs; credentials files.
+    const t = options(`leafnodes {
+  port: 7433
+  tls { cert_file: c.pem, key_file: k.pem, verify: true }
+  remotes: [ { url: "tls://hub:7422", tls { ca_file: ca.pem, timeout: 1 } }, { url: "nats-leaf://hub:7423", credentials: "/u.creds" } ]
+}`).leafnodes
+    // WebSocket remotes: ws:// (port 80 by default) and wss:// (443, TLS required).
+    expect(["ws://h", "wss://h", "ws://h:8080"].map((u) => parseLeafUrl(u))).toMatchObject([
+      { host: "h", port: 80, ws: true, tls: false },
+      { host: "h", port: 443, ws: true, tls: true },
+      { host: "h", port: 8080, ws: true, tls: false }
+    ])
+    expect(t?.tls).toEqual({ certFile: "c.pem", keyFile: "k.pem", caFile: undefined, verify: true, timeoutMs: 2000 })
+    expect(t?.remotes).toEqual([
+      { urls: ["tls://hub:7422"], account: "$G", tls: { certFile: undefined, keyFile: undefined, caFile: "ca.pem", timeoutMs: 1000 }, credentials: undefined },
+      { urls: ["nats-leaf://hub:7423"], account: "$G", tls: undefined, credentials: "/u.creds" }
+    ])
     // No port: remotes only, no listener; -1: a port the system picks; the client host by default.
     expect(options("leafnodes { remotes: [ { url: nats-leaf://h:1 } ] }").leafnodes).toMatchObject({ port: undefined })
     expect(options("host: 127.0.0.2\nleafnodes { port: -1 }").leafnodes).toMatchObject({ host: "127.0.0.2", port: 0 })
@@ -816,8 +845,10 @@ leafnodes {
 
   it("refuses, at its place, what leaf connections do not do yet instead of ignoring it", () => {
     const cases: ReadonlyArray<[string, RegExp]> = [
-      ["leafnodes {\n  remotes: [\n    { url: nats-leaf://h:1, credentials: /x.creds }\n  ]\n}", /^3:29: .*credentials files .* are not supported by this version yet/],
-      ["leafnodes {\n  tls { cert_file: a, key_file: b }\n}", /^2:3: .*TLS on leaf-node connections is not supported/],
+      ["leafnodes {\n  remotes: [\n    { url: nats-leaf://u:p@h:1, credentials: /x.creds }\n  ]\n}", /^3:5: .*either credentials or user:password/],
+      ["leafnodes {\n  remotes: [\n    { url: nats-leaf://h:1, tls: { cert_file: a } }\n  ]\n}", /^3:29: .*cert_file and key_file go together/],
+      ["leafnodes {\n  remotes: [\n    { url: nats-leaf://h:1, nkey: SUA }\n  ]\n}", /^3:29: .*nkey seed on leaf-node remotes/],
+      ["leafnodes {\n  remotes: [ { url: \"ws://h:1\", ws_compression: true } ]\n}", /^2:33: .*compression on WebSocket leaf-node connections/],
       ["leafnodes {\n  remotes: [ { url: nats-leaf://h:1, hub: true } ]\n}", /^2:38: .*hub: true/],
       ["leafnodes {\n  compression: s2_auto\n}", /^2:3: .*compression is not supported/],
       ["leafnodes {\n  authorization { user: a, users: [ { user: b } ] }\n}", /^2:3: .*either user\/password or users/],
@@ -830,7 +861,7 @@ leafnodes {
   })
 
   it("refuses a remote URL it cannot use without echoing it (it may carry a password)", () => {
-    for (const bad of ["tls://u:pw@h:7422", "ws://u:pw@h:7422", "h:7422"]) {
+    for (const bad of ["http://u:pw@h:7422", "nats-route://u:pw@h:7422", "h:7422"]) {
       const e = failure(`leafnodes { remotes: [ { url: "${bad}" } ] }`)
       expect(e.message).toMatch(/leaf URL/)
       expect(e.message).not.toContain("pw")

@@ -185,6 +185,8 @@ export interface HubInfoFields {
   readonly headers: boolean
   readonly auth_required: boolean
   readonly tls_required?: boolean
+  /** leaf nodes must present a certificate */
+  readonly tls_verify?: boolean
   readonly max_payload: number
   /** the connection's number on the hub, above 0 */
   readonly client_id: number
@@ -212,6 +214,7 @@ export const hubInfo = (f: HubInfoFields, nonce: string): LeafInfoOp => {
     headers: f.headers,
     auth_required: f.auth_required,
     ...(f.tls_required === undefined ? {} : { tls_required: f.tls_required }),
+    ...(f.tls_verify === true ? { tls_verify: true } : {}),
     max_payload: f.max_payload,
     client_id: f.client_id,
     nonce,

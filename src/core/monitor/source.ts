@@ -232,6 +232,8 @@ export interface ClusterSnapshot {
   /** Route URLs as host:port, without credentials. */
   readonly urls: ReadonlyArray<string>
   readonly tlsRequired: boolean
+  /** Routes must present a certificate (`cluster.tls.verify`). */
+  readonly tlsVerify?: boolean
   readonly poolSize: number
   /** How long an accepted route has to authenticate, milliseconds. */
   readonly authTimeoutMs?: number

@@ -60,7 +60,7 @@ const clusterBlock = (s: ServerSnapshot): Varz["cluster"] => {
     ...(c.port ? { cluster_port: c.port } : {}),
     ...(c.authTimeoutMs !== undefined ? { auth_timeout: c.authTimeoutMs / 1000 } : {}),
     ...(c.urls.length > 0 ? { urls: [...c.urls] } : {}),
-    ...(c.tlsRequired ? { tls_required: true, tls_verify: true } : {}),
+    ...(c.tlsRequired ? { tls_required: true, tls_verify: c.tlsVerify === true } : {}),
     ...(c.poolSize ? { pool_size: c.poolSize } : {})
   }
 }

@@ -17,7 +17,7 @@ import { ClientPermissions } from "../../engine/permissions.js"
 import type { Account, Delivery, InterestWatcher, Subscription } from "../../engine/principal.js"
 import type { RemoteRouting } from "../../engine/router.js"
 import { parseRouteUrl } from "../../config/route-url.js"
-import type { Conn, ConnHandlers } from "../../services/transport.js"
+import { type Conn, type ConnHandlers, type Dial, type TlsDial, TlsHandshakeError, type TransportService } from "../../services/transport.js"
 import { NATS_COMPAT_VERSION, VERSION } from "../../version.js"
 import { passwordMatches } from "../nats/auth.js"
 import { ErrText } from "../reasons.js"
@@ -46,10 +46,12 @@ export const reconnectDelay = (attempts: number, random: () => number): number =
 
 /** What the cluster needs from its shell: connecting out, and waking its timer. */
 export interface ClusterEnv {
-  readonly dial:
-    | ((host: string, port: number, timeoutMs: number, connected: (conn: Conn) => ConnHandlers, failed: (e: Error) => void) => void)
-    | undefined
+  readonly dial: Dial | undefined
+  /** Opening a WebSocket (a leaf remote of a hub's websocket listener); undefined where the transport cannot. */
+  readonly dialWebSocket?: TransportService["dialWebSocket"]
   readonly wakeAt: (at: number) => void
+  /** A file's text (a leaf remote's credentials, read at each attempt), undefined when it cannot be read. */
+  readonly readFile?: (path: string) => string | undefined
 }
 
 
@@ -168,6 +170,24 @@ export class Cluster implements RemoteRouting, InterestWatcher, RouteMesh {
     return r
   }
 
+  /**
+   * A route whose TLS handshake failed before it was a route (TLS from the first byte: a
+   * plain-text server, a certificate refused, too slow): logged as nats-server logs it;
+   * nothing else is disturbed.
+   */
+  tlsFailed(peer: { readonly remoteAddress: string; readonly remotePort: number }, error: Error, solicit?: Solicit): void {
+    const at = solicit === undefined ? hostPort(peer.remoteAddress, peer.remotePort) : solicit.url
+    this.server.log.error(`${at} - TLS route handshake error: ${error.message}`)
+    this.server.log.info(`${at} - Router connection closed: ${RouteClosed.TLSHandshakeError}`)
+  }
+
+  /** The client side of a solicited route's TLS: the cluster's certificate, the peer checked against the CA and the URL's host. */
+  private tlsDial(s: Solicit): TlsDial | undefined {
+    const t = this.options.tls
+    if (t === undefined) return undefined
+    return { certFile: t.certFile, keyFile: t.keyFile, caFile: t.caFile, serverName: s.host, timeoutMs: t.timeoutMs, first: true }
+  }
+
   private handlers(r: Route): ConnHandlers {
     return {
       onData: (chunk) => {
@@ -205,6 +225,10 @@ export class Cluster implements RemoteRouting, InterestWatcher, RouteMesh {
     }
     if (this.dynamicName) info.cluster_dynamic = true
     if (auth?.user !== undefined) info.auth_required = true
+    if (this.options.tls !== undefined) {
+      info.tls_required = true
+      if (this.options.tls.verify) info.tls_verify = true
+    }
     if (auth?.import !== undefined) info.import = { allow: auth.import.allow, deny: auth.import.deny }
     if (auth?.export !== undefined) info.export = { allow: auth.export.allow, deny: auth.export.deny }
     if (!this.options.noAdvertise) info.connect_urls = this.ownClientUrls()
@@ -221,7 +245,7 @@ export class Cluster implements RemoteRouting, InterestWatcher, RouteMesh {
       echo: true,
       verbose: false,
       pedantic: false,
-      tls_required: false,
+      tls_required: this.options.tls !== undefined,
       headers: !this.server.options.noHeaderSupport,
       name: this.server.serverId,
       cluster: this.name,
@@ -394,6 +418,13 @@ export class Cluster implements RemoteRouting, InterestWatcher, RouteMesh {
     this.unregister(r)
     this.routes.delete(r.rid)
     const log = reason === RouteClosed.DuplicateRoute || reason === RouteClosed.RouteToSelf || this.shuttingDown ? server.log.debug : server.log.info
+    // Silence then a close (or our handshake timeout) from a server we called: most likely it
+    // waited for a TLS handshake we did not start (a TLS route listener speaks it first).
+    if (r.didSolicit && r.remoteInfo === undefined && !this.shuttingDown && this.options.tls === undefined &&
+      (reason === RouteClosed.ClientClosed || reason === RouteClosed.HandshakeTimeout || reason === RouteClosed.ReadError)) {
+      server.log.error(`${r.logPrefix()} - No INFO from the route at ${r.solicit!.url} before it ${reason === RouteClosed.HandshakeTimeout ? "timed out" : "closed"}: ` +
+        "a server with TLS on its routes (cluster.tls) waits for a TLS handshake first; is TLS configured on both sides?")
+    }
     log.call(server.log, `${r.logPrefix()} - Router connection closed: ${reason}`)
     const now = server.env.now()
     const s = r.solicit
@@ -456,9 +487,10 @@ export class Cluster implements RemoteRouting, InterestWatcher, RouteMesh {
       return this.handlers(this.open(conn, s))
     }, (e) => {
       s.dialing = false
-      this.server.log.debug(`Error trying to connect to route ${s.url}: ${e.message}`)
+      if (e instanceof TlsHandshakeError) this.tlsFailed({ remoteAddress: s.host, remotePort: s.port }, e, s)
+      else this.server.log.debug(`Error trying to connect to route ${s.url}: ${e.message}`)
       this.scheduleRetry(s, this.server.env.now(), false)
-    })
+    }, this.tlsDial(s))
   }
 
   // ---- interest ----
@@ -576,7 +608,8 @@ export class Cluster implements RemoteRouting, InterestWatcher, RouteMesh {
       host: at.host,
       port: at.port,
       urls: this.solicits.filter((s) => s.configured).map((s) => hostPort(s.host, s.port)),
-      tlsRequired: false,
+      tlsRequired: this.options.tls !== undefined,
+      tlsVerify: this.options.tls?.verify === true,
       poolSize: 0,
       authTimeoutMs: this.handshakeTimeoutMs
     }

@@ -33,6 +33,10 @@ export interface LeafUrl {
   readonly port: number
   readonly user: string | undefined
   readonly password: string | undefined
+  /** Written as `tls://` or `wss://`: TLS required. */
+  readonly tls: boolean
+  /** A hub's websocket listener (`ws://`, `wss://`). */
+  readonly ws: boolean
 }
 
 export interface LeafSolicit {
@@ -58,6 +62,7 @@ export const LeafClosed = {
   ...ClosedReason,
   LoopDetected: "Loop Detected",
   WrongPort: "Wrong Port",
+  TlsRequired: "TLS Required",
   HandshakeTimeout: "Handshake Timeout",
   InterestLimit: "Interest Limit Exceeded"
 } as const
@@ -68,8 +73,10 @@ export interface LeafMesh {
   readonly server: ClusterHost
   readonly handshakeTimeoutMs: number
   slowConsumers: number
-  /** Our CONNECT on a connection we solicited. */
-  connectFor(l: Leaf): Record<string, unknown>
+  /** Our CONNECT on a connection we solicited; undefined when it cannot be made (the connection is closed). */
+  connectFor(l: Leaf): Record<string, unknown> | undefined
+  /** Switch to TLS after the hub's first INFO when either side requires it; false when the connection was closed instead. */
+  startTls(l: Leaf, info: LeafInfoOp): boolean
   /** An accepted connection's CONNECT: the account and permissions it is bound to, or why it is refused. */
   admit(l: Leaf, c: LeafConnectOp): { account: Account; user: string; perms: ClientPermissions | undefined } | { refused: string }
   /** The INFO answering an accepted CONNECT. */
@@ -95,9 +102,11 @@ export class Leaf extends PeerLink<LeafClosed> {
   /** The hub's account this connection is bound to on its side (its second INFO), for logs. */
   remoteAccount = ""
   connectSent = false
+  /** We switched this (solicited) connection to TLS after the hub's INFO. */
+  tlsStarted = false
   /** The cluster of the other side (its CONNECT's or INFO's cluster, else its name): messages that came from it are not sent back. */
   originCluster = ""
-  /** An accepted leaf's user's permissions: what it may send (publish) and ask for (subscribe). */
+  /** What the other side may send (publish) and ask for (subscribe): an accepted leaf's user's permissions, a remote's deny_imports/deny_exports. */
   permissions: ClientPermissions | undefined = undefined
 
   constructor(
@@ -130,10 +139,20 @@ export class Leaf extends PeerLink<LeafClosed> {
     return ""
   }
 
-  /** Never back into the leaf cluster a message came from (through another server of this cluster). */
+  /**
+   * Never back into the leaf cluster a message came from (through another server of this
+   * cluster); nor a message the other side may not ask for (its interest is a wildcard that
+   * overlaps a subscribe deny, or a remote's deny_exports).
+   */
   protected override refuses(d: Delivery): boolean {
     const c = d.origin.cluster
-    return c !== "" && c === this.originCluster
+    if (c !== "" && c === this.originCluster) return true
+    return this.permissions !== undefined && this.permissions.deniesDelivery(d.subject)
+  }
+
+  /** Interest we may announce to our hub: not in subjects whose messages would be refused on arrival (the remote's deny_imports). */
+  private mayImport(subject: string): boolean {
+    return this.permissions === undefined || !this.didSolicit || this.permissions.canPublish(subject, this.host.env)
   }
 
   protected override countOut(size: number): void {
@@ -187,7 +206,10 @@ export class Leaf extends PeerLink<LeafClosed> {
       this.remoteId = info.server_id
       this.remoteName = info.server_name ?? info.server_id
       this.originCluster = info.cluster ?? this.remoteName
-      const connect = encodeConnect(this.mesh.connectFor(this))
+      if (!this.mesh.startTls(this, info)) return
+      const fields = this.mesh.connectFor(this)
+      if (fields === undefined) return
+      const connect = encodeConnect(fields)
       this.out.writeBytes(connect, 0, connect.length)
       if (this.tracing) this.traceOut("CONNECT {...}")
       this.connectSent = true
@@ -250,12 +272,14 @@ export class Leaf extends PeerLink<LeafClosed> {
   // ---- what the leaf nodes send through it ----
 
   sendSub(subject: string, queue: string, weight: number): void {
+    if (!this.mayImport(subject)) return
     if (this.tracing) this.traceOut(`LS+ ${subject}${queue === "" ? "" : ` ${queue} ${weight}`}`)
     writeLeafSub(this.out, subject, queue, weight)
     this.host.outbound.markDirty(this)
   }
 
   sendUnsub(subject: string, queue: string): void {
+    if (!this.mayImport(subject)) return
     if (this.tracing) this.traceOut(`LS- ${subject}${queue === "" ? "" : ` ${queue}`}`)
     writeLeafUnsub(this.out, subject, queue)
     this.host.outbound.markDirty(this)
@@ -278,8 +302,8 @@ export class Leaf extends PeerLink<LeafClosed> {
       name: this.remoteName,
       lang: "",
       version: this.remoteInfo?.version ?? "",
-      tlsVersion: undefined,
-      tlsCipher: undefined,
+      tlsVersion: this.conn.tls?.version,
+      tlsCipher: this.conn.tls?.cipher,
       user: this.user === "" ? undefined : this.user,
       account: this.account.name,
       mqttClient: undefined,

@@ -26,7 +26,9 @@ import type { ConnSnapshot, LeafNodesSnapshot } from "../../core/monitor/source.
 import { ClientPermissions } from "../../engine/permissions.js"
 import { type Account, type Delivery, GLOBAL_ACCOUNT, type InterestWatcher, type Subscription } from "../../engine/principal.js"
 import type { RemoteRouting } from "../../engine/router.js"
-import type { Conn, ConnHandlers } from "../../services/transport.js"
+import { parseCredentials } from "../../core/cluster/credentials.js"
+import type { LeafInfoOp } from "../../core/cluster/handshake.js"
+import { type Conn, type ConnHandlers, type TlsDial, TlsHandshakeError } from "../../services/transport.js"
 import { NATS_COMPAT_VERSION } from "../../version.js"
 import { type ClusterEnv, reconnectDelay, type RouteInterestSink } from "../cluster/cluster.js"
 import { forwardOnce, MAX_PEER_INTEREST } from "../cluster/forward.js"
@@ -124,6 +126,8 @@ export class LeafNodes implements RemoteRouting, InterestWatcher, LeafMesh, Leaf
     }
     const l = this.open(conn, undefined, this.server.router.account(GLOBAL_ACCOUNT))
     l.writeRaw(encodeInfo(hubInfo(this.hubFields(l), this.server.randomId(16))))
+    // Out now, in the clear: on a TLS listener the connection switches to TLS once accepted.
+    if (this.options.tls !== undefined) this.server.outbound.flushNow(l)
     return this.handlers(l)
   }
 
@@ -138,6 +142,7 @@ export class LeafNodes implements RemoteRouting, InterestWatcher, LeafMesh, Leaf
       port: this.port,
       headers: !s.options.noHeaderSupport,
       auth_required: auth?.user !== undefined || (auth?.users.length ?? 0) > 0 || s.authRequired,
+      ...(this.options.tls !== undefined && { tls_required: true, tls_verify: this.options.tls.verify }),
       max_payload: s.options.maxPayload,
       client_id: l.lid,
       leafnode_urls: this.options.noAdvertise ? [] : this.advertised()
@@ -147,6 +152,16 @@ export class LeafNodes implements RemoteRouting, InterestWatcher, LeafMesh, Leaf
   private open(conn: Conn, solicit: LeafSolicit | undefined, account: Account): Leaf {
     const now = this.server.env.now()
     const l = new Leaf(this, this.server.allocateCid(), conn, solicit, account, now)
+    // A remote's deny_imports / deny_exports, read as a user's permissions are: what the hub
+    // may send here (publish) and what it may ask for (subscribe).
+    const r = solicit?.remote
+    if (r !== undefined && (r.denyImports !== undefined || r.denyExports !== undefined)) {
+      l.permissions = new ClientPermissions({
+        publish: r.denyImports === undefined ? undefined : { allow: undefined, deny: r.denyImports },
+        subscribe: r.denyExports === undefined ? undefined : { allow: undefined, deny: r.denyExports },
+        allowResponses: undefined
+      })
+    }
     this.leafs.set(l.lid, l)
     if (solicit !== undefined) solicit.leaf = l
     this.env.wakeAt(l.handshakeDeadline)
@@ -163,21 +178,90 @@ export class LeafNodes implements RemoteRouting, InterestWatcher, LeafMesh, Leaf
       onDrain: () => l.drained(),
       onClose: (error) => {
         if (l.closed) return
+        if (error instanceof TlsHandshakeError) {
+          // A plain-text peer on a TLS listener, a certificate refused either way, a handshake too slow.
+          this.server.log.error(`${l.logPrefix()} - TLS leafnode handshake error: ${error.message}`)
+          l.lost(LeafClosed.TLSHandshakeError)
+          return
+        }
         l.lost(error === undefined || (error as NodeJS.ErrnoException).code === "ECONNRESET" ? LeafClosed.ClientClosed : LeafClosed.ReadError)
       }
     }
   }
 
-  /** Our CONNECT to a hub: the URL's credentials; our cluster's name (the hub does not send our messages back into it), else this server's name. */
-  connectFor(l: Leaf): Record<string, unknown> {
+  /**
+   * Our side of TLS to a hub, from its first INFO (sent in the clear): the connection
+   * switches to TLS when the remote asks for it (a `tls` block or a `tls://` URL) or the
+   * hub requires it; a remote that asks for TLS of a hub that does not offer it is refused
+   * rather than sending credentials in the clear. False when the connection was closed.
+   */
+  startTls(l: Leaf, info: LeafInfoOp): boolean {
+    const s = l.solicit!
+    const u = s.urls[s.index % s.urls.length]
+    // Over a WebSocket, TLS is the WebSocket's (wss://), never started inside it.
+    if (u.ws) {
+      l.tlsStarted = u.tls
+      return true
+    }
+    const wanted = s.remote.tls !== undefined || u.tls
+    if (info.tls_required !== true) {
+      if (!wanted) return true
+      this.server.log.error(`${l.logPrefix()} - Leafnode remote ${s.url} requires TLS, but the hub does not offer it (no tls_required in its INFO)`)
+      l.close(LeafClosed.TlsRequired)
+      return false
+    }
+    if (l.conn.startTls === undefined) {
+      this.server.log.error(`${l.logPrefix()} - The hub at ${s.url} requires TLS, which this transport cannot start`)
+      l.close(LeafClosed.TlsRequired)
+      return false
+    }
+    l.conn.startTls()
+    l.tlsStarted = true
+    return true
+  }
+
+  /** The client side of TLS to a hub, should it be needed: the remote's files, the hub checked against the CA and the URL's host. */
+  private tlsDial(s: LeafSolicit, host: string): TlsDial {
+    const t = s.remote.tls
+    return { certFile: t?.certFile, keyFile: t?.keyFile, caFile: t?.caFile, serverName: host, timeoutMs: t?.timeoutMs ?? 2_000, first: false }
+  }
+
+  /**
+   * What a CONNECT authenticates with: the URL's user and password, or the remote's
+   * credentials file (read again at each attempt, so that a rotated file is used): its JWT
+   * and the hub's nonce signed with its seed. Undefined (and the connection closed) when
+   * the file cannot be used.
+   */
+  private authFor(l: Leaf, u: { readonly user: string | undefined; readonly password: string | undefined }): Record<string, unknown> | undefined {
+    const file = l.solicit!.remote.credentials
+    if (file === undefined) return { ...(u.user !== undefined ? { user: u.user } : {}), ...(u.password !== undefined ? { pass: u.password } : {}) }
+    const text = this.env.readFile?.(file)
+    const creds = text === undefined ? "cannot be read" : parseCredentials(text)
+    if (typeof creds === "string") {
+      this.server.log.error(`${l.logPrefix()} - Leafnode credentials ${JSON.stringify(file)}: ${creds}`)
+      l.close(LeafClosed.AuthenticationViolation)
+      return undefined
+    }
+    const nonce = l.remoteInfo?.nonce
+    if (nonce === undefined || nonce === "") {
+      this.server.log.error(`${l.logPrefix()} - The hub at ${l.solicit!.url} sent no nonce to sign: the credentials cannot be used`)
+      l.close(LeafClosed.AuthenticationViolation)
+      return undefined
+    }
+    return { jwt: creds.jwt, sig: creds.sign(nonce) }
+  }
+
+  /** Our CONNECT to a hub: the URL's credentials or the remote's credentials file; our cluster's name (the hub does not send our messages back into it), else this server's name. Undefined when it cannot be made (closed). */
+  connectFor(l: Leaf): Record<string, unknown> | undefined {
     const s = l.solicit!
     const u = s.urls[s.index % s.urls.length]
     const server = this.server
+    const auth = this.authFor(l, u)
+    if (auth === undefined) return undefined
     return {
       version: NATS_COMPAT_VERSION,
-      ...(u.user !== undefined ? { user: u.user } : {}),
-      ...(u.password !== undefined ? { pass: u.password } : {}),
-      tls_required: false,
+      ...auth,
+      tls_required: l.tlsStarted,
       server_id: server.serverId,
       name: server.serverName,
       cluster: server.cluster?.name ?? server.serverName,
@@ -322,18 +406,33 @@ export class LeafNodes implements RemoteRouting, InterestWatcher, LeafMesh, Leaf
     const u = s.urls[s.index % s.urls.length]
     s.dialing = true
     this.server.log.debug(`Trying to connect as leafnode to remote server on ${hostPort(u.host, u.port)}`)
-    dial(u.host, u.port, LEAF_DIAL_TIMEOUT_MS, (conn) => {
+    const connected = (conn: Conn): ConnHandlers => {
       s.dialing = false
       if (this.shuttingDown) {
         conn.destroy()
         return noopHandlers
       }
       return this.handlers(this.open(conn, s, this.server.router.account(s.remote.account)))
-    }, (e) => {
+    }
+    const failed = (e: Error): void => {
       s.dialing = false
-      this.server.log.debug(`Error trying to connect as leafnode to remote server ${s.url}: ${e.message}`)
+      if (e instanceof TlsHandshakeError) this.server.log.error(`${s.url} - TLS leafnode handshake error: ${e.message}`)
+      else this.server.log.debug(`Error trying to connect as leafnode to remote server ${s.url}: ${e.message}`)
       this.scheduleRetry(s, this.server.env.now())
-    })
+    }
+    if (u.ws) {
+      // A hub's websocket listener takes leaf connections on its /leafnode path.
+      const ws = this.env.dialWebSocket
+      if (ws === undefined) {
+        s.dialing = false
+        this.server.log.error(`Cannot connect to ${s.url}: this transport has no WebSocket client`)
+        this.scheduleRetry(s, this.server.env.now())
+        return
+      }
+      ws(`${u.tls ? "wss" : "ws"}://${hostPort(u.host, u.port)}/leafnode`, LEAF_DIAL_TIMEOUT_MS, connected, failed, u.tls ? { ...this.tlsDial(s, u.host), first: true } : undefined)
+      return
+    }
+    dial(u.host, u.port, LEAF_DIAL_TIMEOUT_MS, connected, failed, this.tlsDial(s, u.host))
   }
 
   // ---- interest ----

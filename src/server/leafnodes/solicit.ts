@@ -7,12 +7,14 @@ import type { LeafSolicit } from "./leaf.js"
 
 export type { LeafSolicit, LeafUrl } from "./leaf.js"
 
+const scheme = (u: { readonly tls: boolean; readonly ws: boolean }): string => (u.ws ? (u.tls ? "wss" : "ws") : u.tls ? "tls" : "nats-leaf")
+
 const hostPort = (host: string, port: number): string => (host.includes(":") ? `[${host}]:${port}` : `${host}:${port}`)
 
 export const newLeafSolicit = (remote: LeafRemote, now: number): LeafSolicit => {
   const urls = remote.urls.flatMap((text) => {
     const u = parseLeafUrl(text)
-    return u === undefined ? [] : [{ ...u, url: `nats-leaf://${hostPort(u.host, u.port)}` }]
+    return u === undefined ? [] : [{ ...u, url: `${scheme(u)}://${hostPort(u.host, u.port)}` }]
   })
   const s: LeafSolicit = {
     remote,
@@ -40,7 +42,8 @@ export const MAX_LEARNED_LEAF_URLS = 32
  */
 export const learnLeafUrls = (s: LeafSolicit, hostPorts: ReadonlyArray<string>): number => {
   const current = s.urls[s.index % s.urls.length]
-  if (current === undefined) return 0
+  // Reached through a websocket listener (a proxy, a firewall that lets only it through): its leaf ports may not be reachable.
+  if (current === undefined || current.ws) return 0
   let added = 0
   for (const hp of hostPorts) {
     if (s.urls.length >= s.remote.urls.length + MAX_LEARNED_LEAF_URLS) break
@@ -49,7 +52,8 @@ export const learnLeafUrls = (s: LeafSolicit, hostPorts: ReadonlyArray<string>):
     const port = Number(hp.slice(i + 1))
     if (i <= 0 || !Number.isInteger(port) || port <= 0 || port > 65535) continue
     if (s.urls.some((u) => u.host === host && u.port === port)) continue
-    s.urls.push({ url: `nats-leaf://${hostPort(host, port)}`, host, port, user: current.user, password: current.password })
+    // The hub's leafnode_urls are its leaf listeners, never its websocket ones.
+    s.urls.push({ url: `${current.tls ? "tls" : "nats-leaf"}://${hostPort(host, port)}`, host, port, user: current.user, password: current.password, tls: current.tls, ws: false })
     added++
   }
   return added
