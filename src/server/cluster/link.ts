@@ -68,6 +68,8 @@ export abstract class PeerLink<Reason extends string> extends Connection<Reason>
   readonly policy = NATS_POLICY
   readonly out: OutBuf
   readonly parser: PeerParser
+  /** Another server: its messages were handled by its own subsystems (JetStream API, service imports). */
+  override readonly foreign = true
 
   /** The other server's id and name (from its INFO or CONNECT). */
   remoteId = ""
@@ -237,6 +239,15 @@ export abstract class PeerLink<Reason extends string> extends Connection<Reason>
     d.origin.cluster = this.originOf(m)
     // Published over MQTT at QoS 1/2 (on whichever server): delivered to MQTT subscribers at it.
     if (m.hdrLen > 0) d.origin.qos = mqttQosOf(m.buf, m.start, m.start + m.hdrLen)
+    // `<reply>@<subject>`: a stream consumer's delivery to the subscribers of the message's
+    // subject (an inbox, a deliver subject), showing them the subject after the `@`.
+    const at = m.reply === "" ? -1 : m.reply.indexOf("@")
+    if (at >= 0) {
+      d.subject = m.reply.slice(at + 1)
+      d.reply = m.reply.slice(0, at)
+      router.deliverTo(m.subject, d)
+      return
+    }
     router.route(d)
   }
 

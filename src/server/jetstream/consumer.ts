@@ -182,7 +182,7 @@ export class JsConsumer {
       this.checkInterest()
     } else {
       this.subs.push(
-        router.subscribe(principal, `$JS.API.CONSUMER.MSG.NEXT.${base}`, undefined, (d) => {
+        router.subscribe(this.stream.host.api, `$JS.API.CONSUMER.MSG.NEXT.${base}`, undefined, (d) => {
           if (d.reply === "") return
           this.input({ type: "pull", request: parsePullRequest(d.buf.toString("utf8", d.payloadStart, d.end)), reply: d.reply })
         })
