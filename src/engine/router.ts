@@ -38,6 +38,17 @@ export interface RemoteRouting {
   forward(d: Delivery, served: Array<string>): number
 }
 
+/**
+ * Keeps a QoS 1/2 message from another server for this server's persistent MQTT sessions
+ * (the MQTT bridge), as it keeps one published here: `hold` stores a copy before the
+ * message is routed when such a session would take it (its `origin.ref`), `release`
+ * lets the copy go after routing when none did.
+ */
+export interface DurableHold {
+  hold(d: Delivery): void
+  release(d: Delivery): void
+}
+
 export class Router {
   readonly accounts = new Map<string, Account>()
   /** The other servers of the cluster (routes: one hop); undefined on a server without routes. */
@@ -47,6 +58,8 @@ export class Router {
    * route (nats-server's one-hop rule is for routes only); undefined without leaf nodes.
    */
   edge: RemoteRouting | undefined = undefined
+  /** Where QoS 1/2 messages from other servers are stored for persistent MQTT sessions; undefined without MQTT. */
+  durable: DurableHold | undefined = undefined
   private watcher: InterestWatcher | undefined = undefined
   /** Records by nesting depth; `depth` of them are being routed right now. */
   private readonly records: Array<Delivery> = []

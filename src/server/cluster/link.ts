@@ -248,7 +248,15 @@ export abstract class PeerLink<Reason extends string> extends Connection<Reason>
       router.deliverTo(m.subject, d)
       return
     }
+    // A QoS 1/2 message is stored for persistent MQTT sessions here, as one published here is.
+    const held = d.origin.qos > 0 ? router.durable : undefined
+    if (held === undefined) {
+      router.route(d)
+      return
+    }
+    held.hold(d)
     router.route(d)
+    held.release(d)
   }
 
   private traceInterest(op: string, i: PeerInterest, weight: boolean): void {
