@@ -1,12 +1,15 @@
 // MQTT sessions in a cluster of Switchyard nodes. A session lives on the node its client
-// connects to. A QoS 1/2 message from another node for a persistent session of
+// connects to; a connection with the same client id on another node takes over: the node
+// holding the older connection hears it on `$MQTT.owner.<hash>` and closes it (MQTT 5.0:
+// DISCONNECT 0x8E, Session taken over; 3.1.1: the connection is closed), as it does for a
+// takeover on one node. A QoS 1/2 message from another node for a persistent session of
 // this node is stored like one published here, so it survives a restart of the node.
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import mqtt from "mqtt"
 import { afterAll, describe, expect, it } from "vitest"
-import { type ClusterNode, collect, useCluster } from "../helpers/cluster-nodes.js"
+import { type ClusterNode, collect, routez, useCluster } from "../helpers/cluster-nodes.js"
 import { eventuallyAsync } from "../helpers/jetstream.js"
 import { loggedPort } from "../helpers/process.js"
 import { eventually } from "../helpers/server.js"
@@ -32,6 +35,62 @@ const connect = async (n: ClusterNode, clientId: string, opts: mqtt.IClientOptio
   clients.push(c)
   return c
 }
+
+/** `to` has heard of `from`'s interest in client id announcements (a route's `$MQTT.owner.*`). */
+const ownersHeard = (from: ClusterNode, to: ClusterNode) =>
+  eventuallyAsync(async () => {
+    const r = (await routez(to, "?subs=1")).routes.find((x) => x.remote_name === from.name)
+    return (r?.subscriptions_list ?? []).includes("$MQTT.owner.*")
+  }, `${to.name} to hear of ${from.name}'s client ids`, 20_000)
+
+describe("a client id taken on another node", () => {
+  const cluster = useCluster({
+    seed: { name: "TA", extra: config("mqtt { port: -1, protocol_versions: [4, 5] }\n") },
+    nodes: [{ name: "TB", extra: config("mqtt { port: -1, protocol_versions: [4, 5] }\n") }]
+  })
+
+  for (const version of [5, 4] as const) {
+    it(`closes the older connection there (MQTT ${version === 5 ? "5.0: DISCONNECT 0x8E" : "3.1.1: closed"}), and the newer one stays`, async () => {
+      const [ta, tb] = [cluster.node("TA"), cluster.node("TB")]
+      const id = `roamer-v${version}`
+      const older = await connect(ta, id, { protocolVersion: version, clean: false })
+      await ownersHeard(ta, tb)
+      const disconnects: Array<number | undefined> = []
+      older.on("disconnect", (p) => disconnects.push(p.reasonCode))
+      let closed = false
+      older.on("close", () => (closed = true))
+      const newer = await connect(tb, id, { protocolVersion: version, clean: false })
+      await eventually(() => closed, "the older connection on TA to be closed")
+      if (version === 5) expect(disconnects).toEqual([0x8e])
+      else expect(disconnects).toEqual([])
+      expect(ta.log()).toMatch(new RegExp(`"${id}".*The same client id connected to server "TB" \\(N[A-Z0-9]+\\): closing this connection`))
+      const gone = (await ta.monitor("/connz?state=closed")).connections.filter((c: any) => c.mqtt_client === id)
+      expect(gone.map((c: any) => c.reason)).toEqual(["Duplicate Client ID"])
+      // The newer connection works: it publishes and hears itself through its subscription.
+      const got: Array<string> = []
+      newer.on("message", (t, p) => got.push(`${t} ${p}`))
+      await newer.subscribeAsync(`${id}/echo`, { qos: 1 })
+      await newer.publishAsync(`${id}/echo`, "still here", { qos: 1 })
+      await eventually(() => got.length === 1, "the newer connection's own message")
+      expect([newer.connected, got]).toEqual([true, [`${id}/echo still here`]])
+    })
+  }
+
+  it("leaves a connection alone when a NATS client publishes a fake announcement on its node", async () => {
+    const [ta, tb] = [cluster.node("TA"), cluster.node("TB")]
+    const c = await connect(ta, "steady")
+    await ownersHeard(ta, tb)
+    const nats = await ta.client()
+    const { ownerSubject } = await import("../../src/server/mqtt/owners.js")
+    const body = JSON.stringify({ server_id: "NFAKE", server_name: "FAKE", client_id: "steady", since: Date.now() + 60_000 })
+    nats.publish(ownerSubject("steady"), body)
+    await nats.flush()
+    // A round trip through the MQTT connection after the fake: it was not closed.
+    const closed = new Promise<string>((res) => c.once("close", () => res("closed")))
+    expect(await Promise.race([c.publishAsync("steady/x", "y", { qos: 1 }).then(() => "acknowledged"), closed])).toBe("acknowledged")
+    expect(c.connected).toBe(true)
+  })
+})
 
 describe("a persistent session's QoS 1/2 messages from another node", () => {
   const cluster = useCluster({

@@ -38,6 +38,7 @@ import { closedRecord, MqttConnection, type MqttDriver, mqttLogPrefix } from "./
 import type { MalformedPacket } from "../../core/mqtt/codec.js"
 import { HELD_MAX, HeldPayloads } from "./held.js"
 import { BacklogPump, RetainedLookups } from "./pacing.js"
+import { type OwnerAnnouncement, givesWay, MqttOwners } from "./owners.js"
 import { MqttRegistry } from "./registry.js"
 import type { MqttAccountStore, MqttStoreService } from "./store.js"
 import { traceMqttIn, traceMqttOut, traceMqttOutQos0 } from "./trace.js"
@@ -84,6 +85,8 @@ export class MqttBridge implements MqttDriver {
   /** Payloads of QoS 1/2 messages in the sessions' windows (see held.ts). */
   private readonly held = new HeldPayloads()
   private readonly registry: MqttRegistry
+  /** Client ids across servers: takeovers cluster-wide (owners.ts). */
+  private readonly owners: MqttOwners
   private readonly gate: MqttCommitGate
   private readonly retained: RetainedLookups
   private readonly backlog: BacklogPump
@@ -119,6 +122,17 @@ export class MqttBridge implements MqttDriver {
     this.retained = new RetainedLookups(server, this)
     this.backlog = new BacklogPump(store, this)
     server.router.durable = { hold: (d) => this.holdRouted(d), release: (d) => this.releaseRouted(d) }
+    this.owners = new MqttOwners(server, (account, a) => this.takenElsewhere(account, a))
+  }
+
+  /** Another server announced a connection with a client id this server holds: the older connection is closed. */
+  private takenElsewhere(account: string, a: OwnerAnnouncement): void {
+    const c = this.registry.connected(a.client_id, account)
+    if (c === undefined || c.closed || !givesWay(c.claimedAt, this.server.serverId, a)) return
+    this.server.log.warn(
+      `${mqttLogPrefix(c, a.client_id)} - The same client id connected to server "${a.server_name}" (${a.server_id}): closing this connection`
+    )
+    this.input(c, { type: "takenOver" })
   }
 
   /**
@@ -468,6 +482,9 @@ export class MqttBridge implements MqttDriver {
       this.input(claim.older, { type: "takenOver" })
     }
     this.registry.register(c, clientId)
+    // The other servers close a connection they hold with this client id.
+    c.claimedAt = this.server.now()
+    this.owners.announce(c.account.name, clientId, c.claimedAt)
     const key = `${c.account.name}\n${clientId}`
     const will = this.delayedWills.get(key)
     if (will !== undefined) {
