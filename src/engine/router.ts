@@ -239,11 +239,11 @@ export class Router {
       const remote = from.remote || d.origin.local ? undefined : this.remote
       const edge = d.origin.local ? undefined : this.edge
       if (remote === undefined && edge === undefined) return
-      // To another server: routed by `to`, the subject it shows carried after an `@` in the
-      // reply (`<reply>@<subject>`), as nats-server sends a consumer's deliveries.
+      // To another server: routed by `to`, the subject it shows carried after an `@` in its
+      // ack reply (`$JS.ACK.…@<subject>`), as nats-server sends a consumer's deliveries.
       const relay = this.relay
       relay.subject = to
-      relay.reply = `${d.reply}@${d.subject}`
+      relay.reply = d.reply.startsWith("$JS.ACK.") ? `${d.reply}@${d.subject}` : d.reply
       relay.hdrLen = d.hdrLen
       relay.buf = d.buf
       relay.start = d.start

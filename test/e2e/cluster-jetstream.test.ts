@@ -141,6 +141,27 @@ describe("JetStream in a mixed cluster (nats-server seed; Switchyard JA with dom
     await expect((await jetstreamManager(await jb.client())).streams.info("ORDERS")).rejects.toThrow(/stream not found/)
   })
 
+  it("carries a reply subject with an @ across routes as it is (only a $JS.ACK reply carries a subject)", async () => {
+    const b = await jb.client()
+    const got = collect(b, "at.>")
+    await b.flush()
+    const [a, ns] = [await ja.client(), await cluster.nsClient()]
+    // Probes until both publishers' servers know JB's interest.
+    await eventuallyAsync(async () => {
+      a.publish("at.probe.a", "p")
+      ns.publish("at.probe.ns", "p")
+      await a.flush()
+      await ns.flush()
+      await b.flush()
+      return new Set(got.map((m) => m.subject)).size === 2
+    }, "JB's interest to reach JA and nats-server", 20_000)
+    a.publish("at.a", "x", { reply: "user@example.com" })
+    ns.publish("at.ns", "y", { reply: "_INBOX.team@site" })
+    const real = () => got.filter((m) => !m.subject.startsWith("at.probe."))
+    await eventually(() => real().length >= 2, "both messages on JB")
+    expect(real().map((m) => `${m.subject} ${m.reply}`).sort()).toEqual(["at.a user@example.com", "at.ns _INBOX.team@site"])
+  })
+
   it("reports the domain in /jsz and /varz, and the log says it", async () => {
     const jsz = await ja.monitor("/jsz")
     expect(jsz.config.domain).toBe("D1")

@@ -316,9 +316,12 @@ describe("the other servers of a cluster (RemoteRouting, InterestWatcher)", () =
     expect(sent).toEqual(["_INBOX.1 $JS.ACK.S.D.1.1.1.0.0@orders.1 x", "_INBOX.1 $JS.ACK.S.D.1.1.1.0.0@orders.1 x"])
     // What came from a route goes on to leaf nodes only.
     const peer = new Peer(acc)
-    const e = router.compose(peer, "orders.2", "r", undefined, Buffer.from("y"))
+    const e = router.compose(peer, "orders.2", "$JS.ACK.S.D.1.2.2.0.0", undefined, Buffer.from("y"))
     router.deliverTo("_INBOX.1", e)
-    expect(sent.slice(2)).toEqual(["_INBOX.1 r@orders.2 y"])
+    expect(sent.slice(2)).toEqual(["_INBOX.1 $JS.ACK.S.D.1.2.2.0.0@orders.2 y"])
+    // Without an ack reply there is nothing to carry the subject in: it goes by its target alone.
+    router.deliverTo("_INBOX.1", router.compose(who("js"), "orders.3", "", undefined, Buffer.from("z")))
+    expect(sent.slice(3)).toEqual(["_INBOX.1  z", "_INBOX.1  z"])
   })
 
   it("delivers a message from another server to plain subscribers and only the queue groups it names", () => {
@@ -369,5 +372,14 @@ describe("the other servers of a cluster (RemoteRouting, InterestWatcher)", () =
     sub(q, "y", "2")
     p.removeSub(s)
     expect(seen).toEqual(["+A x", "+LATER y", "-A x"])
+  })
+})
+
+describe("a stream consumer's delivery from another server (jsDeliveryAt)", () => {
+  it("splits only a $JS.ACK reply, at its last @, and leaves every other reply whole", async () => {
+    const { jsDeliveryAt } = await import("../../src/server/cluster/link.js")
+    const r = "$JS.ACK.S.D.1.1.1.1795587940444397940.0@orders.1"
+    expect([r.slice(0, jsDeliveryAt(r)), r.slice(jsDeliveryAt(r) + 1)]).toEqual(["$JS.ACK.S.D.1.1.1.1795587940444397940.0", "orders.1"])
+    for (const plain of ["", "user@example.com", "_INBOX.a@b", "$JS.ACK.S.D.1@", "$JS.ACK.@x", "$JS.ACK.S.D.1.1.1.0.0"]) expect(jsDeliveryAt(plain)).toBe(-1)
   })
 })
