@@ -84,6 +84,15 @@ export class Router {
     return a
   }
 
+  /**
+   * Another server's interest in `account` (every account: undefined) came or went: told
+   * to those watching their accounts' interest (push consumers of a JetStream domain).
+   */
+  remoteInterestChanged(account?: string): void {
+    if (account !== undefined) this.accounts.get(account)?.onInterestChange?.()
+    else for (const a of this.accounts.values()) a.onInterestChange?.()
+  }
+
   /** `w` hears of every subscription of every account, from now on (those there already are its to read). */
   watch(w: InterestWatcher | undefined): void {
     this.watcher = w

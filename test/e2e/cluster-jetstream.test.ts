@@ -14,7 +14,7 @@ import * as path from "node:path"
 import { createInbox, type Msg, type NatsConnection } from "@nats-io/transport-node"
 import { AckPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { type ClusterNode, collect, useCluster } from "../helpers/cluster-nodes.js"
+import { type ClusterNode, collect, routez, useCluster } from "../helpers/cluster-nodes.js"
 import { eventuallyAsync } from "../helpers/jetstream.js"
 import { type LeafServer, leafsUp, startLeafServer } from "../helpers/leaf-nodes.js"
 import { eventually } from "../helpers/server.js"
@@ -96,7 +96,7 @@ describe("JetStream in a mixed cluster (nats-server seed; Switchyard JA with dom
     const [a, b, c] = [await ja.client(), await jb.client(), await jc.client()]
     const ns = await cluster.nsClient()
     // Subscribers of everything on each node: every request published anywhere reaches every node.
-    for (const nc of [a, b, c, ns]) nc.subscribe(">", { callback: () => {} })
+    const wild = [a, b, c, ns].map((nc) => nc.subscribe(">", { callback: () => {} }))
     for (const [to, froms] of [[a, [b, c, ns]], [b, [a, c]]] as const) {
       const probes = collect(to, "probe.>")
       await to.flush()
@@ -129,6 +129,10 @@ describe("JetStream in a mixed cluster (nats-server seed; Switchyard JA with dom
     // drawn to JA and JB by their wildcard subscribers, and neither JetStream answers it.
     await expect(c.request("$JS.API.INFO", "", { timeout: 1500 })).rejects.toThrow(/timeout/)
     await expect(ns.request("$JS.API.INFO", "", { timeout: 1500 })).rejects.toThrow(/timeout/)
+    // The wildcard subscribers go (the next tests need interest to mean what they make).
+    for (const s of wild) s.unsubscribe()
+    for (const nc of [a, b, c, ns]) await nc.flush()
+    await eventuallyAsync(async () => (await routez(ja, "?subs=1")).routes.every((r) => !(r.subscriptions_list ?? []).includes(">")), "the wildcard interest to be withdrawn", 20_000)
   })
 
   it("serves JA's streams as $JS.D1.API to clients of nats-server and of JB: create, publish, pull, ack", async () => {
@@ -139,6 +143,23 @@ describe("JetStream in a mixed cluster (nats-server seed; Switchyard JA with dom
     expect(si.state.messages).toBe(3)
     // JB's JetStream has no such stream: it was never asked.
     await expect((await jetstreamManager(await jb.client())).streams.info("ORDERS")).rejects.toThrow(/stream not found/)
+  })
+
+  it("pushes a push consumer's messages to its deliver subject's subscriber on another node, which acknowledges them", async () => {
+    const b = await jb.client()
+    const jsm = await jetstreamManager(b, { domain: "D1" })
+    await jsm.streams.add({ name: "PUSHED", subjects: ["pushed.in.>"] })
+    const js = jetstream(b, { domain: "D1" })
+    for (let i = 0; i < 3; i++) await js.publish(`pushed.in.${i}`, `p${i}`)
+    await jsm.consumers.add("PUSHED", { durable_name: "P", deliver_subject: "pushed.deliver", ack_policy: AckPolicy.Explicit })
+    // The subscriber comes after the consumer: JA hears of it from the route.
+    const got = collect(b, "pushed.deliver")
+    await b.flush()
+    await eventually(() => got.length >= 3, "three pushed messages on JB")
+    // Each shows its own subject, with its ack reply, and the acks reach the consumer on JA.
+    expect(got.map((m) => `${m.subject} ${m.string()} ${m.reply?.startsWith("$JS.ACK.PUSHED.P.") === true}`)).toEqual(["pushed.in.0 p0 true", "pushed.in.1 p1 true", "pushed.in.2 p2 true"])
+    for (const m of got) m.respond("+ACK")
+    await eventuallyAsync(async () => (await jsm.consumers.info("PUSHED", "P")).ack_floor.stream_seq === 3, "the acks to reach the consumer on JA")
   })
 
   it("carries a reply subject with an @ across routes as it is (only a $JS.ACK reply carries a subject)", async () => {
