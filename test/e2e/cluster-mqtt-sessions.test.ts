@@ -11,7 +11,8 @@ import mqtt from "mqtt"
 import { afterAll, describe, expect, it } from "vitest"
 import { type ClusterNode, collect, routez, useCluster } from "../helpers/cluster-nodes.js"
 import { eventuallyAsync } from "../helpers/jetstream.js"
-import { loggedPort } from "../helpers/process.js"
+import { killProcess, loggedPort, startServerProcess } from "../helpers/process.js"
+import { connect as natsConnect } from "@nats-io/transport-node"
 import { eventually } from "../helpers/server.js"
 
 const dirs: Array<string> = []
@@ -128,5 +129,24 @@ describe("a persistent session's QoS 1/2 messages from another node", () => {
     back.on("message", (t, p, packet) => got.push(`${t} ${p} q${packet.qos}`))
     await eventually(() => got.length >= 3, "the three messages after the restart", 20_000)
     expect(got).toEqual(["stock/s1 one q1", "stock/s2 two q1", "stock/s3 three q1"])
+  })
+})
+
+describe("a server without routes or leaf connections", () => {
+  it("announces no client ids (nobody to tell): a NATS subscriber of everything sees none", async () => {
+    const p = await startServerProcess(["-a", "127.0.0.1", "-p", "-1", "--mqtt_port", "-1"])
+    try {
+      const nc = await natsConnect({ servers: `127.0.0.1:${loggedPort(p, /Listening for client connections on [^\s]+:(\d+)/)}` })
+      const seen = collect(nc, ">")
+      await nc.flush()
+      const c = await mqtt.connectAsync(`mqtt://127.0.0.1:${loggedPort(p, /Listening for MQTT clients on [^\s]+:(\d+)/)}`, { clientId: "alone", reconnectPeriod: 0 })
+      clients.push(c)
+      await c.publishAsync("alone/done", "x", { qos: 1 })
+      await eventually(() => seen.some((m) => m.subject === "alone.done"), "the marker")
+      expect(seen.map((m) => m.subject)).toEqual(["alone.done"])
+      await nc.close()
+    } finally {
+      await killProcess(p)
+    }
   })
 })

@@ -482,9 +482,10 @@ export class MqttBridge implements MqttDriver {
       this.input(claim.older, { type: "takenOver" })
     }
     this.registry.register(c, clientId)
-    // The other servers close a connection they hold with this client id.
+    // The other servers close a connection they hold with this client id (a server
+    // without routes or leaf connections has nobody to tell).
     c.claimedAt = this.server.now()
-    this.owners.announce(c.account.name, clientId, c.claimedAt)
+    if (this.server.cluster !== undefined || this.server.leafnodes !== undefined) this.owners.announce(c.account.name, clientId, c.claimedAt)
     const key = `${c.account.name}\n${clientId}`
     const will = this.delayedWills.get(key)
     if (will !== undefined) {
