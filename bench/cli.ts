@@ -445,6 +445,8 @@ const TIMED_CAP = 100_000_000
 /** A system's server for the runs of one cell: started on fresh ports, stopped by its own pid. */
 interface Instance {
   readonly server: Server
+  /** A cluster run's second server. */
+  readonly peer?: Server
   readonly ports: Ports
   readonly stop: () => Promise<void>
 }
@@ -454,23 +456,43 @@ const startInstance = async (
   step: { readonly sc: Scenario },
   pin: { readonly server: number; readonly gen: number } | undefined
 ): Promise<Instance> => {
-  const ports = { nats: await freePort(), mqtt: await freePort() }
+  const cluster = step.sc.protocol === "cluster"
+  const ports: Ports = {
+    nats: await freePort(),
+    mqtt: await freePort(),
+    ...(cluster ? { nats2: await freePort(), route: await freePort(), route2: await freePort() } : {})
+  }
   const workDir = mkdtempSync(path.join(os.tmpdir(), `bench-${sys.name}-`))
-  const base = sys.command(ROOT, ports, workDir, step.sc.protocol)
   // taskset execs the server, so the pid we stop is the server's own
-  const { cmd, args } =
-    pin === undefined ? base : { cmd: "taskset", args: ["-c", String(pin.server), base.cmd, ...base.args] }
+  const pinned = (c: { readonly cmd: string; readonly args: ReadonlyArray<string> }) =>
+    pin === undefined ? c : { cmd: "taskset", args: ["-c", String(pin.server), c.cmd, ...c.args] }
+  let server: Server | undefined
   try {
-    const server = await startServer(cmd, args, sys.ready(ports, [step.sc.protocol]), { cwd: ROOT, env: base.env, readyLine: sys.readyLine })
+    const base = sys.command(ROOT, ports, workDir, step.sc.protocol)
+    const first = pinned(base)
+    server = await startServer(first.cmd, first.args, sys.ready(ports, [step.sc.protocol]), { cwd: ROOT, env: base.env, readyLine: sys.readyLine })
+    let peer: Server | undefined
+    if (cluster) {
+      if (sys.clusterPeer === undefined) throw new Error(`${sys.name} cannot run a cluster`)
+      const peerDir = path.join(workDir, "peer")
+      mkdirSync(peerDir, { recursive: true })
+      const p = sys.clusterPeer(ROOT, ports, peerDir)
+      const second = pinned(p)
+      peer = await startServer(second.cmd, second.args, sys.ready({ ...ports, nats: ports.nats2! }, [step.sc.protocol]), { cwd: ROOT, env: p.env, readyLine: sys.readyLine })
+    }
+    const s = server
     return {
-      server,
+      server: s,
+      ...(peer === undefined ? {} : { peer }),
       ports,
       stop: async () => {
-        await server.stop()
+        await peer?.stop()
+        await s.stop()
         rmSync(workDir, { recursive: true, force: true })
       }
     }
   } catch (e) {
+    await server?.stop()
     rmSync(workDir, { recursive: true, force: true })
     throw e
   }
@@ -492,7 +514,7 @@ const runOne = async (
 ): Promise<Cell["runs"][number]> => {
   const failed = (error: string): Cell["runs"][number] => ({ ok: false, error, metrics: {}, loss: 0, excess: 0, errors: [] })
   let inst = instances.get(sys.name)
-  if (inst === undefined || inst.server.exited() || step.sc.freshServer === true) {
+  if (inst === undefined || inst.server.exited() || inst.peer?.exited() === true || step.sc.freshServer === true) {
     if (inst !== undefined) await inst.stop()
     instances.delete(sys.name)
     try {
@@ -509,23 +531,24 @@ const runOne = async (
     warmed.add(sys.name)
     // Flows run unmeasured first on the same server: every system is measured warm (a
     // JIT-compiled server would otherwise pay its warm-up in the run).
-    const kind = step.sc.job(inst.ports, inst.server.pid, step.size, step.bound).kind
+    const kind = step.sc.job(inst.ports, inst.server.pid, step.size, step.bound, inst.peer?.pid).kind
     if (kind === "nats-flow" || kind === "mqtt-flow") {
       const warmBound: RunBound =
         step.bound.durationMs > 0
           ? { count: step.bound.count, durationMs: opts.warmupMs }
           : { count: Math.max(1000, Math.floor(step.bound.count / 5)), durationMs: 0 }
-      const warm = await runJob(step.sc.job(inst.ports, inst.server.pid, step.size, warmBound), 180_000, pin?.gen)
+      const warm = await runJob(step.sc.job(inst.ports, inst.server.pid, step.size, warmBound, inst.peer?.pid), 180_000, pin?.gen)
       if (!warm.ok) return { ...warm, error: `warm-up failed: ${warm.error ?? warm.errors.join("; ")}` }
     }
   }
-  const job = step.sc.job(inst.ports, inst.server.pid, step.size, step.bound)
+  const job = step.sc.job(inst.ports, inst.server.pid, step.size, step.bound, inst.peer?.pid)
   const ran = await runJob(job, 180_000, pin?.gen)
   // The footprint scenario starts a fresh server for every run: how long it took to be ready belongs to the run.
   const r = job.kind === "idle-footprint" && ran.ok ? { ...ran, metrics: { ...ran.metrics, readyMs: inst.server.readyMs } } : ran
   const peak = processStatusBytes(inst.server.pid, "VmHWM")
-  if (inst.server.exited()) {
-    const tail = inst.server.logTail().trim().split("\n").slice(-3).join(" | ")
+  const dead = [inst.server, inst.peer].find((s) => s?.exited() === true)
+  if (dead !== undefined) {
+    const tail = dead.logTail().trim().split("\n").slice(-3).join(" | ")
     return { ...r, ok: false, error: `server exited during the run: ${tail}` }
   }
   return peak === undefined ? r : { ...r, serverPeakRssMB: peak / 1048576 }

@@ -53,7 +53,8 @@ export interface Scenario {
   readonly freshServer?: boolean
   /** Unit of `count` for the docs and the progress line. */
   readonly countUnit: string
-  readonly job: (ports: Ports, serverPid: number, size: number, run: RunBound) => Job
+  /** `peerPid`: a cluster run's second server. */
+  readonly job: (ports: Ports, serverPid: number, size: number, run: RunBound, peerPid?: number) => Job
   /**
    * Pin the server and the load generator to different CPUs by default (`--pin auto`).
    * For round-trip latency: on these VMs a wake-up across cores costs ~70 µs more than
@@ -175,6 +176,19 @@ export const SCENARIOS: ReadonlyArray<Scenario> = [
     countUnit: "messages (all publishers)",
     job: flow(4, 1, false)
   },
+  ...([1, 4] as const).map(
+    (subs): Scenario => ({
+      id: subs === 1 ? "cluster-1to1" : "cluster-fanout",
+      title: `NATS ${subs === 1 ? "1→1" : "1→4 fan-out (msgs/s delivered)"} across a route: publisher on one server, subscribers on another (both servers' CPU)`,
+      protocol: "cluster",
+      sized: true,
+      metrics: flowMetrics,
+      defaultCount: flowCount,
+      timed: true,
+      countUnit: subs === 1 ? "messages" : "messages published",
+      job: (ports, serverPid, size, run, peerPid) => ({ ...flow(1, subs, false)(ports, serverPid, size, run), subPort: ports.nats2, subServerPid: peerPid })
+    })
+  ),
   {
     id: "reqrep",
     title: "NATS request-reply latency (sequential)",
@@ -320,6 +334,8 @@ export const findScenario = (name: string): Scenario | undefined => {
     pubonly: "pub",
     "11": "1to1",
     "14": "fanout",
+    cluster: "cluster1to1",
+    route: "cluster1to1",
     "41": "fanin",
     queuegroup: "queue",
     request: "reqrep",

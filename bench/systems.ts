@@ -8,11 +8,15 @@ import * as path from "node:path"
 import type { Readiness } from "./proc.js"
 
 /** The protocols a scenario speaks and a system serves. */
-export type Protocol = "nats" | "mqtt" | "mqtt-qos2" | "bridge" | "jetstream"
+export type Protocol = "nats" | "mqtt" | "mqtt-qos2" | "bridge" | "jetstream" | "cluster"
 
 export interface Ports {
   readonly nats: number
   readonly mqtt: number
+  /** A cluster run (`cluster`): the second server's client port, and both route ports. */
+  readonly nats2?: number
+  readonly route?: number
+  readonly route2?: number
 }
 
 export interface Availability {
@@ -46,6 +50,11 @@ export interface SystemDef {
     workDir: string,
     protocol: Protocol
   ) => { readonly cmd: string; readonly args: ReadonlyArray<string>; readonly env?: Readonly<Record<string, string>> }
+  /**
+   * A cluster run: the second server, routed to the first (which `command` starts with
+   * its route listener on `ports.route`), serving clients on `ports.nats2`.
+   */
+  readonly clusterPeer?: (root: string, ports: Ports, workDir: string) => { readonly cmd: string; readonly args: ReadonlyArray<string>; readonly env?: Readonly<Record<string, string>> }
   /** What to probe before the instance counts as started. */
   readonly ready: (ports: Ports, protocols: ReadonlyArray<Protocol>) => ReadonlyArray<Readiness>
   /** The line it logs once ready, if it logs one (the time to ready waits for it too). */
@@ -82,7 +91,7 @@ const gitRev = (root: string): string => {
 }
 
 /** Whether a scenario of this protocol talks to the NATS port, the MQTT port, or both. */
-export const usesNats = (p: Protocol): boolean => p === "nats" || p === "jetstream" || p === "bridge"
+export const usesNats = (p: Protocol): boolean => p === "nats" || p === "jetstream" || p === "bridge" || p === "cluster"
 export const usesMqtt = (p: Protocol): boolean => p === "mqtt" || p === "mqtt-qos2" || p === "bridge"
 
 const natsReady = (ports: Ports, protocols: ReadonlyArray<Protocol>): ReadonlyArray<Readiness> => {
@@ -150,9 +159,27 @@ const switchyardArgs = (entry: string, ports: Ports, workDir: string, protocol: 
   "-p",
   String(ports.nats),
   ...(usesMqtt(protocol) ? ["--mqtt_port", String(ports.mqtt)] : []),
-  ...(protocol === "nats" ? [] : ["-js", "-sd", path.join(workDir, "store")]),
+  ...(protocol === "nats" || protocol === "cluster" ? [] : ["-js", "-sd", path.join(workDir, "store")]),
+  ...(protocol === "cluster" ? clusterArgs(ports, 1) : []),
   ...extra
 ]
+
+/**
+ * The cluster flags of the first (1) or second (2) server of a cluster run, the same for
+ * Switchyard and nats-server: a route listener each, the second naming the first.
+ */
+const clusterArgs = (ports: Ports, node: 1 | 2): Array<string> => [
+  "-n",
+  `bench-${node}`,
+  "--cluster_name",
+  "BENCH",
+  "--cluster",
+  `nats://127.0.0.1:${node === 1 ? ports.route : ports.route2}`,
+  ...(node === 2 ? ["--routes", `nats-route://127.0.0.1:${ports.route}`] : [])
+]
+
+/** The second server of a cluster run (see clusterArgs): its own client port. */
+const secondNode = (ports: Ports): Ports => ({ ...ports, nats: ports.nats2! })
 
 /**
  * An A/B variant of Switchyard, run as a peer of its own so that a change is measured
@@ -172,10 +199,14 @@ export const SYSTEMS: ReadonlyArray<SystemDef> = [
   {
     name: "switchyard",
     subject: true,
-    protocols: ["nats", "mqtt", "mqtt-qos2", "bridge", "jetstream"],
+    protocols: ["nats", "mqtt", "mqtt-qos2", "bridge", "jetstream", "cluster"],
     color: "#2b7bb9",
     available: (root) => switchyardDetail(root, switchyardEntry(root), process.env.SWITCHYARD_ENTRY !== undefined),
     command: (root, ports, workDir, protocol) => ({ cmd: process.execPath, args: switchyardArgs(switchyardEntry(root), ports, workDir, protocol, []) }),
+    clusterPeer: (root, ports, workDir) => ({
+      cmd: process.execPath,
+      args: [...switchyardArgs(switchyardEntry(root), secondNode(ports), workDir, "nats", []), ...clusterArgs(ports, 2)]
+    }),
     ready: natsReady,
     readyLine: /Server is ready/
   },
@@ -183,7 +214,7 @@ export const SYSTEMS: ReadonlyArray<SystemDef> = [
     name: "switchyard-b",
     subject: false,
     optIn: true,
-    protocols: ["nats", "mqtt", "mqtt-qos2", "bridge", "jetstream"],
+    protocols: ["nats", "mqtt", "mqtt-qos2", "bridge", "jetstream", "cluster"],
     color: "#7fb3dc",
     available: (root) => {
       if (!variantBSet) return { ok: false, detail: "no variant (set SWITCHYARD_B_ENTRY, SWITCHYARD_B_ARGS or SWITCHYARD_B_ENV)" }
@@ -196,13 +227,18 @@ export const SYSTEMS: ReadonlyArray<SystemDef> = [
       args: switchyardArgs(variantB.entry ?? switchyardEntry(root), ports, workDir, protocol, variantB.args),
       env: variantB.env
     }),
+    clusterPeer: (root, ports, workDir) => ({
+      cmd: process.execPath,
+      args: [...switchyardArgs(variantB.entry ?? switchyardEntry(root), secondNode(ports), workDir, "nats", variantB.args), ...clusterArgs(ports, 2)],
+      env: variantB.env
+    }),
     ready: natsReady,
     readyLine: /Server is ready/
   },
   {
     name: "nats-server",
     subject: false,
-    protocols: ["nats", "mqtt", "mqtt-qos2", "bridge", "jetstream"],
+    protocols: ["nats", "mqtt", "mqtt-qos2", "bridge", "jetstream", "cluster"],
     lacks: (p, version) =>
       p === "mqtt-qos2" && !versionAtLeast(version, 2, 11)
         ? `nats-server ${version} has no MQTT QoS 2 (added in 2.11; before, a QoS 2 PUBLISH closes the connection)`
@@ -218,6 +254,7 @@ export const SYSTEMS: ReadonlyArray<SystemDef> = [
     command: (_root, ports, workDir, protocol) => {
       const cmd = which("nats-server") ?? "nats-server"
       if (protocol === "nats") return { cmd, args: ["-a", "127.0.0.1", "-p", String(ports.nats)] }
+      if (protocol === "cluster") return { cmd, args: ["-a", "127.0.0.1", "-p", String(ports.nats), ...clusterArgs(ports, 1)] }
       const conf = path.join(workDir, "nats-server.conf")
       writeFileSync(
         conf,
@@ -231,6 +268,10 @@ export const SYSTEMS: ReadonlyArray<SystemDef> = [
       )
       return { cmd, args: ["-c", conf] }
     },
+    clusterPeer: (_root, ports) => ({
+      cmd: which("nats-server") ?? "nats-server",
+      args: ["-a", "127.0.0.1", "-p", String(ports.nats2), ...clusterArgs(ports, 2)]
+    }),
     ready: natsReady,
     readyLine: /Server is ready/
   },

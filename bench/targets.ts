@@ -24,6 +24,7 @@ const ALL = [16, 128, 1024, 16384]
 export const TARGETS: ReadonlyArray<Target> = [
   { what: "NATS 1→1 and fan-out, 16 B and 128 B: ≥ 0.5 × nats-server", scenarios: ["1to1", "fanout"], sizes: SMALL, peer: "nats-server", metric: "rate", kind: "min", bound: 0.5 },
   { what: "NATS 1→1 and fan-out, 1 KiB and 16 KiB: ≥ 0.8 × nats-server", scenarios: ["1to1", "fanout"], sizes: LARGE, peer: "nats-server", metric: "rate", kind: "min", bound: 0.8 },
+  { what: "NATS across a route (publisher and subscribers on two servers), 1→1 and fan-out, 16 B and 1 KiB: ≥ 0.8 × a nats-server pair", scenarios: ["cluster-1to1", "cluster-fanout"], sizes: [16, 1024], peer: "nats-server", metric: "rate", kind: "min", bound: 0.8 },
   { what: "request-reply p50 no worse than nats-server", scenarios: ["reqrep"], sizes: ALL, peer: "nats-server", metric: "p50", kind: "max", bound: 1 },
   { what: "request-reply p99 no worse than nats-server", scenarios: ["reqrep"], sizes: ALL, peer: "nats-server", metric: "p99", kind: "max", bound: 1 },
   { what: "MQTT QoS 0 ≤ 1 KiB: ≥ 3 × mosquitto", scenarios: ["mqtt0", "mqtt0-fanout"], sizes: UP_TO_1K, peer: "mosquitto", metric: "rate", kind: "min", bound: 3 },
@@ -62,7 +63,7 @@ export const BOUNDS: ReadonlyArray<Bound> = [
  * MQTT 1→4 fan-outs the targets also cover, and the scenarios without a target, run with
  * `--scenario all` (or by name).
  */
-export const DEFAULT_SCENARIOS: ReadonlyArray<string> = ["1to1", "fanout", "reqrep", "idle", "mqtt0", "mqtt1", "mqtt1-persist", "mqtt2", "mqtt-connect", "footprint"]
+export const DEFAULT_SCENARIOS: ReadonlyArray<string> = ["1to1", "fanout", "cluster-1to1", "cluster-fanout", "reqrep", "idle", "mqtt0", "mqtt1", "mqtt1-persist", "mqtt2", "mqtt-connect", "footprint"]
 
 export interface TargetCheck {
   readonly target: Target | Bound

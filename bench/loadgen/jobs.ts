@@ -5,6 +5,12 @@ export interface NatsFlowJob {
   readonly kind: "nats-flow"
   readonly port: number
   readonly serverPid: number
+  /**
+   * A cluster run: the subscribers connect to this port (another server, routed to the
+   * publishers' one), whose process `subServerPid` counts in the server CPU figures.
+   */
+  readonly subPort?: number
+  readonly subServerPid?: number
   /** Publisher connections; the count is split between them. */
   readonly pubs: number
   /** Subscriber connections (0 = publish only). */

@@ -90,11 +90,39 @@ export const watch = (pid: number): ProcWatch => {
   return w
 }
 
-export const cpuNow = (serverPid: number) => ({
+/** Both servers' CPU together (a cluster run), or the one server's. */
+const serverCpu = (serverPid: number, otherPid: number | undefined): { readonly total: number; readonly system: number } | undefined => {
+  const a = watch(serverPid).cpuTimes()
+  if (otherPid === undefined || a === undefined) return a
+  const b = watch(otherPid).cpuTimes()
+  return b === undefined ? undefined : { total: a.total + b.total, system: a.system + b.system }
+}
+
+export const cpuNow = (serverPid: number, otherPid?: number) => ({
   t: performance.now(),
   gen: process.cpuUsage(),
-  srv: watch(serverPid).cpuTimes()
+  srv: serverCpu(serverPid, otherPid)
 })
+
+/**
+ * A cluster run: wait until interest made on the subscribers' server (`subject`,
+ * subscribed by `watcher` after everything before it) is known to the publishers'
+ * (`pub`): probes published there reach `watcher`. Interest crosses a route in order, so
+ * the subscriptions made before the watcher's are known too.
+ */
+const routedInterest = async (pub: Conn, watcher: Conn, subject: string, sid: number): Promise<void> => {
+  watcher.sock.write(`SUB ${subject} ${sid}\r\n`)
+  await watcher.flush()
+  const before = watcher.reader.msgs
+  const until = performance.now() + 10_000
+  while (watcher.reader.msgs === before) {
+    if (performance.now() > until) throw new Error(`the subscribers' interest did not reach the publishers' server within 10 s (${subject})`)
+    pub.sock.write(`PUB ${subject} 0\r\n\r\n`)
+    await pub.flush()
+    await watcher.flush()
+    await new Promise((r) => setTimeout(r, 10))
+  }
+}
 
 export const cpuMetrics = (
   start: ReturnType<typeof cpuNow>,
@@ -131,12 +159,20 @@ export const runFlow = async (job: NatsFlowJob): Promise<JobResult> => {
     for (const p of pumps) p.pump()
   }
 
+  const subPort = job.subPort ?? job.port
+  // A cluster run: the route is up (a first probe crosses it) before the subscriptions are made.
+  const probes = job.subPort === undefined ? undefined : [await connect(job.port, "bench-probe-pub"), await connect(subPort, "bench-probe-sub")] as const
+  if (probes !== undefined) await routedInterest(probes[0], probes[1], "bench.probe.route", 1)
   const subs: Array<Conn> = []
   for (let i = 0; i < job.subs; i++) {
-    const c = await connect(job.port, `bench-sub-${i}`, kick)
+    const c = await connect(subPort, `bench-sub-${i}`, kick)
     c.sock.write(job.queue ? `SUB ${subject} q 1\r\n` : `SUB ${subject} 1\r\n`)
     await c.flush()
     subs.push(c)
+  }
+  if (probes !== undefined) {
+    await routedInterest(probes[0], probes[1], "bench.probe.subs", 2)
+    for (const c of probes) c.destroy()
   }
   const pubConns: Array<Conn> = []
   for (let i = 0; i < job.pubs; i++) pubConns.push(await connect(job.port, `bench-pub-${i}`))
@@ -216,7 +252,7 @@ export const runFlow = async (job: NatsFlowJob): Promise<JobResult> => {
     pumps.push(new Pump(pubConns[i]!, per + (i < job.count % job.pubs ? 1 : 0)))
   }
 
-  const start = cpuNow(job.serverPid)
+  const start = cpuNow(job.serverPid, job.subServerPid)
   let pubDoneAt = 0
   let endAt = 0
   const finished = new Promise<void>((resolve) => {
@@ -273,7 +309,7 @@ export const runFlow = async (job: NatsFlowJob): Promise<JobResult> => {
   })
   for (const p of pumps) p.pump()
   await finished
-  const end = cpuNow(job.serverPid)
+  const end = cpuNow(job.serverPid, job.subServerPid)
   // CPU figures cover the whole interval up to the last delivery
   const got = received()
   const headline = job.subs === 0 ? sentTotal : got

@@ -76,7 +76,6 @@ export const notImplementedKeys = {
   ],
   import: ["share", "allow_trace"],
   jetstream: [
-    "domain",
     "unique_tag",
     "max_outstanding_catchup",
     "sync_always",

@@ -80,6 +80,11 @@ export interface JetStreamOptions {
    * is handed to the OS and fsyncs on a timer with that period.
    */
   readonly syncInterval?: "always" | number
+  /**
+   * `domain`: this node's streams are reachable from other servers (routes, leaf
+   * connections) as `$JS.<domain>.API.>`; without it they serve this node's clients only.
+   */
+  readonly domain?: string
 }
 
 /** mqtt.max_queued_messages / max_queued_bytes defaults: 65,536 messages, 1 GiB. */

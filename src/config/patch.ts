@@ -39,6 +39,7 @@ export interface JetStreamPatch {
   readonly maxMemory?: number
   readonly maxStorage?: number
   readonly syncInterval?: "always" | number
+  readonly domain?: string
 }
 
 export interface MqttPatch {

@@ -290,6 +290,11 @@ const ServerName = leaf("a name without spaces", (u) =>
   typeof u === "string" && u !== "" && !/\s/.test(u) ? u : NO
 )
 
+/** A JetStream domain: one subject token, as it stands in `$JS.<domain>.API.>`. */
+const JsDomain = leaf("a single subject token (no '.', '*', '>' or spaces)", (u) =>
+  typeof u === "string" && u !== "" && !/[\s.*>]/.test(u) ? u : NO
+)
+
 // ---- tls --------------------------------------------------------------------
 
 const TLS_TIMEOUT_MS = 2_000
@@ -500,7 +505,8 @@ const jetstreamFields = {
   max_file_store: opt(LimitSize),
   max_file: opt(LimitSize),
   max_storage: opt(LimitSize),
-  sync_interval: opt(SyncInterval)
+  sync_interval: opt(SyncInterval),
+  domain: opt(JsDomain)
 }
 
 const JetStream: Schema.Schema<JetStreamPatch, unknown> = oneOf<JetStreamPatch>("enabled, disabled, true, false or a map", {
@@ -514,7 +520,8 @@ const JetStream: Schema.Schema<JetStreamPatch, unknown> = oneOf<JetStreamPatch>(
       storeDir: first(s.store_dir, s.storedir),
       maxMemory: first(s.max_memory_store, s.max_mem_store, s.max_mem, s.max_memory),
       maxStorage: first(s.max_file_store, s.max_file, s.max_storage),
-      syncInterval: s.sync_interval
+      syncInterval: s.sync_interval,
+      domain: s.domain
     })
   )
 })

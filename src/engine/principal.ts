@@ -174,9 +174,17 @@ export abstract class Principal {
    */
   readonly remote: boolean = false
   /**
+   * Another server (a route or a leaf-node connection): what it publishes was already
+   * handled by that server's own subsystems, so a principal that does not `announce`
+   * (this server's JetStream API, a service import's requests) does not take it.
+   */
+  readonly foreign: boolean = false
+  /**
    * Its subscriptions are announced to the other servers of the cluster (they send it what
    * their clients publish). Off for what every server does for itself: a stream import's
-   * listener, a service import's requests, the JetStream API of the node.
+   * listener, a service import's requests, the JetStream API of the node. It takes nothing
+   * a `foreign` principal publishes (a wildcard subscriber elsewhere may draw such a
+   * message here: it was answered where it was published).
    */
   announce = true
 

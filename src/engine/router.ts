@@ -13,6 +13,8 @@ import {
   Subscription
 } from "./principal.js"
 
+const EMPTY = Buffer.alloc(0)
+
 /** What the router reads from outside: the clock, and the seeded choice of queue members. */
 export interface RouterEnv {
   readonly now: () => number
@@ -36,6 +38,17 @@ export interface RemoteRouting {
   forward(d: Delivery, served: Array<string>): number
 }
 
+/**
+ * Keeps a QoS 1/2 message from another server for this server's persistent MQTT sessions
+ * (the MQTT bridge), as it keeps one published here: `hold` stores a copy before the
+ * message is routed when such a session would take it (its `origin.ref`), `release`
+ * lets the copy go after routing when none did.
+ */
+export interface DurableHold {
+  hold(d: Delivery): void
+  release(d: Delivery): void
+}
+
 export class Router {
   readonly accounts = new Map<string, Account>()
   /** The other servers of the cluster (routes: one hop); undefined on a server without routes. */
@@ -45,6 +58,8 @@ export class Router {
    * route (nats-server's one-hop rule is for routes only); undefined without leaf nodes.
    */
   edge: RemoteRouting | undefined = undefined
+  /** Where QoS 1/2 messages from other servers are stored for persistent MQTT sessions; undefined without MQTT. */
+  durable: DurableHold | undefined = undefined
   private watcher: InterestWatcher | undefined = undefined
   /** Records by nesting depth; `depth` of them are being routed right now. */
   private readonly records: Array<Delivery> = []
@@ -53,6 +68,8 @@ export class Router {
   private depth = 0
   private seq = 0
   private nextInternalSid = 1
+  /** `deliverTo`'s copy for other servers (see there). */
+  private readonly relay = new Delivery()
 
   constructor(readonly env: RouterEnv) {}
 
@@ -65,6 +82,15 @@ export class Router {
       this.accounts.set(name, a)
     }
     return a
+  }
+
+  /**
+   * Another server's interest in `account` (every account: undefined) came or went: told
+   * to those watching their accounts' interest (push consumers of a JetStream domain).
+   */
+  remoteInterestChanged(account?: string): void {
+    if (account !== undefined) this.accounts.get(account)?.onInterestChange?.()
+    else for (const a of this.accounts.values()) a.onInterestChange?.()
   }
 
   /** `w` hears of every subscription of every account, from now on (those there already are its to read). */
@@ -118,9 +144,7 @@ export class Router {
    */
   route(d: Delivery): number {
     const from = d.origin.publisher!
-    // A message from another server goes no further than this one's subscribers.
-    const remote = from.remote || d.origin.local ? undefined : this.remote
-    const edge = d.origin.local ? undefined : this.edge
+    const foreign = from.foreign
     const depth = this.depth++
     try {
       const r = from.account.sublist.match(d.subject)
@@ -129,8 +153,14 @@ export class Router {
       for (let i = 0; i < psubs.length; i++) {
         const s = psubs[i]
         if (s.principal === from && !from.echo) continue
+        // Another server's message was handled by its own subsystems.
+        if (foreign && !s.principal.announce) continue
         if (this.deliver(s, d)) delivered++
       }
+      // A message from another server goes no further than this one's subscribers; one a
+      // subscriber kept to this server (`local`, set before or while delivering) neither.
+      const remote = from.remote || d.origin.local ? undefined : this.remote
+      const edge = d.origin.local ? undefined : this.edge
       const qsubs = r.qsubs
       const queues = d.origin.queues
       let served: Array<string> | undefined
@@ -199,17 +229,49 @@ export class Router {
    */
   deliverTo(to: string, d: Delivery): void {
     const from = d.origin.publisher!
-    this.depth++
+    const foreign = from.foreign
+    const depth = this.depth++
     try {
       const r = from.account.sublist.match(to)
       const psubs = r.psubs
-      for (let i = 0; i < psubs.length; i++) this.deliver(psubs[i], d)
+      for (let i = 0; i < psubs.length; i++) if (!foreign || psubs[i].principal.announce) this.deliver(psubs[i], d)
       const qsubs = r.qsubs
       for (let g = 0; g < qsubs.length; g++) {
         const group = qsubs[g]
         const first = (this.env.random() * group.length) | 0
-        for (let k = 0; k < group.length; k++) if (this.deliver(group[(first + k) % group.length], d)) break
+        for (let k = 0; k < group.length; k++) {
+          const s = group[(first + k) % group.length]
+          if (foreign && !s.principal.announce) continue
+          if (this.deliver(s, d)) break
+        }
       }
+      const remote = from.remote || d.origin.local ? undefined : this.remote
+      const edge = d.origin.local ? undefined : this.edge
+      if (remote === undefined && edge === undefined) return
+      // To another server: routed by `to`, the subject it shows carried after an `@` in its
+      // ack reply (`$JS.ACK.…@<subject>`), as nats-server sends a consumer's deliveries.
+      const relay = this.relay
+      relay.subject = to
+      relay.reply = d.reply.startsWith("$JS.ACK.") ? `${d.reply}@${d.subject}` : d.reply
+      relay.hdrLen = d.hdrLen
+      relay.buf = d.buf
+      relay.start = d.start
+      relay.end = d.end
+      relay.now = d.now
+      relay.seq = ++this.seq
+      const o = relay.origin
+      o.publisher = from
+      o.qos = d.origin.qos
+      o.ref = undefined
+      o.queues = d.origin.queues
+      o.local = false
+      o.cluster = d.origin.cluster
+      const served = (this.served[depth] ??= [])
+      served.length = 0
+      if (remote !== undefined) remote.forward(relay, served)
+      if (edge !== undefined) edge.forward(relay, served)
+      relay.buf = EMPTY
+      o.publisher = undefined
     } finally {
       this.depth--
     }
@@ -222,6 +284,7 @@ export class Router {
     for (let k = 0; k < n; k++) {
       const s = group[(first + k) % n]
       if (s.principal === from && !from.echo) continue
+      if (from.foreign && !s.principal.announce) continue
       if (this.deliver(s, d)) return true
     }
     return false

@@ -79,6 +79,7 @@ const FIXED: ReadonlyArray<Part> = [
   part("jetstream.max_memory_store", (o) => o.jetstream?.maxMemory),
   part("jetstream.max_file_store", (o) => o.jetstream?.maxStorage),
   part("jetstream.sync_interval", (o) => o.jetstream?.syncInterval),
+  part("jetstream.domain", (o) => o.jetstream?.domain),
   part("mqtt", (o) => o.mqtt === undefined ? "disabled" : "enabled"),
   part("mqtt.host", (o) => o.mqtt?.host),
   part("mqtt.port", (o) => o.mqtt?.port),

@@ -80,7 +80,11 @@ export const serve = (
     const jetstream = options.jetstream === undefined ? undefined : yield* startJetStreamOnDisk(running.server, options.jetstream).pipe(
       Effect.mapError((e) => new StartupError(`Could not start JetStream: ${e.detail}`))
     )
-    if (jetstream !== undefined) log.info(`Starting JetStream, store directory "${options.jetstream!.storeDir}"`)
+    if (jetstream !== undefined) {
+      log.info(`Starting JetStream, store directory "${options.jetstream!.storeDir}"`)
+      const domain = options.jetstream!.domain
+      if (domain !== undefined) log.info(`JetStream domain "${domain}": reachable from other servers as $JS.${domain}.API`)
+    }
     const mqtt = options.mqtt === undefined ? undefined : yield* startMqtt(running.server, options.mqtt, jetstream)
     if (mqtt !== undefined) {
       log.info(`Listening for MQTT clients on ${hostPort(mqtt.host, mqtt.port)}${options.mqtt?.tls === undefined ? "" : " (TLS)"}`)

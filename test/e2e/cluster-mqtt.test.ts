@@ -3,7 +3,8 @@
 // clients, reach them. An MQTT publication's QoS travels with it in the `Nmqtt-Pub`
 // header (as nats-server marks messages that arrived over MQTT), so a QoS 1 message
 // reaches MQTT subscribers of the other node at QoS 1. Sessions stay on the node the
-// client connects to, and a message from another node is not stored on this one.
+// client connects to (takeovers across nodes and stored copies of messages from other
+// nodes: cluster-mqtt-sessions.test.ts).
 import mqtt from "mqtt"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type ClusterNode, useCluster } from "../helpers/cluster-nodes.js"

@@ -527,6 +527,21 @@ describe("jetstream", () => {
     expect(warnings("jetstream { sync_interval: 2m }")).toEqual([])
   })
 
+  it("reads a domain (one subject token), warning no more that it is not implemented", () => {
+    expect(options("jetstream {}").jetstream?.domain).toBeUndefined()
+    expect(options("jetstream { domain: hub-1 }").jetstream?.domain).toBe("hub-1")
+    expect(warnings("jetstream { domain: HUB }")).toEqual([])
+  })
+
+  it("rejects a domain that is not a single subject token, saying where", () => {
+    const expected = "expected a single subject token (no '.', '*', '>' or spaces)"
+    expect(failure("jetstream {\n  domain: a.b\n}").message).toBe(`t.conf:2:3: jetstream.domain: ${expected}, got "a.b"`)
+    expect(failure('jetstream { domain: "a b" }').detail).toBe(`jetstream.domain: ${expected}, got "a b"`)
+    expect(failure('jetstream { domain: "" }').detail).toBe(`jetstream.domain: ${expected}, got ""`)
+    expect(failure('jetstream { domain: ">" }').detail).toBe(`jetstream.domain: ${expected}, got ">"`)
+    expect(failure("jetstream { domain: 5 }").detail).toBe(`jetstream.domain: ${expected}, got 5`)
+  })
+
   it("rejects a sync_interval that is not a positive duration or always, saying where", () => {
     const expected = 'expected a positive duration (like "2m" or "10s") or always'
     const e = failure("jetstream {\n  sync_interval: sometimes\n}")

@@ -217,7 +217,7 @@ describe("unknown keys and strict mode", () => {
       if (outcome.kind !== "run") throw new Error("expected run")
       const expected = [
         `${file}:4:1: gateway is not implemented by this version and has no effect`,
-        `${file}:13:3: jetstream.domain is not implemented by this version and has no effect`,
+        `${file}:13:3: jetstream.unique_tag is not implemented by this version and has no effect`,
         `${file}:15:1: mappings is not implemented by this version and has no effect`
       ]
       expect(outcome.warnings).toEqual(expected)

@@ -277,6 +277,53 @@ describe("the other servers of a cluster (RemoteRouting, InterestWatcher)", () =
     expect(edge.calls[1]).toBe("y served=[]")
   })
 
+  it("gives nothing another server published to a principal that does not announce (that server's own subsystems answered it)", () => {
+    const { router, acc, who, sub, publish } = setup()
+    class Foreign extends Recorder {
+      override readonly foreign = true
+    }
+    const peer = new Foreign(acc)
+    const [own, plain, q] = ["own", "plain", "q"].map(who)
+    own.announce = false
+    q.announce = false
+    sub(own, "$JS.API.INFO", "1")
+    sub(plain, "$JS.API.INFO", "2")
+    sub(q, "$JS.API.INFO", "3", "G")
+    const d = router.message(peer)
+    d.subject = "$JS.API.INFO"
+    d.buf = Buffer.from("m")
+    d.end = 1
+    expect(router.route(d)).toBe(1)
+    expect([own.got.length, plain.got.length, q.got.length]).toEqual([0, 1, 0])
+    // A local publisher's reaches all three.
+    expect(publish(who("client"), "$JS.API.INFO", "m")).toBe(3)
+  })
+
+  it("sends a consumer's delivery (deliverTo) to other servers by its target, the subject it shows after an @ in the reply", () => {
+    const { router, acc, who, sub } = setup()
+    const sent: Array<string> = []
+    const forward = (d: Delivery) => {
+      sent.push(`${d.subject} ${d.reply} ${d.buf.toString("latin1", d.start, d.end)}`)
+      return 1
+    }
+    router.remote = { forward }
+    router.edge = { forward }
+    const inbox = who("inbox")
+    sub(inbox, "_INBOX.1", "1")
+    const d = router.compose(who("js"), "orders.1", "$JS.ACK.S.D.1.1.1.0.0", undefined, Buffer.from("x"))
+    router.deliverTo("_INBOX.1", d)
+    expect(inbox.got).toEqual(["1 orders.1 x q0"])
+    expect(sent).toEqual(["_INBOX.1 $JS.ACK.S.D.1.1.1.0.0@orders.1 x", "_INBOX.1 $JS.ACK.S.D.1.1.1.0.0@orders.1 x"])
+    // What came from a route goes on to leaf nodes only.
+    const peer = new Peer(acc)
+    const e = router.compose(peer, "orders.2", "$JS.ACK.S.D.1.2.2.0.0", undefined, Buffer.from("y"))
+    router.deliverTo("_INBOX.1", e)
+    expect(sent.slice(2)).toEqual(["_INBOX.1 $JS.ACK.S.D.1.2.2.0.0@orders.2 y"])
+    // Without an ack reply there is nothing to carry the subject in: it goes by its target alone.
+    router.deliverTo("_INBOX.1", router.compose(who("js"), "orders.3", "", undefined, Buffer.from("z")))
+    expect(sent.slice(3)).toEqual(["_INBOX.1  z", "_INBOX.1  z"])
+  })
+
   it("delivers a message from another server to plain subscribers and only the queue groups it names", () => {
     const { router, acc, who, sub } = setup()
     const peer = new Peer(acc)
@@ -325,5 +372,14 @@ describe("the other servers of a cluster (RemoteRouting, InterestWatcher)", () =
     sub(q, "y", "2")
     p.removeSub(s)
     expect(seen).toEqual(["+A x", "+LATER y", "-A x"])
+  })
+})
+
+describe("a stream consumer's delivery from another server (jsDeliveryAt)", () => {
+  it("splits only a $JS.ACK reply, at its last @, and leaves every other reply whole", async () => {
+    const { jsDeliveryAt } = await import("../../src/server/cluster/link.js")
+    const r = "$JS.ACK.S.D.1.1.1.1795587940444397940.0@orders.1"
+    expect([r.slice(0, jsDeliveryAt(r)), r.slice(jsDeliveryAt(r) + 1)]).toEqual(["$JS.ACK.S.D.1.1.1.1795587940444397940.0", "orders.1"])
+    for (const plain of ["", "user@example.com", "_INBOX.a@b", "$JS.ACK.S.D.1@", "$JS.ACK.@x", "$JS.ACK.S.D.1.1.1.0.0"]) expect(jsDeliveryAt(plain)).toBe(-1)
   })
 })

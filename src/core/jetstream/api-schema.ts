@@ -12,6 +12,8 @@ export const ApiErrorSchema = Schema.Struct({
 
 export const PubAck = Schema.Struct({
   stream: Schema.String,
+  /** The stream's JetStream domain, when the server has one. */
+  domain: Schema.optional(Schema.String),
   seq: Seq,
   duplicate: Schema.optional(Schema.Boolean),
   error: Schema.optional(ApiErrorSchema)

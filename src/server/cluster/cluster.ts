@@ -409,6 +409,7 @@ export class Cluster implements RemoteRouting, InterestWatcher, RouteMesh {
     this.interest.dropRemote(r)
     this.leafs?.routeGone(r)
     this.leafs?.routeGone(r.leafShadow)
+    this.server.router.remoteInterestChanged()
   }
 
   /** A route is gone (either side closed it). */
@@ -549,12 +550,16 @@ export class Cluster implements RemoteRouting, InterestWatcher, RouteMesh {
       r.close(RouteClosed.InterestLimit, "Maximum Subscriptions Exceeded")
     } else if (change !== "unchanged") {
       this.leafs?.routeInterest(i.account, i.fromLeaf ? r.leafShadow : r, i.subject, i.queue, i.weight)
+      this.server.router.remoteInterestChanged(i.account)
     }
   }
 
   /** RS- from a route. */
   remoteUnsub(r: Route, i: PeerInterest): void {
-    if (this.interest.remove(r, i)) this.leafs?.routeInterest(i.account, i.fromLeaf ? r.leafShadow : r, i.subject, i.queue, 0)
+    if (this.interest.remove(r, i)) {
+      this.leafs?.routeInterest(i.account, i.fromLeaf ? r.leafShadow : r, i.subject, i.queue, 0)
+      this.server.router.remoteInterestChanged(i.account)
+    }
   }
 
   // ---- forwarding: the router's RemoteRouting ----

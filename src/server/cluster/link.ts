@@ -64,10 +64,24 @@ class OutMsg implements PeerMsg {
   origin = ""
 }
 
+/**
+ * Where the `@` of a stream consumer's delivery from another server splits its reply field
+ * (`<ack reply>@<subject>`, only after a `$JS.ACK.` reply, as nats-server sends and reads
+ * it); -1 for any other reply.
+ */
+export const jsDeliveryAt = (reply: string): number => {
+  if (!reply.startsWith(JS_ACK_PREFIX)) return -1
+  const at = reply.lastIndexOf("@")
+  return at > JS_ACK_PREFIX.length && at < reply.length - 1 ? at : -1
+}
+const JS_ACK_PREFIX = "$JS.ACK."
+
 export abstract class PeerLink<Reason extends string> extends Connection<Reason> implements PeerOpHandler, ForwardPeer {
   readonly policy = NATS_POLICY
   readonly out: OutBuf
   readonly parser: PeerParser
+  /** Another server: its messages were handled by its own subsystems (JetStream API, service imports). */
+  override readonly foreign = true
 
   /** The other server's id and name (from its INFO or CONNECT). */
   remoteId = ""
@@ -237,7 +251,25 @@ export abstract class PeerLink<Reason extends string> extends Connection<Reason>
     d.origin.cluster = this.originOf(m)
     // Published over MQTT at QoS 1/2 (on whichever server): delivered to MQTT subscribers at it.
     if (m.hdrLen > 0) d.origin.qos = mqttQosOf(m.buf, m.start, m.start + m.hdrLen)
+    // `$JS.ACK.…@<subject>`: a stream consumer's delivery to the subscribers of the message's
+    // subject (an inbox, a deliver subject), showing them the subject after the last `@`
+    // (any other reply, `@` or not, is a reply like any other).
+    const at = jsDeliveryAt(m.reply)
+    if (at >= 0) {
+      d.subject = m.reply.slice(at + 1)
+      d.reply = m.reply.slice(0, at)
+      router.deliverTo(m.subject, d)
+      return
+    }
+    // A QoS 1/2 message is stored for persistent MQTT sessions here, as one published here is.
+    const held = d.origin.qos > 0 ? router.durable : undefined
+    if (held === undefined) {
+      router.route(d)
+      return
+    }
+    held.hold(d)
     router.route(d)
+    held.release(d)
   }
 
   private traceInterest(op: string, i: PeerInterest, weight: boolean): void {

@@ -88,6 +88,7 @@ const accountInfo = (js: JetStream, acc: JsAccount): Response => ({
     storage_max_stream_bytes: -1,
     max_bytes_required: false
   },
+  ...(acc.domain === undefined ? {} : { domain: acc.domain }),
   api: { total: acc.apiTotal, errors: acc.apiErrors }
 })
 

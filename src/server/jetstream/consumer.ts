@@ -182,7 +182,7 @@ export class JsConsumer {
       this.checkInterest()
     } else {
       this.subs.push(
-        router.subscribe(principal, `$JS.API.CONSUMER.MSG.NEXT.${base}`, undefined, (d) => {
+        router.subscribe(this.stream.host.api, `$JS.API.CONSUMER.MSG.NEXT.${base}`, undefined, (d) => {
           if (d.reply === "") return
           this.input({ type: "pull", request: parsePullRequest(d.buf.toString("utf8", d.payloadStart, d.end)), reply: d.reply })
         })
@@ -207,10 +207,20 @@ export class JsConsumer {
     return this.closed ? undefined : this.machine.nextDeadline()
   }
 
-  /** Push consumers have no event for a subscription on `deliver_subject`: look at the Sublist. */
+  /**
+   * Push consumers have no event for a subscription on `deliver_subject`: look at the
+   * Sublist, and with a JetStream domain at the other servers' interest too (their
+   * subscribers are served across routes and leaf connections).
+   */
   private checkInterest(): void {
     if (this.stopIfStreamClosed()) return
-    const active = this.stream.host.principal.account.sublist.hasInterest(this.machine.config.deliver_subject!)
+    const subject = this.machine.config.deliver_subject!
+    const account = this.stream.host.principal.account
+    const server = this.server
+    const active =
+      account.sublist.hasInterest(subject) ||
+      (this.stream.host.domain !== undefined &&
+        (server.cluster?.interest.hasInterest(account.name, subject) === true || server.leafnodes?.interest.hasInterest(account.name, subject) === true))
     if (active !== this.interest) {
       this.interest = active
       this.input({ type: "interest", active })

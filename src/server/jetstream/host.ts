@@ -11,6 +11,13 @@ export interface StreamHost {
   readonly server: Server
   /** The account's JetStream principal: what streams subscribe and answer as. */
   readonly principal: InternalPrincipal
+  /**
+   * The account's `$JS.API` principal: the API, pull requests and direct gets, never
+   * announced to other servers (they reach this node as `$JS.<domain>.API`, if at all).
+   */
+  readonly api: InternalPrincipal
+  /** The server's JetStream domain (said in PubAcks), if it has one. */
+  readonly domain: string | undefined
   /** Undefined when `bytes` more of this storage type fit in the account. */
   readonly admit: (storage: "file" | "memory", bytes: number) => ApiError | undefined
   /** Whose rounds a stream's PubAcks wait for. */

@@ -66,7 +66,17 @@ export class JsAccount implements StreamHost {
   readonly streams = new Map<string, JsStream>()
   apiTotal = 0
   apiErrors = 0
-  constructor(readonly js: JetStream, readonly name: string, readonly principal: InternalPrincipal, readonly enabled: boolean) {}
+  constructor(
+    readonly js: JetStream,
+    readonly name: string,
+    readonly principal: InternalPrincipal,
+    readonly api: InternalPrincipal,
+    readonly enabled: boolean
+  ) {}
+
+  get domain(): string | undefined {
+    return this.js.options.domain
+  }
 
   get server(): Server {
     return this.js.server
@@ -269,10 +279,17 @@ export class JetStream {
     let a = this.accounts.get(name)
     if (a === undefined) {
       const router = this.server.router
+      const domain = this.options.domain
+      // Streams and consumers (captures, acks) are this node's own, not announced to other
+      // servers, unless the node has a domain: then other servers' clients reach them too.
       const principal = router.internal(name, "JetStream")
-      // JetStream is this node's own: its API, streams and consumers are not announced to routes.
-      principal.announce = false
-      a = new JsAccount(this, name, principal, this.enabledFor(name))
+      principal.announce = domain !== undefined
+      // `$JS.API` is always this node's own: other servers have theirs (two nodes must never
+      // both answer one request), and reach this one's as `$JS.<domain>.API`.
+      const api = router.internal(name, "JetStream API")
+      api.announce = false
+      const enabled = this.enabledFor(name)
+      a = new JsAccount(this, name, principal, api, enabled)
       this.accounts.set(name, a)
       // Push consumers learn of subscribers on their deliver subject from this, not by polling.
       principal.account.onInterestChange = () => {
@@ -280,8 +297,18 @@ export class JetStream {
       }
       for (const subject of ["$JS.API.INFO", "$JS.API.STREAM.>", "$JS.API.CONSUMER.>"]) {
         const acc = a
-        router.subscribe(principal, subject, undefined, (d) => {
+        router.subscribe(api, subject, undefined, (d) => {
+          // Answered here: not sent on to another server's JetStream (nats-server in a mixed cluster).
+          if (enabled) d.origin.local = true
           this.request({ acc, subject: d.subject, reply: d.reply, body: d.buf.toString("utf8", d.payloadStart, d.end) })
+        })
+      }
+      if (domain !== undefined && enabled) {
+        // `$JS.<domain>.API.>` is `$JS.API.>` here, as nats-server maps it; announced, so
+        // that clients of every server of the cluster and of leaf nodes reach this node.
+        const prefix = `$JS.${domain}.API.`
+        router.subscribe(principal, `${prefix}>`, undefined, (d) => {
+          router.forward(api, d, `$JS.API.${d.subject.slice(prefix.length)}`, d.reply, true)
         })
       }
     }
@@ -403,7 +430,7 @@ export class JetStream {
         storeDir: this.options.storeDir,
         syncIntervalMs: this.syncIntervalMs,
         syncAlways: this.syncIntervalMs === undefined,
-        domain: undefined
+        domain: this.options.domain
       },
       memory: sum((a) => a.usage("memory")),
       storage: sum((a) => a.usage("file")),

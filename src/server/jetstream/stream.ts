@@ -74,7 +74,8 @@ export class JsStream implements ConsumerStream {
 
   /** A PubAck's JSON up to its sequence (the stream's name never changes). */
   private get ackPrefix(): string {
-    return (this.ackPrefixJson ??= `{"stream":${JSON.stringify(this.name)},"seq":`)
+    const domain = this.host.domain === undefined ? "" : `"domain":${JSON.stringify(this.host.domain)},`
+    return (this.ackPrefixJson ??= `{"stream":${JSON.stringify(this.name)},${domain}"seq":`)
   }
   private ackPrefixJson: string | undefined
 
@@ -86,7 +87,7 @@ export class JsStream implements ConsumerStream {
     for (const subject of this.config.subjects) this.subs.push(router.subscribe(principal, subject, undefined, (d) => this.capture(d)))
     if (this.config.allow_direct)
       for (const subject of [`$JS.API.DIRECT.GET.${this.name}`, `$JS.API.DIRECT.GET.${this.name}.>`])
-        this.directSubs.push(router.subscribe(principal, subject, "_sys_", (d) => answerDirectGet(this.host, this.name, this.store, d)))
+        this.directSubs.push(router.subscribe(this.host.api, subject, "_sys_", (d) => answerDirectGet(this.host, this.name, this.store, d)))
   }
 
   unsubscribe(): void {
@@ -179,7 +180,7 @@ export class JsStream implements ConsumerStream {
 
   private fail(reply: string, error: ApiError): void {
     if (reply === "") return
-    const body: PubAck = { error, stream: this.name, seq: 0 }
+    const body: PubAck = { error, stream: this.name, ...(this.host.domain === undefined ? {} : { domain: this.host.domain }), seq: 0 }
     this.send(reply, Buffer.from(JSON.stringify(body)))
   }
 

@@ -341,6 +341,7 @@ export class LeafNodes implements RemoteRouting, InterestWatcher, LeafMesh, Leaf
         for (const e of this.interest.entries(l)) this.routes.announce(account, e.subject, e.queue ?? "", -e.weight)
       }
       this.interest.dropRemote(l)
+      this.server.router.remoteInterestChanged(account)
       this.book.detach(account, l, this)
       // The last leaf connection of the account: its loop-detection subject goes too.
       if (this.book.leafs(account).size === 0) {
@@ -481,6 +482,7 @@ export class LeafNodes implements RemoteRouting, InterestWatcher, LeafMesh, Leaf
     const weight = i.queue === "" ? 1 : i.weight
     this.routes?.announce(account, i.subject, i.queue, weight - this.book.weightOf(account, l, i.subject, i.queue))
     this.book.remote(account, l, i.subject, i.queue, weight, this)
+    this.server.router.remoteInterestChanged(account)
   }
 
   /** LS- from a leaf connection. */
@@ -489,6 +491,7 @@ export class LeafNodes implements RemoteRouting, InterestWatcher, LeafMesh, Leaf
     if (this.interest.remove(l, { account, subject: i.subject, queue: i.queue, fromLeaf: false })) {
       this.routes?.announce(account, i.subject, i.queue, -this.book.weightOf(account, l, i.subject, i.queue))
       this.book.remote(account, l, i.subject, i.queue, 0, this)
+      this.server.router.remoteInterestChanged(account)
     }
   }
 

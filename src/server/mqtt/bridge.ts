@@ -30,7 +30,7 @@ import { ReasonCode } from "../../core/mqtt/v5/reason.js"
 import { type MessageProperties, NO_PROPERTIES } from "../../core/mqtt/v5/types.js"
 import type { ServerLimits } from "../../core/mqtt/v5/connect.js"
 import type { Conn, ConnHandlers } from "../../services/transport.js"
-import { type Delivery, GLOBAL_ACCOUNT, type InternalPrincipal, type Subscription } from "../../engine/principal.js"
+import { type Account, type Delivery, GLOBAL_ACCOUNT, type InternalPrincipal, type Subscription } from "../../engine/principal.js"
 import type { Server } from "../server.js"
 import { ClosedReason } from "../reasons.js"
 import { MqttCommitGate, type RouteExtra } from "./commit-gate.js"
@@ -38,6 +38,7 @@ import { closedRecord, MqttConnection, type MqttDriver, mqttLogPrefix } from "./
 import type { MalformedPacket } from "../../core/mqtt/codec.js"
 import { HELD_MAX, HeldPayloads } from "./held.js"
 import { BacklogPump, RetainedLookups } from "./pacing.js"
+import { type OwnerAnnouncement, givesWay, MqttOwners } from "./owners.js"
 import { MqttRegistry } from "./registry.js"
 import type { MqttAccountStore, MqttStoreService } from "./store.js"
 import { traceMqttIn, traceMqttOut, traceMqttOutQos0 } from "./trace.js"
@@ -84,6 +85,8 @@ export class MqttBridge implements MqttDriver {
   /** Payloads of QoS 1/2 messages in the sessions' windows (see held.ts). */
   private readonly held = new HeldPayloads()
   private readonly registry: MqttRegistry
+  /** Client ids across servers: takeovers cluster-wide (owners.ts). */
+  private readonly owners: MqttOwners
   private readonly gate: MqttCommitGate
   private readonly retained: RetainedLookups
   private readonly backlog: BacklogPump
@@ -118,6 +121,45 @@ export class MqttBridge implements MqttDriver {
     this.gate = new MqttCommitGate(server, store, this)
     this.retained = new RetainedLookups(server, this)
     this.backlog = new BacklogPump(store, this)
+    server.router.durable = { hold: (d) => this.holdRouted(d), release: (d) => this.releaseRouted(d) }
+    this.owners = new MqttOwners(server, (account, a) => this.takenElsewhere(account, a))
+  }
+
+  /** Another server announced a connection with a client id this server holds: the older connection is closed. */
+  private takenElsewhere(account: string, a: OwnerAnnouncement): void {
+    const c = this.registry.connected(a.client_id, account)
+    if (c === undefined || c.closed || !givesWay(c.claimedAt, this.server.serverId, a)) return
+    this.server.log.warn(
+      `${mqttLogPrefix(c, a.client_id)} - The same client id connected to server "${a.server_name}" (${a.server_id}): closing this connection`
+    )
+    this.input(c, { type: "takenOver" })
+  }
+
+  /**
+   * A QoS 1/2 message from another server (a route, a leaf connection) that a persistent
+   * session here would take is stored before it is routed, as a local publication is
+   * (`publish`): it survives a restart until acknowledged. Nothing waits on the commit
+   * (the other server had its acknowledgement), which follows this turn's flush.
+   */
+  private holdRouted(d: Delivery): void {
+    const account = d.origin.publisher!.account
+    const store = this.gate.storeOf(account.name)
+    if (store === undefined || !store.durable || !this.heldDurably(account, d.subject)) return
+    const r = store.storeMessage(d.subject, d.buf.subarray(d.payloadStart, d.end), d.origin.qos as QoS)
+    if (typeof r === "object") {
+      this.server.log.error(`MQTT: message on '${d.subject}' from another server could not be stored: ${r.detail}`)
+      return
+    }
+    d.origin.ref = r
+    if (r !== undefined) this.gate.wrote()
+  }
+
+  private releaseRouted(d: Delivery): void {
+    const ref = d.origin.ref
+    if (ref === undefined) return
+    const store = this.gate.storeOf(d.origin.publisher!.account.name)
+    store?.routed(ref)
+    store?.releaseIfUnheld(ref)
   }
 
   /** Asks the shell to run tick() by then. */
@@ -440,6 +482,10 @@ export class MqttBridge implements MqttDriver {
       this.input(claim.older, { type: "takenOver" })
     }
     this.registry.register(c, clientId)
+    // The other servers close a connection they hold with this client id (a server
+    // without routes or leaf connections has nobody to tell).
+    c.claimedAt = this.server.now()
+    if (this.server.cluster !== undefined || this.server.leafnodes !== undefined) this.owners.announce(c.account.name, clientId, c.claimedAt)
     const key = `${c.account.name}\n${clientId}`
     const will = this.delayedWills.get(key)
     if (will !== undefined) {
@@ -493,7 +539,7 @@ export class MqttBridge implements MqttDriver {
     // A persistent session's QoS 2 PUBLISH: its de-duplication record goes to disk with it.
     const dedup = qos === 2 && confirm !== undefined ? this.gate.persisted(c) : undefined
     let ref: number | undefined
-    if (store !== undefined && store.durable && this.heldDurably(c, subject)) {
+    if (store !== undefined && store.durable && this.heldDurably(c.account, subject)) {
       // Kept until every persistent session it is routed to has it acknowledged.
       const inbound = dedup === undefined ? undefined : { clientId: c.session.clientId, packetId: confirm! }
       const r = store.storeMessage(subject, payload, qos, later, inbound)
@@ -591,8 +637,8 @@ export class MqttBridge implements MqttDriver {
    * a restart until acknowledged. Nothing else needs it on disk: a clean session's
    * messages end with its connection, restart or not.
    */
-  private heldDurably(c: MqttConnection, subject: string): boolean {
-    const psubs = c.account.sublist.match(subject).psubs
+  private heldDurably(account: Account, subject: string): boolean {
+    const psubs = account.sublist.match(subject).psubs
     for (let i = 0; i < psubs.length; i++) if (psubs[i].holdsMessages && !psubs[i].closed) return true
     return false
   }

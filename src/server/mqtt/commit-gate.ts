@@ -55,6 +55,8 @@ export class MqttCommitGate {
   private deferred: Array<Deferred> = []
   /** Output held this turn for the commit that follows the flush (see `holdsOutput`). */
   private awaiting: Array<readonly [MqttConnection, Array<Buffer>]> | undefined = undefined
+  /** Something was stored this turn that nothing else waits for (a message from another server): commit after the flush. */
+  private written = false
   private readonly flushedFn = () => this.flushed()
 
   constructor(
@@ -148,6 +150,12 @@ export class MqttCommitGate {
     this.scheduleFlush()
   }
 
+  /** A write nobody waits for (a message from another server stored for a session): the commit after this turn's flush covers it. */
+  wrote(): void {
+    this.written = true
+    this.scheduleFlush()
+  }
+
   // ---- the Outbound's flush: one write per connection per turn; output that depends on this turn's writes waits for their commit ----
 
   /** The flush reached `c`: its session record first when stale, then whether its output must wait for the commit. */
@@ -174,7 +182,9 @@ export class MqttCommitGate {
   private flushed(): void {
     const batch = this.awaiting
     this.awaiting = undefined
-    if (batch === undefined && this.confirms.length === 0 && this.deferred.length === 0 && !this.store.hasRemovals()) return
+    const written = this.written
+    this.written = false
+    if (batch === undefined && !written && this.confirms.length === 0 && this.deferred.length === 0 && !this.store.hasRemovals()) return
     const confirms = this.confirms
     this.confirms = []
     const deferred = this.deferred

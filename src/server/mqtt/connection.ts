@@ -104,6 +104,8 @@ export class MqttConnection extends Peer {
   /** The CONNECT credentials it was admitted with, kept (never logged) so a configuration reload can check them again. */
   credentials: MqttCredentials | undefined
   lastActivity: number
+  /** When it took its client id (told to the other servers: of two connections with one id, the older gives way). */
+  claimedAt = 0
   /** When the chunk being parsed (or the last one) was read: the time its packets are handled at. */
   readAt: number
   /** Why the server closed it, when the session did not decide (slow consumer). */
