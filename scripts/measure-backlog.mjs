@@ -1,6 +1,6 @@
 // The server's memory with a large MQTT backlog (issue #15, item 8): a persistent
 // session subscribes at QoS 1 and goes away, a publisher queues N messages of SIZE
-// bytes for it (default 2,000 x 500 KB = 977 MiB), the RSS is read then and 30 s
+// bytes for it (default 2,000 x 500 KB = 977 MiB), the RSS is read then, 3 s and 30 s
 // later, and the session comes back and drains the backlog while the peak RSS is
 // watched. Run after `npm run build`:
 //
@@ -44,8 +44,10 @@ try {
   for (let i = 0; i < N; i++) await pub.publishAsync("backlog/t", body, { qos: 1 })
   await pub.endAsync()
   await sleep(500)
-  console.log(`${N} x ${SIZE} B (${mib((N * SIZE) / 2 ** 20)}) queued: RSS ${mib(rss())}`)
-  await sleep(30_000)
+  console.log(`${N} x ${SIZE} B (${mib((N * SIZE) / 2 ** 20)}) queued: RSS ${mib(rss())} (0.5 s after the last publish)`)
+  await sleep(2500)
+  console.log(`3 s later: RSS ${mib(rss())}`)
+  await sleep(27_000)
   console.log(`30 s later: RSS ${mib(rss())}`)
   let got = 0
   let peak = 0

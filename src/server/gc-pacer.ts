@@ -30,17 +30,94 @@ export class GcPacer {
   }
 }
 
+/** Bytes read since the last trim that make the next quiet spell worth one. */
+export const TRIM_AFTER_BYTES = 4 * 1024 * 1024
+
+/** How long reads must have stopped before memory is given back. */
+export const QUIET_MS = 1000
+
+/** A heap this large is left to V8's own pace: its full collections would pause too long. */
+export const TRIM_MAX_HEAP = 128 * 1024 * 1024
+
+/** One timer at a time, not keeping the process alive. */
+export type After = (ms: number, f: () => void) => void
+
 /**
- * V8's scavenge, as a function (`--expose-gc`, set at run time, reaches only contexts
- * created afterwards: this one); undefined where the runtime refuses.
+ * Memory given back once traffic stops. A burst grows V8's young generation to 12-16 MiB
+ * and leaves freed pages pooled; V8 keeps both until its memory reducer runs, 8-30 s
+ * later or not at all (measured: RSS 88 MiB after a burst, 52 MiB after the collection
+ * below). So after a quiet second that follows at least TRIM_AFTER_BYTES read, one
+ * memory-reducing collection. A timer runs only while reads go on (one per QUIET_MS),
+ * none when the server is idle.
  */
-export const nodeMinorGc = (): (() => void) | undefined => {
+export class IdleTrim {
+  private sinceTrim = 0
+  private recent = 0
+  private armed = false
+
+  constructor(
+    private readonly trim: () => void,
+    private readonly after: After
+  ) {}
+
+  /** `bytes` were read from a socket. */
+  add(bytes: number): void {
+    this.sinceTrim += bytes
+    this.recent += bytes
+    if (!this.armed) {
+      this.armed = true
+      this.after(QUIET_MS, this.check)
+    }
+  }
+
+  /** Start-up allocated a great deal (compiling the server): trim at the first quiet spell. */
+  started(): void {
+    this.sinceTrim = Math.max(this.sinceTrim, TRIM_AFTER_BYTES)
+    this.add(0)
+  }
+
+  private readonly check = (): void => {
+    if (this.recent > 0) {
+      this.recent = 0
+      this.after(QUIET_MS, this.check)
+      return
+    }
+    this.armed = false
+    if (this.sinceTrim >= TRIM_AFTER_BYTES) {
+      this.sinceTrim = 0
+      this.trim()
+    }
+  }
+}
+
+/** V8's `gc` function (`--expose-gc`, set at run time, reaches only contexts created afterwards: this one); undefined where the runtime refuses. */
+const exposedGc = (): ((o: { type: string; flavor?: string }) => void) | undefined => {
   try {
     v8.setFlagsFromString("--expose-gc")
     const gc = vm.runInNewContext("gc") as unknown
-    if (typeof gc !== "function") return undefined
-    return () => (gc as (o: { type: string }) => void)({ type: "minor" })
+    return typeof gc === "function" ? (gc as (o: { type: string; flavor?: string }) => void) : undefined
   } catch {
     return undefined
+  }
+}
+
+/** V8's scavenge, as a function; undefined where the runtime refuses. */
+export const nodeMinorGc = (): (() => void) | undefined => {
+  const gc = exposedGc()
+  return gc === undefined ? undefined : () => gc({ type: "minor" })
+}
+
+/**
+ * V8's memory-reducing full collection (the one it runs under memory pressure: the young
+ * generation shrunk, pooled pages returned), skipped while the heap is over TRIM_MAX_HEAP;
+ * undefined before V8 12 (Node 22), whose `gc` does not take the `last-resort` flavor and
+ * would run a plain full collection that returns nothing.
+ */
+export const nodeTrimGc = (v8Version: string = process.versions.v8): (() => void) | undefined => {
+  if (!(Number(v8Version.split(".")[0]) >= 12)) return undefined
+  const gc = exposedGc()
+  if (gc === undefined) return undefined
+  return () => {
+    if (v8.getHeapStatistics().used_heap_size <= TRIM_MAX_HEAP) gc({ type: "major", flavor: "last-resort" })
   }
 }

@@ -119,5 +119,6 @@ export const serve = (
     log.info(`Server id is ${running.server.serverId}`)
     log.info(`Server name is ${running.server.serverName}`)
     log.info("Server is ready")
+    running.idleTrim?.started()
     return { ...running, monitor, mqtt, websocket, files, jetstream }
   })

@@ -1,6 +1,6 @@
 // The scavenge pacing: one young-generation GC per PACE_BYTES read, whatever the chunk sizes.
 import { describe, expect, it } from "vitest"
-import { GcPacer, nodeMinorGc, PACE_BYTES } from "../../src/server/gc-pacer.js"
+import { GcPacer, IdleTrim, nodeMinorGc, nodeTrimGc, PACE_BYTES, QUIET_MS, TRIM_AFTER_BYTES } from "../../src/server/gc-pacer.js"
 
 describe("GcPacer", () => {
   it("asks for a scavenge once per PACE_BYTES read from sockets", () => {
@@ -18,5 +18,81 @@ describe("GcPacer", () => {
     const gc = nodeMinorGc()
     expect(gc).toBeTypeOf("function")
     gc!()
+  })
+})
+
+/** A hand-run timer: what IdleTrim asked for, fired when the test says. */
+const manualTimer = () => {
+  const due: Array<{ ms: number; f: () => void }> = []
+  return { after: (ms: number, f: () => void) => void due.push({ ms, f }), due, fire: () => due.shift()!.f() }
+}
+
+describe("IdleTrim", () => {
+  it("gives memory back once, after a quiet spell that follows enough traffic", () => {
+    let trims = 0
+    const t = manualTimer()
+    const idle = new IdleTrim(() => trims++, t.after)
+    idle.add(TRIM_AFTER_BYTES)
+    expect(t.due).toEqual([{ ms: QUIET_MS, f: expect.any(Function) }])
+    t.fire() // reads happened in the last period: not quiet yet
+    expect(trims).toBe(0)
+    expect(t.due.length).toBe(1)
+    t.fire() // a whole period without reads
+    expect(trims).toBe(1)
+    expect(t.due.length).toBe(0) // idle: no timer at all
+  })
+
+  it("waits while reads go on, one timer at a time", () => {
+    let trims = 0
+    const t = manualTimer()
+    const idle = new IdleTrim(() => trims++, t.after)
+    for (let period = 0; period < 5; period++) {
+      for (let i = 0; i < 100; i++) idle.add(TRIM_AFTER_BYTES)
+      expect(t.due.length).toBe(1)
+      t.fire()
+      expect(trims).toBe(0)
+    }
+    t.fire()
+    expect(trims).toBe(1)
+  })
+
+  it("does nothing after a little traffic, and counts again from each trim", () => {
+    let trims = 0
+    const t = manualTimer()
+    const idle = new IdleTrim(() => trims++, t.after)
+    idle.add(TRIM_AFTER_BYTES - 1)
+    t.fire()
+    t.fire()
+    expect(trims).toBe(0)
+    expect(t.due.length).toBe(0)
+    idle.add(1) // the bytes before count too
+    t.fire()
+    t.fire()
+    expect(trims).toBe(1)
+    idle.add(100)
+    t.fire()
+    t.fire()
+    expect(trims).toBe(1)
+  })
+})
+
+describe("IdleTrim after start", () => {
+  it("trims at the first quiet spell after start-up, once", () => {
+    let trims = 0
+    const t = manualTimer()
+    const idle = new IdleTrim(() => trims++, t.after)
+    idle.started()
+    t.fire()
+    expect(trims).toBe(1)
+    expect(t.due.length).toBe(0)
+  })
+})
+
+describe("nodeTrimGc", () => {
+  it("is there from V8 12 (Node 22) on, and not before, where gc() has no memory-reducing flavor", () => {
+    expect(nodeTrimGc("11.3.244.8-node.33")).toBeUndefined()
+    const trim = nodeTrimGc("12.4.254.21-node.33")
+    expect(trim).toBeTypeOf("function")
+    trim!()
   })
 })
