@@ -467,6 +467,27 @@ describe("MQTT 5.0 message properties across the bridge, in the session (slice 3
   })
 })
 
+describe("MQTT 5.0 Payload Format Indicator in the session", () => {
+  const notUtf8 = Buffer.from([0x68, 0xc3, 0x28])
+  it("[MQTT-3.3.2-4] 1 with a payload that is not UTF-8: PUBACK/PUBREC 0x99 at QoS 1/2, DISCONNECT 0x99 at QoS 0, never routed", () => {
+    const { s } = ready5()
+    const [q1, q2, ok, anyBytes] = v5Packets(
+      { cmd: "publish", topic: "a", payload: notUtf8, qos: 1, messageId: 1, retain: false, dup: false, properties: { payloadFormatIndicator: true } },
+      { cmd: "publish", topic: "a", payload: notUtf8, qos: 2, messageId: 2, retain: false, dup: false, properties: { payloadFormatIndicator: true } },
+      { cmd: "publish", topic: "a", payload: Buffer.from("é"), qos: 1, messageId: 3, retain: false, dup: false, properties: { payloadFormatIndicator: true } },
+      { cmd: "publish", topic: "a", payload: notUtf8, qos: 1, messageId: 4, retain: false, dup: false, properties: { payloadFormatIndicator: false } }
+    )
+    const refused = [...s.step(pkt(q1), 0), ...s.step(pkt(q2), 0)]
+    expect(ofType(refused, "publish")).toEqual([])
+    expect(sent(refused)).toMatchObject([{ cmd: "puback", messageId: 1, reasonCode: 0x99 }, { cmd: "pubrec", messageId: 2, reasonCode: 0x99 }])
+    expect(ofType([...s.step(pkt(ok), 0), ...s.step(pkt(anyBytes), 0)], "publish")).toHaveLength(2)
+    const [q0] = v5Packets({ cmd: "publish", topic: "a", payload: notUtf8, qos: 0, retain: false, dup: false, properties: { payloadFormatIndicator: true } })
+    const closed = s.step(pkt(q0), 0)
+    expect(ofType(closed, "publish")).toEqual([])
+    expect(sent(closed)).toMatchObject([{ cmd: "disconnect", reasonCode: 0x99 }])
+  })
+})
+
 describe("MQTT 5.0 No Local in the session", () => {
   it("a message the connection published itself skips its No Local subscriptions, on the fast path and in step", () => {
     const { s } = ready5()

@@ -23,6 +23,7 @@ import { headerBlock, publishToNats } from "./v5/nats.js"
 import { DEFAULT_RECEIVE_MAXIMUM, InboundQuota } from "./v5/flow.js"
 import { ReasonCode } from "./v5/reason.js"
 import { natsSubscription, sendsRetained } from "./v5/subscription.js"
+import { payloadMatchesFormat } from "./v5/information.js"
 import { type Connect, type MessageProperties, NO_PROPERTIES, type Properties } from "./v5/types.js"
 import {
   type ClientPacket,
@@ -139,6 +140,14 @@ const V5_CONNACK: Readonly<Record<number, number>> = {
   [ConnackCode.ServerUnavailable]: ReasonCode.ServerUnavailable,
   [ConnackCode.BadUsernameOrPassword]: ReasonCode.BadUserNameOrPassword,
   [ConnackCode.NotAuthorized]: ReasonCode.NotAuthorized
+}
+
+/** The Reason String of a PUBACK/PUBREC that refuses a PUBLISH, by reason code. */
+const REFUSED_PUBLISH: Readonly<Record<number, string>> = {
+  [ReasonCode.NotAuthorized]: "not authorized to publish to this topic",
+  [ReasonCode.ImplementationSpecificError]: "the Response Topic cannot be a NATS reply subject",
+  [ReasonCode.TopicNameInvalid]: "the Response Topic is not a valid topic name",
+  [ReasonCode.PayloadFormatInvalid]: "the payload is not UTF-8 though its Payload Format Indicator says so"
 }
 
 /** The Prefix of a Shared Subscription's filter (4.8.2). */
@@ -904,6 +913,14 @@ export class MqttSession {
     let reply: string | undefined
     let hdr: Buffer | undefined
     if (this.versionValue === 5 && p.properties !== undefined && p.properties !== NO_PROPERTIES) {
+      // Payload Format Indicator 1 promises UTF-8: a payload that is not is refused, PUBACK or
+      // PUBREC 0x99, or DISCONNECT 0x99 at QoS 0, which has no acknowledgement [MQTT-3.3.2-4].
+      if (!payloadMatchesFormat(p.properties.payloadFormatIndicator, p.payload)) {
+        if (qos === 0) return this.violation("PUBLISH payload is not UTF-8 though its Payload Format Indicator says so", ReasonCode.PayloadFormatInvalid)
+        ;(this.refusedAcks ??= new Map()).set(id, ReasonCode.PayloadFormatInvalid)
+        this.acknowledge(id, qos === 1 ? "puback" : "pubrec")
+        return
+      }
       const n = publishToNats(p.topic, p.properties)
       if (!n.ok) {
         // A Response Topic no reply subject can carry: the request could never be answered.
@@ -950,7 +967,7 @@ export class MqttSession {
       if (refused === undefined) this.send({ cmd: AckOrder.ack(e), messageId })
       else {
         this.refusedAcks!.delete(messageId)
-        const properties: Properties = { reasonString: refused === ReasonCode.NotAuthorized ? "not authorized to publish to this topic" : "the Response Topic cannot be a NATS reply subject" }
+        const properties: Properties = { reasonString: REFUSED_PUBLISH[refused] ?? "the PUBLISH was refused" }
         this.send({ cmd: AckOrder.ack(e), messageId, reasonCode: refused, properties })
       }
     }
