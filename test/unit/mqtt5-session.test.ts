@@ -11,7 +11,7 @@ import { MqttSession, defaultSessionConfig, type SessionConfig } from "../../src
 import type { ClientPacket, ServerPacket, SessionAction } from "../../src/core/mqtt/types.js"
 import { OutBuf } from "../../src/core/outbuf.js"
 import { decodeSessionRecord, encodeSessionRecord } from "../../src/core/mqtt/record.js"
-import { ofType, pkt, seededBytes, sent } from "../helpers/mqtt-session.js"
+import { connected, ofType, pkt, seededBytes, sent } from "../helpers/mqtt-session.js"
 
 const gen5 = (p: Record<string, unknown>): Buffer => MqttPacket.generate(p as unknown as MqttPacket.Packet, { protocolVersion: 5 })
 const connect5 = (over: Record<string, unknown> = {}): Buffer =>
@@ -485,6 +485,65 @@ describe("MQTT 5.0 Payload Format Indicator in the session", () => {
     const closed = s.step(pkt(q0), 0)
     expect(ofType(closed, "publish")).toEqual([])
     expect(sent(closed)).toMatchObject([{ cmd: "disconnect", reasonCode: 0x99 }])
+  })
+})
+
+describe("MQTT 5.0 acknowledgements from routing and the store", () => {
+  it("0x10 No matching subscribers on a PUBACK, without a Reason String; a PUBREC goes before routing and says Success", () => {
+    const { s } = ready5()
+    const [p1, p2] = v5Packets(
+      { cmd: "publish", topic: "a", payload: Buffer.from("x"), qos: 1, messageId: 1, retain: false, dup: false },
+      { cmd: "publish", topic: "a", payload: Buffer.from("x"), qos: 1, messageId: 2, retain: false, dup: false }
+    )
+    s.step(pkt(p1), 0)
+    s.step(pkt(p2), 0)
+    expect(sent(s.step({ type: "published", packetId: 1, code: 0x10 }, 0))).toEqual([{ cmd: "puback", messageId: 1, reasonCode: 0x10 }])
+    expect(sent(s.step({ type: "published", packetId: 2 }, 0))).toEqual([{ cmd: "puback", messageId: 2 }])
+  })
+
+  it("0x97 Quota exceeded: PUBACK or PUBREC with a Reason String; the QoS 2 exchange ends there [MQTT-4.3.3-4]", () => {
+    const { s } = ready5()
+    const [p1, p2, rel] = v5Packets(
+      { cmd: "publish", topic: "a", payload: Buffer.from("x"), qos: 1, messageId: 1, retain: false, dup: false },
+      { cmd: "publish", topic: "a", payload: Buffer.from("x"), qos: 2, messageId: 2, retain: false, dup: false },
+      { cmd: "pubrel", messageId: 2 }
+    )
+    s.step(pkt(p1), 0)
+    s.step(pkt(p2), 0)
+    expect(sent([...s.step({ type: "published", packetId: 1, code: 0x97 }, 0), ...s.step({ type: "published", packetId: 2, code: 0x97 }, 0)])).toMatchObject([
+      { cmd: "puback", messageId: 1, reasonCode: 0x97, properties: { reasonString: "a storage limit refused the message" } },
+      { cmd: "pubrec", messageId: 2, reasonCode: 0x97 }
+    ])
+    // no QoS 2 state is left: a PUBREL for it is PUBCOMP 0x92
+    expect(sent(s.step(pkt(rel), 0))).toMatchObject([{ cmd: "pubcomp", messageId: 2, reasonCode: 0x92 }])
+  })
+
+  it("3.1.1 ignores the codes: a plain PUBACK", () => {
+    const { session: s } = connected()
+    s.step(pkt({ cmd: "publish", topic: "a", payload: Buffer.from("x"), qos: 1, messageId: 1, retain: false, dup: false }), 0)
+    expect(sent(s.step({ type: "published", packetId: 1, code: 0x10 }, 0))).toEqual([{ cmd: "puback", messageId: 1 }])
+  })
+})
+
+describe("MQTT 5.0 Server Keep Alive and Response Information in the session", () => {
+  const limited = (connect: Record<string, unknown>) => {
+    const s = new MqttSession(0, { randomBytes: seededBytes(7) }, { ...config, v5: { ...v5Limits, maximumKeepAlive: 10, responseInformation: "_INBOX/mqtt" } })
+    s.step(pkt(parse(new MqttParser({ v5: true }), connect5(connect)).packets[0]!), 0)
+    return { s, connack: sent(s.step({ type: "sessionReady" }, 0))[0] as { properties?: Record<string, unknown> } }
+  }
+
+  it("[MQTT-3.2.2-21] a Keep Alive above the maximum, or 0, is replaced by the Server Keep Alive, and the server holds the client to it", () => {
+    const { s, connack } = limited({ keepalive: 0 })
+    expect(connack.properties?.serverKeepAlive).toBe(10)
+    expect(closeOf(s.step({ type: "tick" }, 14_000))).toEqual([])
+    expect(sent(s.step({ type: "tick" }, 15_000))).toMatchObject([{ cmd: "disconnect", reasonCode: 0x8d }])
+    expect(limited({ keepalive: 5 }).connack.properties?.serverKeepAlive).toBeUndefined()
+  })
+
+  it("[MQTT-3.1.2-28] Response Information only when asked for: the prefix and the client's own level (a hash for an id that is no plain word)", () => {
+    expect(limited({}).connack.properties?.responseInformation).toBeUndefined()
+    expect(limited({ clientId: "dev-1", properties: { requestResponseInformation: true } }).connack.properties?.responseInformation).toBe("_INBOX/mqtt/dev-1")
+    expect(limited({ clientId: "a/b c", properties: { requestResponseInformation: true } }).connack.properties?.responseInformation).toMatch(/^_INBOX\/mqtt\/[0-9a-f]{32}$/)
   })
 })
 

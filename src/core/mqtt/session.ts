@@ -15,6 +15,7 @@ import {
   validateTopicName
 } from "./topic.js"
 import { acceptConnect, connectRefusal, type ServerLimits } from "./v5/connect.js"
+import { sessionHash } from "./record.js"
 import { InboundTopicAliases } from "./v5/alias.js"
 import { forwardedExpiry, SESSION_NEVER_EXPIRES, sessionExpiry, sessionExpiryOnDisconnect, willSurvives } from "./v5/expiry.js"
 import { PacketError } from "./v5/reader.js"
@@ -147,8 +148,16 @@ const REFUSED_PUBLISH: Readonly<Record<number, string>> = {
   [ReasonCode.NotAuthorized]: "not authorized to publish to this topic",
   [ReasonCode.ImplementationSpecificError]: "the Response Topic cannot be a NATS reply subject",
   [ReasonCode.TopicNameInvalid]: "the Response Topic is not a valid topic name",
-  [ReasonCode.PayloadFormatInvalid]: "the payload is not UTF-8 though its Payload Format Indicator says so"
+  [ReasonCode.PayloadFormatInvalid]: "the payload is not UTF-8 though its Payload Format Indicator says so",
+  [ReasonCode.QuotaExceeded]: "a storage limit refused the message"
 }
+
+/**
+ * The level a client's Response Information ends with: its Client Identifier when that is
+ * a plain word (a valid topic level and NATS token), else a hash of it.
+ */
+export const responseLevel = (clientId: string): string =>
+  /^[A-Za-z0-9_-]{1,64}$/.test(clientId) ? clientId : sessionHash(clientId)
 
 /** The Prefix of a Shared Subscription's filter (4.8.2). */
 const SHARE_PREFIX = "$share/"
@@ -221,7 +230,7 @@ export class MqttSession {
   private clientAliasMax = 0
   /** For `tooLarge`: one record reused. */
   private sizeHead: { -readonly [K in keyof PublishHead]: PublishHead[K] } | undefined
-  /** MQTT 5.0: the reason codes of refused PUBLISHes whose PUBACK/PUBREC waits its turn, by packet id. */
+  /** MQTT 5.0: the reason codes of PUBACKs/PUBRECs other than Success (refusals, 0x10) that wait their turn, by packet id. */
   private refusedAcks: Map<number, number> | undefined
   /** Clean Start (3.1.1: Clean Session): a stored session is discarded, not resumed. */
   private discardStored = true
@@ -491,7 +500,7 @@ export class MqttSession {
       case "sessionReady":
         return this.onSessionReady(input.stored, input.owner, now)
       case "published":
-        return this.onPublished(input.packetId)
+        return this.onPublished(input.packetId, input.code)
       case "deliver":
         return this.onDeliver(input.subject, input.payload, input.qos, input.ref, now, input.properties, input.local)
       case "fetched":
@@ -724,6 +733,17 @@ export class MqttSession {
     this.emit({ type: "accept", clientId, cleanSession: connect.clean, persistent: !this.clean, assignedId: assigned })
   }
 
+  /**
+   * What the CONNACK announces: the listener's limits, and for a client that asked for
+   * Response Information [MQTT-3.1.2-28] the prefix followed by a level of its own.
+   */
+  private connackLimits(connect: Connect): ServerLimits {
+    const limits = this.config.v5 ?? {}
+    const prefix = limits.responseInformation
+    if (connect.properties.requestResponseInformation !== true || prefix === undefined) return limits
+    return { ...limits, responseInformation: prefix === "" ? undefined : `${prefix}/${responseLevel(this.clientIdValue)}` }
+  }
+
   private onSessionReady(stored: SessionSnapshot | undefined, owner: string | undefined, now: number): void {
     if (this.phase !== "connecting") return
     this.owner = owner ?? ""
@@ -744,7 +764,7 @@ export class MqttSession {
     this.phase = "connected"
     this.readyValue = true
     if (this.connect5 !== undefined) {
-      const n = acceptConnect(this.connect5, this.config.v5 ?? {}, present, this.connect5.clientId === "" ? this.clientIdValue : undefined)
+      const n = acceptConnect(this.connect5, this.connackLimits(this.connect5), present, this.connect5.clientId === "" ? this.clientIdValue : undefined)
       this.connect5 = undefined
       this.keepaliveMs = n.keepAlive * 1000
       this.clientReceiveMaximum = n.clientReceiveMaximum
@@ -963,12 +983,16 @@ export class MqttSession {
       const messageId = AckOrder.packetId(e)
       const refused = this.refusedAcks?.get(messageId)
       // A PUBACK, or a PUBREC with a failure code, ends the exchange for flow control.
-      if (this.inboundQuota !== undefined && (AckOrder.ack(e) === "puback" || refused !== undefined)) this.inboundQuota.completed(messageId)
+      if (this.inboundQuota !== undefined && (AckOrder.ack(e) === "puback" || (refused !== undefined && refused >= 0x80))) this.inboundQuota.completed(messageId)
       if (refused === undefined) this.send({ cmd: AckOrder.ack(e), messageId })
       else {
         this.refusedAcks!.delete(messageId)
-        const properties: Properties = { reasonString: REFUSED_PUBLISH[refused] ?? "the PUBLISH was refused" }
-        this.send({ cmd: AckOrder.ack(e), messageId, reasonCode: refused, properties })
+        // A success code (0x10) needs no reason; a failure says why.
+        if (refused < 0x80) this.send({ cmd: AckOrder.ack(e), messageId, reasonCode: refused })
+        else {
+          const properties: Properties = { reasonString: REFUSED_PUBLISH[refused] ?? "the PUBLISH was refused" }
+          this.send({ cmd: AckOrder.ack(e), messageId, reasonCode: refused, properties })
+        }
       }
     }
   }
@@ -978,9 +1002,19 @@ export class MqttSession {
   }
 
   /** The shell made an inbound message durable: now it is acknowledged. */
-  private onPublished(id: number): void {
+  private onPublished(id: number, code: number | undefined): void {
     if (this.phase !== "connected") return
     const q2 = this.inQos2.ids.get(id)
+    if (code !== undefined && this.versionValue === 5) {
+      if (code >= 0x80) {
+        // Refused (a storage limit): a failed PUBREC ends the exchange, no PUBREL follows [MQTT-4.3.3-4].
+        if (q2 !== undefined) this.inQos2.ids.delete(id)
+        ;(this.refusedAcks ??= new Map()).set(id, code)
+        return this.acknowledge(id, q2 !== undefined ? "pubrec" : "puback")
+      }
+      // 0x10 No matching subscribers: a PUBACK's news only (a QoS 2 PUBREC goes before routing).
+      if (q2 === undefined) (this.refusedAcks ??= new Map()).set(id, code)
+    }
     if (q2 !== undefined) {
       if (!q2.confirmed) {
         q2.confirmed = true

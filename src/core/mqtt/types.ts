@@ -191,7 +191,12 @@ export type SessionInput =
    */
   | { readonly type: "sessionReady"; readonly stored?: SessionSnapshot | undefined; readonly owner?: string | undefined }
   /** The shell made a routed message durable (`confirm` of a `publish` action). */
-  | { readonly type: "published"; readonly packetId: number }
+  /**
+   * The shell made a routed message durable (`confirm` of a `publish` action). MQTT 5.0
+   * `code`: 0x10 when it matched no subscriber (PUBACK), 0x97 when a storage limit refused
+   * it (PUBACK/PUBREC, the message was not routed); absent: Success.
+   */
+  | { readonly type: "published"; readonly packetId: number; readonly code?: number | undefined }
   /** A message routed to this client (once per message, whatever the number of matching subscriptions). */
   | {
     readonly type: "deliver"

@@ -6,7 +6,7 @@
 // to the socket (pacing.ts), and where state is kept, the `MqttStore` port (store.ts): the
 // account's `$MQTT_*` streams with the stream subsystem on, memory without it.
 import type { Alarm } from "../alarm.js"
-import { DEFAULT_MQTT_PROTOCOL_VERSIONS, DEFAULT_TOPIC_ALIAS_MAXIMUM, type MqttOptions, type MqttProtocolLevel } from "../../config/options.js"
+import { DEFAULT_MQTT_PROTOCOL_VERSIONS, DEFAULT_RESPONSE_INFORMATION, DEFAULT_TOPIC_ALIAS_MAXIMUM, type MqttOptions, type MqttProtocolLevel } from "../../config/options.js"
 import {
   type ClientPacket,
   CloseReason,
@@ -46,12 +46,19 @@ import { traceMqttIn, traceMqttOut, traceMqttOutQos0 } from "./trace.js"
 /**
  * What the server announces to MQTT 5.0 clients in CONNACK: its Maximum Packet Size (the
  * bound every connection is held to), Receive Maximum and Topic Alias Maximum
- * (`receive_maximum`, `topic_alias_maximum`).
+ * (`receive_maximum`, `topic_alias_maximum`), the longest Keep Alive (`max_keepalive`,
+ * sent as Server Keep Alive where the client asks for more) and the Response Information
+ * prefix (`response_information`).
  */
+/** Store refusals that are a storage limit (a stream's limits, the disk full): MQTT 5.0's 0x97 Quota exceeded. */
+const STORAGE_LIMITS: ReadonlySet<string> = new Set(["MaxMsgs", "MaxBytes", "MaxMsgSize", "MaxMsgsPerSubject", "NoSpace"])
+
 export const mqtt5Limits = (options: MqttOptions, maxPacketBytes: number): ServerLimits => ({
   maximumPacketSize: maxPacketBytes,
   receiveMaximum: options.receiveMaximum,
-  topicAliasMaximum: options.topicAliasMaximum ?? DEFAULT_TOPIC_ALIAS_MAXIMUM
+  topicAliasMaximum: options.topicAliasMaximum ?? DEFAULT_TOPIC_ALIAS_MAXIMUM,
+  ...(options.maxKeepAlive === undefined ? {} : { maximumKeepAlive: options.maxKeepAlive }),
+  responseInformation: options.responseInformation ?? DEFAULT_RESPONSE_INFORMATION
 })
 
 export class MqttBridge implements MqttDriver {
@@ -545,7 +552,12 @@ export class MqttBridge implements MqttDriver {
       const r = store.storeMessage(subject, payload, qos, later, inbound)
       if (typeof r === "object") {
         this.server.log.error(`MQTT client "${c.session.clientId}": message on '${subject}' could not be stored: ${r.detail}`)
-        if (confirm !== undefined) return this.gate.storeFailed(c)
+        if (confirm === undefined) {
+          // QoS 0 is not acknowledged: routed without its stored copy, as before.
+        } else if (c.session.protocolVersion === 5 && STORAGE_LIMITS.has(r.reason)) {
+          // MQTT 5.0 can say so: PUBACK/PUBREC 0x97 Quota exceeded, the message not routed; the client stays.
+          return this.input(c, { type: "published", packetId: confirm, code: ReasonCode.QuotaExceeded }, now)
+        } else return this.gate.storeFailed(c)
       } else ref = r
     }
     if (dedup !== undefined) {
@@ -559,11 +571,12 @@ export class MqttBridge implements MqttDriver {
     if (qos === 2 && confirm !== undefined) {
       // Without a durable store the PUBREC has nothing to wait for: it goes first, then the copies.
       if (!c.closed) this.input(c, { type: "published", packetId: confirm }, now)
-      return this.route(c, subject, buf, qos, ref, now, extra)
+      this.route(c, subject, buf, qos, ref, now, extra)
+      return
     }
-    this.route(c, subject, buf, qos, ref, now, extra)
+    const receivers = this.route(c, subject, buf, qos, ref, now, extra)
     if (confirm === undefined || c.closed) return
-    this.gate.confirm(c, confirm, store, ref, now)
+    this.gate.confirm(c, confirm, store, ref, now, receivers === 0)
   }
 
   /**
@@ -571,7 +584,7 @@ export class MqttBridge implements MqttDriver {
    * the MQTT subscribers; an MQTT 5.0 PUBLISH with its reply subject and header block
    * (`extra`: the headers go in front of the payload, as a NATS HPUB carries them).
    */
-  route(c: MqttConnection, subject: string, buf: Buffer, qos: QoS, ref: number | undefined, now: number, extra?: RouteExtra): void {
+  route(c: MqttConnection, subject: string, buf: Buffer, qos: QoS, ref: number | undefined, now: number, extra?: RouteExtra): number {
     const router = this.server.router
     const d = router.message(c, now)
     d.subject = subject
@@ -584,11 +597,12 @@ export class MqttBridge implements MqttDriver {
     d.origin.qos = qos
     d.origin.ref = ref
     if (extra?.reply !== undefined && extra.reply.startsWith(RESPONSE_SUBJECT_PREFIX)) this.answersFor(c.account.name)
-    router.route(d)
-    if (ref === undefined) return
+    const receivers = router.route(d)
+    if (ref === undefined) return receivers
     const store = this.gate.storeOf(c.account.name)
     store?.routed(ref)
     store?.releaseIfUnheld(ref)
+    return receivers
   }
 
   /**
