@@ -10,7 +10,7 @@ import { encodeIntoV5, toV5Packet } from "../../src/core/mqtt/codec5.js"
 import { MqttSession, defaultSessionConfig, type SessionConfig } from "../../src/core/mqtt/session.js"
 import type { ClientPacket, ServerPacket, SessionAction } from "../../src/core/mqtt/types.js"
 import { OutBuf } from "../../src/core/outbuf.js"
-import { decodeSessionRecord, encodeSessionRecord } from "../../src/core/mqtt/record.js"
+import { decodeSessionRecord, encodeSessionRecord, qosHeader, qosOfHeader, storedHeader, storedParts } from "../../src/core/mqtt/record.js"
 import { connected, ofType, pkt, seededBytes, sent } from "../helpers/mqtt-session.js"
 
 const gen5 = (p: Record<string, unknown>): Buffer => MqttPacket.generate(p as unknown as MqttPacket.Packet, { protocolVersion: 5 })
@@ -576,6 +576,77 @@ describe("MQTT 5.0 Message Expiry in the session", () => {
     // m3 ran out while it waited: dropped as soon as it is looked at, window or not
     expect(ofType(second, "drop")).toEqual([{ type: "drop", reason: "expired", ref: undefined }])
     expect(sent(s.step(pkt(ack2), 4_000))).toEqual([])
+  })
+})
+
+describe("MQTT 5.0 Message Expiry on kept copies", () => {
+  const publishes = (actions: ReadonlyArray<SessionAction>) => sent(actions).filter((p) => p.cmd === "publish")
+
+  it("[MQTT-3.3.2-5] [MQTT-3.3.2-6] in an away session's queue: counted from its arrival, dropped once run out, the rest sent with what is left", () => {
+    const live = ready5({ clean: false, properties: { sessionExpiryInterval: 600 } }).s
+    const [sub] = v5Packets({ cmd: "subscribe", messageId: 1, subscriptions: [{ topic: "t", qos: 1 }] })
+    live.step(pkt(sub), 0)
+    const away = MqttSession.away(live.snapshot(), 0, { randomBytes: seededBytes(1) }, config)
+    const deliver = (text: string, expiry: number) =>
+      away.step({ type: "deliver", subject: "t", payload: Buffer.from(text), qos: 1, properties: { messageExpiryInterval: expiry, contentType: "c" } }, 1_000)
+    deliver("short", 5)
+    deliver("long", 60)
+    // back 10 s later: "short" ran out while away
+    const back = new MqttSession(11_000, { randomBytes: seededBytes(2) }, config)
+    back.step(pkt(parse(new MqttParser({ v5: true }), connect5({ clean: false, properties: { sessionExpiryInterval: 600 } })).packets[0]!), 11_000)
+    const out = back.step({ type: "sessionReady", stored: away.snapshot() }, 11_000)
+    expect(publishes(out)).toMatchObject([{ payload: Buffer.from("long"), properties: { messageExpiryInterval: 50, contentType: "c" } }])
+    expect(ofType(out, "drop")).toMatchObject([{ reason: "expired" }])
+  })
+
+  it("a retained message: sent with what is left of its interval, not at all once it ran out; properties kept", () => {
+    const { s } = ready5()
+    const [sub] = v5Packets({ cmd: "subscribe", messageId: 1, subscriptions: [{ topic: "r/#", qos: 1 }] })
+    s.step(pkt(sub), 0)
+    const out = s.step({
+      type: "retained",
+      filter: "r/#",
+      messages: [
+        { topic: "r/old", payload: Buffer.from("o"), qos: 1, properties: { messageExpiryInterval: 10 }, receivedAt: 0 },
+        { topic: "r/new", payload: Buffer.from("n"), qos: 1, properties: { messageExpiryInterval: 100, userProperties: [["k", "v"]] }, receivedAt: 0 },
+        { topic: "r/forever", payload: Buffer.from("f"), qos: 1 }
+      ]
+    }, 20_000)
+    expect(publishes(out)).toMatchObject([
+      { topic: "r/new", retain: true, properties: { messageExpiryInterval: 80, userProperties: [["k", "v"]] } },
+      { topic: "r/forever", retain: true }
+    ])
+  })
+
+  it("a stored message read back (fetched): its stored properties, its interval counted from when it was stored", () => {
+    // a session resumed from the store: its queued messages wait there, not in memory
+    const s = new MqttSession(30_000, { randomBytes: seededBytes(2) }, config)
+    s.step(pkt(parse(new MqttParser({ v5: true }), connect5({ clean: false, properties: { sessionExpiryInterval: 600 } })).packets[0]!), 30_000)
+    const waiting = (ref: number) => ({ qos: 1 as const, topic: "t", payload: undefined, size: 1, retain: false, ref })
+    const ready = s.step({
+      type: "sessionReady",
+      stored: { clientId: "dev", subscriptions: [{ filter: "t", qos: 1 }], outbound: [], queued: [waiting(7), waiting(8)], inboundQos2: [], lastPacketId: 0, expiryInterval: 600 }
+    }, 30_000)
+    expect(ofType(ready, "fetch")).toMatchObject([{ refs: [7, 8] }])
+    const out = s.step({
+      type: "fetched",
+      messages: [
+        { ref: 7, payload: Buffer.from("a"), qos: 1, properties: { messageExpiryInterval: 20 }, receivedAt: 0 },
+        { ref: 8, payload: Buffer.from("b"), qos: 1, properties: { messageExpiryInterval: 40, contentType: "x" }, receivedAt: 0 }
+      ]
+    }, 30_000)
+    expect(ofType(out, "drop")).toMatchObject([{ reason: "expired", ref: 7 }])
+    expect(publishes(out)).toMatchObject([{ payload: Buffer.from("b"), properties: { messageExpiryInterval: 10, contentType: "x" } }])
+  })
+
+  it("the stored header keeps the bridge's lines, the reply subject and the message's own headers apart", () => {
+    const hdr = Buffer.from("NATS/1.0\r\nContent-Type: a/b\r\nk: ü\r\n\r\n")
+    const stored = storedHeader(qosHeader(1), hdr, "$MQTT.rr.bYw.r")
+    expect(qosOfHeader(stored)).toBe(1)
+    expect(storedParts(stored)).toEqual({ reply: "$MQTT.rr.bYw.r", hdr })
+    expect(storedParts(qosHeader(2))).toEqual({ reply: undefined, hdr: undefined })
+    expect(storedHeader(qosHeader(2), undefined, undefined)).toBe(qosHeader(2))
+    expect(storedParts(storedHeader(qosHeader(2), undefined, "r.s"))).toEqual({ reply: "r.s", hdr: undefined })
   })
 })
 

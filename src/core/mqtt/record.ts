@@ -90,6 +90,39 @@ export const inboundOfHeader = (headers: Uint8Array | undefined): { hash: string
   return m === null ? undefined : { hash: m[1], packetId: Number(m[2]), recordsBefore: Number(m[3]) }
 }
 
+const CRLF = Buffer.from("\r\n")
+const EMPTY_BUF = Buffer.alloc(0)
+const BRIDGE_LINE = /^Mqtt-(QoS|In|Reply):/i
+
+/**
+ * The header of a stored MQTT message with MQTT 5.0 properties: the bridge's own lines
+ * (`base`: its QoS, and `Mqtt-In`), its reply subject (`Mqtt-Reply`, which the Response
+ * Topic and Correlation Data make) and then the lines of its NATS header block (`hdr`,
+ * `headerBlock` of its properties). Without either, `base` itself.
+ */
+export const storedHeader = (base: Buffer, hdr: Uint8Array | undefined, reply: string | undefined): Buffer => {
+  if (hdr === undefined && reply === undefined) return base
+  const head = base.subarray(0, base.length - 2) // its lines, without the blank line that ends them
+  const replyLine = reply === undefined ? EMPTY_BUF : Buffer.from(`Mqtt-Reply: ${reply}\r\n`, "utf8")
+  if (hdr === undefined) return Buffer.concat([head, replyLine, CRLF])
+  const h = Buffer.from(hdr.buffer, hdr.byteOffset, hdr.byteLength)
+  return Buffer.concat([head, replyLine, h.subarray(h.indexOf(CRLF) + 2)])
+}
+
+/** What `storedHeader` kept of a message: its reply subject and NATS header block (undefined: none). */
+export const storedParts = (headers: Uint8Array | undefined): { readonly reply: string | undefined; readonly hdr: Buffer | undefined } => {
+  if (headers === undefined) return { reply: undefined, hdr: undefined }
+  const lines = Buffer.from(headers.buffer, headers.byteOffset, headers.byteLength).toString("utf8").split("\r\n").slice(1)
+  let reply: string | undefined
+  const own: Array<string> = []
+  for (const l of lines) {
+    if (l === "") continue
+    if (l.startsWith("Mqtt-Reply: ")) reply = l.slice("Mqtt-Reply: ".length)
+    else if (!BRIDGE_LINE.test(l)) own.push(l)
+  }
+  return { reply, hdr: own.length === 0 ? undefined : Buffer.from(`NATS/1.0\r\n${own.join("\r\n")}\r\n\r\n`, "utf8") }
+}
+
 /** The QoS a stored MQTT message was published with (1 when the header is missing). */
 export const qosOfHeader = (headers: Uint8Array | undefined): QoS => {
   if (headers === undefined) return 1

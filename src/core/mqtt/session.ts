@@ -35,6 +35,7 @@ import {
   type SessionAction,
   type SessionInput,
   type SessionSnapshot,
+  type StoredProperties,
   SUBACK_FAILURE,
   type SubscriptionRequest,
   type Will
@@ -188,6 +189,10 @@ interface Subscription extends Grant {
   readonly noLocal?: boolean | undefined
   /** MQTT 5.0 Subscription Identifier, sent with what the subscription delivers [MQTT-3.3.4-3]. */
   readonly id?: number | undefined
+  /** MQTT 5.0 Retain As Published: what it forwards keeps the RETAIN flag it was published with [MQTT-3.3.1-13]. */
+  readonly rap?: boolean | undefined
+  /** MQTT 5.0: made as a Shared Subscription (`$share/G/…` read as shared; a 3.1.1 one is a literal filter). */
+  readonly shared?: boolean | undefined
 }
 
 /**
@@ -276,6 +281,9 @@ export class MqttSession {
   /** MQTT 5.0: subscriptions with a Subscription Identifier, and those of the last subject asked for. */
   private idSubs = 0
   private lastDeliverIds: ReadonlyArray<number> | undefined
+  /** MQTT 5.0: subscriptions with Retain As Published, and whether one of them matched the last subject asked for. */
+  private rapSubs = 0
+  private lastDeliverRap = false
   /** Stored messages (numeric refs) taken for delivery so far. */
   private storedTakenValue = 0
 
@@ -307,10 +315,8 @@ export class MqttSession {
     s.clientIdValue = stored.clientId
     s.owner = stored.owner
     for (const sub of stored.subscriptions) {
-      const f = filterSubscription(sub.filter, true)
-      if (f.ok) s.subs.set(sub.filter, { filter: sub.filter, qos: sub.qos, subjects: f.subjects, queue: f.queue, noLocal: sub.noLocal, id: sub.id })
-      if (f.ok && sub.noLocal === true) s.noLocalSubs++
-      if (f.ok && sub.id !== undefined) s.idSubs++
+      const f = filterSubscription(sub.filter, sub.shared === true)
+      if (f.ok) s.setSub({ filter: sub.filter, qos: sub.qos, subjects: f.subjects, queue: f.queue, noLocal: sub.noLocal, id: sub.id, rap: sub.rap, shared: sub.shared })
     }
     for (const o of stored.outbound) {
       const payload = o.phase === "publish" && typeof o.ref === "number" ? s.letGo(o.payload) : o.payload
@@ -318,7 +324,7 @@ export class MqttSession {
     }
     for (const q of stored.queued) {
       const payload = typeof q.ref === "number" ? s.letGo(q.payload) : q.payload
-      s.out.queue.push({ qos: q.qos, topic: q.topic, payload, size: q.size, retain: q.retain, ref: q.ref })
+      s.out.queue.push({ qos: q.qos, topic: q.topic, payload, size: q.size, retain: q.retain, ref: q.ref, properties: q.properties, receivedAt: q.receivedAt })
     }
     for (const id of stored.inboundQos2) s.inQos2.ids.set(id, { confirmed: true })
     s.out.setLastId(stored.lastPacketId)
@@ -462,7 +468,9 @@ export class MqttSession {
         filter: s.filter,
         qos: s.qos,
         ...(s.noLocal === true ? { noLocal: true } : {}),
-        ...(s.id === undefined ? {} : { id: s.id })
+        ...(s.id === undefined ? {} : { id: s.id }),
+        ...(s.rap === true ? { rap: true } : {}),
+        ...(s.shared === true ? { shared: true } : {})
       })),
       outbound: this.out.inSendOrder().map((e) => ({
         packetId: e.packetId,
@@ -471,9 +479,13 @@ export class MqttSession {
         payload: e.payload,
         retain: e.retain,
         phase: e.phase,
-        ref: e.ref
+        ref: e.ref,
+        ...(e.properties === undefined ? {} : { properties: e.properties })
       })),
-      queued: this.out.queue.toArray().filter((q) => q.gone !== true).map((q) => ({ qos: q.qos, topic: q.topic, payload: q.payload, size: q.size, retain: q.retain, ref: q.ref })),
+      queued: this.out.queue.toArray().filter((q) => q.gone !== true).map((q) => ({
+        qos: q.qos, topic: q.topic, payload: q.payload, size: q.size, retain: q.retain, ref: q.ref,
+        ...(q.properties === undefined ? {} : { properties: q.properties, receivedAt: q.receivedAt })
+      })),
       inboundQos2: [...this.inQos2.ids.keys()],
       lastPacketId: this.out.lastPacketId,
       ...(this.versionValue === 5 && this.expiryInterval !== SESSION_NEVER_EXPIRES
@@ -502,7 +514,7 @@ export class MqttSession {
       case "published":
         return this.onPublished(input.packetId, input.code)
       case "deliver":
-        return this.onDeliver(input.subject, input.payload, input.qos, input.ref, now, input.properties, input.local)
+        return this.onDeliver(input.subject, input.payload, input.qos, input.ref, now, input.properties, input.local, input.retain)
       case "fetched":
         return this.onFetched(input.messages, now)
       case "retained":
@@ -579,7 +591,7 @@ export class MqttSession {
     const n = p?.ok === true ? p : p === undefined ? undefined : publishToNats(will.topic, { ...will.properties, responseTopic: undefined, correlationData: undefined })
     const hdr = n?.ok === true ? headerBlock(n.headers) : undefined
     const reply = n?.ok === true ? n.reply : undefined
-    this.emitRetain(will.topic, subject.value, will.payload, qos, will.retain)
+    this.emitRetain(will.topic, subject.value, will.payload, qos, will.retain, reply, hdr)
     this.emit({
       type: "publish",
       subject: subject.value,
@@ -592,10 +604,11 @@ export class MqttSession {
   }
 
   /** Retained store updates of a PUBLISH [MQTT-3.3.1-5, -7, -10, -11, -12]. */
-  private emitRetain(topic: string, subject: string, payload: Uint8Array, qos: QoS, retain: boolean): void {
+  private emitRetain(topic: string, subject: string, payload: Uint8Array, qos: QoS, retain: boolean, reply?: string, hdr?: Buffer): void {
     if (!retain) return
     if (payload.length === 0) this.emit({ type: "deleteRetained", topic, subject })
-    else this.emit({ type: "storeRetained", topic, subject, payload, qos })
+    else if (reply === undefined && hdr === undefined) this.emit({ type: "storeRetained", topic, subject, payload, qos })
+    else this.emit({ type: "storeRetained", topic, subject, payload, qos, reply, hdr })
   }
 
   private onPacket(packet: ClientPacket, now: number): void {
@@ -801,17 +814,14 @@ export class MqttSession {
    */
   private restore(s: SessionSnapshot, now: number): void {
     for (const sub of s.subscriptions) {
-      const subjects = filterSubscription(sub.filter, true)
+      const subjects = filterSubscription(sub.filter, sub.shared === true)
       if (!subjects.ok) continue
       if (!(this.deps.canSubscribe?.(sub.filter) ?? true)) {
         this.emit({ type: "denied", op: "subscribe", topic: sub.filter })
         this.persistSubscription(sub.filter, undefined)
         continue
       }
-      this.subs.set(sub.filter, { filter: sub.filter, qos: sub.qos, subjects: subjects.subjects, queue: subjects.queue, noLocal: sub.noLocal, id: sub.id })
-      if (sub.noLocal === true) this.noLocalSubs++
-      if (sub.id !== undefined) this.idSubs++
-      this.subsVersion++
+      this.setSub({ filter: sub.filter, qos: sub.qos, subjects: subjects.subjects, queue: subjects.queue, noLocal: sub.noLocal, id: sub.id, rap: sub.rap, shared: sub.shared })
     }
     for (const o of s.outbound) {
       if (o.phase === "publish" && !this.mayReceive(o.topic)) this.emit({ type: "drop", reason: "not_permitted", ref: o.ref })
@@ -819,7 +829,7 @@ export class MqttSession {
     }
     for (const q of s.queued) {
       if (!this.mayReceive(q.topic)) this.emit({ type: "drop", reason: "not_permitted", ref: q.ref })
-      else this.enqueue({ qos: q.qos, topic: q.topic, payload: q.payload, size: q.size, retain: q.retain, ref: q.ref })
+      else this.enqueue({ qos: q.qos, topic: q.topic, payload: q.payload, size: q.size, retain: q.retain, ref: q.ref, properties: q.properties, receivedAt: q.receivedAt })
     }
     for (const id of s.inboundQos2) this.inQos2.ids.set(id, { confirmed: true })
     this.out.setLastId(s.lastPacketId)
@@ -953,7 +963,7 @@ export class MqttSession {
       reply = n.reply
       hdr = headerBlock(n.headers)
     }
-    this.emitRetain(p.topic, subject.value, p.payload, qos, p.retain)
+    this.emitRetain(p.topic, subject.value, p.payload, qos, p.retain, reply, hdr)
     // The shell writes a QoS 2 message's de-duplication record with it and forwards it only
     // once both are durable, so a resend after a crash is known as one [MQTT-4.3.3-2].
     if (qos === 2) this.inQos2.ids.set(id, { confirmed: false })
@@ -1110,10 +1120,7 @@ export class MqttSession {
       const existed = before !== undefined
       // An identical filter replaces the existing subscription [MQTT-3.8.4-3].
       const noLocal = v5 && req.nl === true
-      this.noLocalSubs += (noLocal ? 1 : 0) - (before?.noLocal === true ? 1 : 0)
-      this.idSubs += (id !== undefined ? 1 : 0) - (before?.id !== undefined ? 1 : 0)
-      this.subs.set(filter, { filter, qos: g, subjects: subjects.subjects, queue: subjects.queue, noLocal, id })
-      this.subsVersion++
+      this.setSub({ filter, qos: g, subjects: subjects.subjects, queue: subjects.queue, noLocal, id, rap: v5 && req.rap === true, shared: subjects.queue !== undefined })
       granted.push(g)
       codes?.push(g)
       added.push(filter)
@@ -1138,9 +1145,7 @@ export class MqttSession {
         continue
       }
       codes?.push(ReasonCode.Success)
-      if (s.noLocal === true) this.noLocalSubs--
-      if (s.id !== undefined) this.idSubs--
-      if (this.subs.delete(filter)) this.subsVersion++
+      this.deleteSub(s)
       this.emit({ type: "unsubscribe", filter, subjects: s.subjects })
       this.persistSubscription(filter, undefined)
     }
@@ -1158,6 +1163,25 @@ export class MqttSession {
     this.emit({ type: "persistSubscription", filter, qos })
   }
 
+  /** Add or replace (an identical filter [MQTT-3.8.4-3]) a subscription, keeping the counts of its MQTT 5.0 options. */
+  private setSub(s: Subscription): void {
+    const before = this.subs.get(s.filter)
+    if (before !== undefined) this.deleteSub(before)
+    this.subs.set(s.filter, s)
+    if (s.noLocal === true) this.noLocalSubs++
+    if (s.id !== undefined) this.idSubs++
+    if (s.rap === true) this.rapSubs++
+    this.subsVersion++
+  }
+
+  private deleteSub(s: Subscription): void {
+    if (!this.subs.delete(s.filter)) return
+    if (s.noLocal === true) this.noLocalSubs--
+    if (s.id !== undefined) this.idSubs--
+    if (s.rap === true) this.rapSubs--
+    this.subsVersion++
+  }
+
   /**
    * The highest QoS any subscription grants on `subject` (-1: none matches), and its topic
    * in `lastDeliverTopic`. Devices get the same few subjects over and over: the last
@@ -1171,6 +1195,7 @@ export class MqttSession {
       this.lastDeliverBest = best
       this.lastDeliverVersion = this.subsVersion
       this.lastDeliverIds = this.idSubs > 0 ? this.identifiersFor(subject, false) : undefined
+      this.lastDeliverRap = this.rapSubs > 0 && this.retainsAsPublished(subject, false)
     }
     return this.lastDeliverBest
   }
@@ -1188,33 +1213,58 @@ export class MqttSession {
     return ids
   }
 
+  /**
+   * MQTT 5.0: does a subscription with Retain As Published match `subject` (not a No Local
+   * one for the connection's own message)? Then a message published with RETAIN goes to
+   * this client with it [MQTT-3.3.1-13] (one delivery for all matching subscriptions).
+   */
+  private retainsAsPublished(subject: string, local: boolean): boolean {
+    for (const s of this.subs.values()) {
+      if (s.rap === true && !(local && s.noLocal === true) && bestGrant([s], subject) >= 0) return true
+    }
+    return false
+  }
+
+  /** MQTT 5.0: the RETAIN flag of the delivery `deliverQos0` last decided, for a message published with `retain`. */
+  deliveryRetain(retain: boolean): boolean {
+    return retain && this.lastDeliverRap
+  }
+
   /** MQTT 5.0: the Subscription Identifiers of the delivery `deliverQos0` last decided (undefined: none). */
   get deliveryIdentifiers(): ReadonlyArray<number> | undefined {
     return this.lastDeliverIds
   }
 
-  private onDeliver(subject: string, payload: Uint8Array, msgQos: number, ref: string | number | undefined, now: number, properties?: MessageProperties, local = false) {
-    if (this.phase === "away") return this.queueAway(subject, payload, msgQos, ref)
+  private onDeliver(subject: string, payload: Uint8Array, msgQos: number, ref: string | number | undefined, now: number, properties?: MessageProperties, local = false, retain = false) {
+    if (this.phase === "away") return this.queueAway(subject, payload, msgQos, ref, retain, properties, now)
     if (this.phase !== "connected") return
     const best = local && this.noLocalSubs > 0 ? this.grantForLocal(subject) : this.grantFor(subject)
     if (best < 0) return
-    // Forwarded to an established subscription: retain is 0 [MQTT-3.3.1-9].
+    // Forwarded to an established subscription: retain is 0 [MQTT-3.3.1-12], or as published with Retain As Published [MQTT-3.3.1-13].
     const ids = this.lastDeliverIds
-    this.deliverOut(this.lastDeliverTopic, payload, minQos(msgQos, best), false, ref, now, ids === undefined ? properties : { ...properties, subscriptionIdentifiers: ids })
+    this.deliverOut(this.lastDeliverTopic, payload, minQos(msgQos, best), retain && this.lastDeliverRap, ref, now, ids === undefined ? properties : { ...properties, subscriptionIdentifiers: ids })
   }
 
   /**
    * Away: a QoS 1/2 message the client may receive queues for it (QoS 0 is not kept for an
    * absent client); a stored one without its payload, which waits in the store.
    */
-  private queueAway(subject: string, payload: Uint8Array, msgQos: number, ref: string | number | undefined): void {
+  private queueAway(subject: string, payload: Uint8Array, msgQos: number, ref: string | number | undefined, retain: boolean, properties: MessageProperties | undefined, now: number): void {
     const qos = minQos(msgQos, this.grantFor(subject))
     if (qos !== 1 && qos !== 2) return
     if (!(this.deps.canReceive?.(subject) ?? true)) return
     const stored = typeof ref === "number"
     if (stored) this.storedTakenValue++
     const kept = stored ? undefined : payload
-    this.enqueue({ qos, topic: this.lastDeliverTopic, payload: kept, size: payload.length, retain: false, ref })
+    // MQTT 5.0: with its properties and Subscription Identifiers; its Message Expiry Interval counts from now [MQTT-3.3.2-5].
+    const ids = this.lastDeliverIds
+    const props: Properties | undefined = ids === undefined ? properties : { ...properties, subscriptionIdentifiers: ids }
+    this.enqueue(props === undefined
+      ? { qos, topic: this.lastDeliverTopic, payload: kept, size: payload.length, retain: retain && this.lastDeliverRap, ref }
+      : {
+        qos, topic: this.lastDeliverTopic, payload: kept, size: payload.length, retain: retain && this.lastDeliverRap, ref,
+        properties: props, receivedAt: props.messageExpiryInterval === undefined ? undefined : now
+      })
   }
 
   // ---- the hot paths: the same decisions as `step`, without building actions ----
@@ -1259,13 +1309,14 @@ export class MqttSession {
     for (const s of this.subs.values()) if (s.noLocal !== true && s.qos > best && bestGrant([s], subject) >= 0) best = s.qos
     // the cache is for other messages on the subject: the next grantFor computes it again
     this.lastDeliverIds = this.idSubs > 0 ? this.identifiersFor(subject, true) : undefined
+    this.lastDeliverRap = this.rapSubs > 0 && this.retainsAsPublished(subject, true)
     this.lastDeliverVersion = -1
     return best
   }
 
   private onRetained(
     filter: string,
-    messages: ReadonlyArray<{ topic: string; payload: Uint8Array; qos: number }>,
+    messages: ReadonlyArray<{ topic: string; payload: Uint8Array; qos: number } & StoredProperties>,
     now: number
   ): void {
     if (this.phase !== "connected") return
@@ -1274,9 +1325,18 @@ export class MqttSession {
     for (const m of messages) {
       // Sent because of a new subscription: retain is 1 [MQTT-3.3.1-6, -8]; only what the
       // client may receive (a filter can be allowed while some topics under it are denied).
-      if (topicMatchesFilter(m.topic, filter) && this.mayReceive(m.topic)) {
-        this.deliverOut(m.topic, m.payload, minQos(m.qos, s.qos), true, undefined, now, s.id === undefined ? undefined : { subscriptionIdentifiers: [s.id] })
+      if (!topicMatchesFilter(m.topic, filter) || !this.mayReceive(m.topic)) continue
+      // MQTT 5.0: with the properties it was published with, its Message Expiry Interval
+      // counted down in the store; one whose life ran out is not sent [MQTT-3.3.2-5].
+      let properties: Properties | undefined = m.properties
+      const expiry = properties?.messageExpiryInterval
+      if (expiry !== undefined && m.receivedAt !== undefined) {
+        const left = forwardedExpiry(expiry, m.receivedAt, now)
+        if (left === undefined) continue
+        properties = { ...properties, messageExpiryInterval: left }
       }
+      if (s.id !== undefined) properties = { ...properties, subscriptionIdentifiers: [s.id] }
+      this.deliverOut(m.topic, m.payload, minQos(m.qos, s.qos), true, undefined, now, properties)
     }
   }
 
@@ -1455,7 +1515,7 @@ export class MqttSession {
    * let go) and the QoS they were published with (a recovered one may be lower than the
    * subscription's grant). A resumed session's resend goes once all of it is here.
    */
-  private onFetched(messages: ReadonlyArray<{ readonly ref: number; readonly payload: Uint8Array | undefined; readonly qos?: number | undefined }>, now: number): void {
+  private onFetched(messages: ReadonlyArray<{ readonly ref: number; readonly payload: Uint8Array | undefined; readonly qos?: number | undefined } & StoredProperties>, now: number): void {
     if (this.phase !== "connected") return
     // In-flight messages read back for an ack_wait resend (not a resumed session's): sent on arrival.
     const resends: OutFlight[] = []
@@ -1472,6 +1532,11 @@ export class MqttSession {
       } else {
         e.payload = m.payload
         if (!inFlight && (m.qos === 1 || m.qos === 2) && m.qos < e.qos) e.qos = m.qos
+        // MQTT 5.0: the properties its stored copy kept, beside the Subscription Identifiers it was queued with.
+        if (m.properties !== undefined && this.versionValue === 5) {
+          e.properties = e.properties?.subscriptionIdentifiers === undefined ? m.properties : { ...m.properties, subscriptionIdentifiers: e.properties.subscriptionIdentifiers }
+          if (!inFlight && m.properties.messageExpiryInterval !== undefined) (e as Queued).receivedAt = m.receivedAt
+        }
         if (inFlight && !this.resumePending && e.phase === "publish" && this.out.inflight.get(e.packetId) === e) resends.push(e)
       }
       if (inFlight && this.resendWaiting > 0) this.resendWaiting--
@@ -1513,10 +1578,7 @@ export class MqttSession {
     for (const filter of filters) {
       const s = this.subs.get(filter)
       if (s === undefined) continue
-      if (s.noLocal === true) this.noLocalSubs--
-      if (s.id !== undefined) this.idSubs--
-      this.subs.delete(filter)
-      this.subsVersion++
+      this.deleteSub(s)
       this.emit({ type: "unsubscribe", filter, subjects: s.subjects })
       this.persistSubscription(filter, undefined)
     }

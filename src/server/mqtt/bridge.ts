@@ -295,11 +295,11 @@ export class MqttBridge implements MqttDriver {
       case "close":
         return this.close(c)
       case "publish":
-        return this.publish(c, a.subject, a.payload, a.qos, a.confirm, now, a.reply === undefined && a.hdr === undefined ? undefined : { reply: a.reply, hdr: a.hdr })
+        return this.publish(c, a.subject, a.payload, a.qos, a.confirm, now, a.reply === undefined && a.hdr === undefined && !a.retain ? undefined : { reply: a.reply, hdr: a.hdr, retain: a.retain })
       // The account's store is open from `sessionReady` on; before it, only a will can be
       // retained, which no session of the account could read yet: it is not kept.
       case "storeRetained":
-        this.gate.storeOf(c.account.name)?.setRetained(a.topic, a.subject, a.payload, a.qos)
+        this.gate.storeOf(c.account.name)?.setRetained(a.topic, a.subject, a.payload, a.qos, a.reply === undefined && a.hdr === undefined ? undefined : { reply: a.reply, hdr: a.hdr, at: now })
         return
       case "deleteRetained":
         this.gate.storeOf(c.account.name)?.deleteRetained(a.topic, a.subject)
@@ -549,7 +549,8 @@ export class MqttBridge implements MqttDriver {
     if (store !== undefined && store.durable && this.heldDurably(c.account, subject)) {
       // Kept until every persistent session it is routed to has it acknowledged.
       const inbound = dedup === undefined ? undefined : { clientId: c.session.clientId, packetId: confirm! }
-      const r = store.storeMessage(subject, payload, qos, later, inbound)
+      const props = extra === undefined || (extra.hdr === undefined && extra.reply === undefined) ? undefined : { reply: extra.reply, hdr: extra.hdr, at: now }
+      const r = store.storeMessage(subject, payload, qos, later, inbound, props)
       if (typeof r === "object") {
         this.server.log.error(`MQTT client "${c.session.clientId}": message on '${subject}' could not be stored: ${r.detail}`)
         if (confirm === undefined) {
@@ -596,6 +597,7 @@ export class MqttBridge implements MqttDriver {
     d.end = d.buf.length
     d.origin.qos = qos
     d.origin.ref = ref
+    d.origin.retain = extra?.retain === true
     if (extra?.reply !== undefined && extra.reply.startsWith(RESPONSE_SUBJECT_PREFIX)) this.answersFor(c.account.name)
     const receivers = router.route(d)
     if (ref === undefined) return receivers
@@ -696,7 +698,7 @@ export class MqttBridge implements MqttDriver {
     if (v5 === null) return
     if (topic !== undefined) {
       if (c.closed) return
-      if (c.session.protocolVersion === 5) return this.deliverQos0V5(c, topic, buf, from, end, v5?.bytes, v5?.properties.messageExpiryInterval)
+      if (c.session.protocolVersion === 5) return this.deliverQos0V5(c, topic, buf, from, end, v5?.bytes, v5?.properties.messageExpiryInterval, c.session.deliveryRetain(d.origin.retain))
       if (this.tracing) traceMqttOutQos0(this.server.log, c, topic, end - from)
       c.outMsgs++
       c.outBytes += encodePublishRange(c.out, topic, buf, from, end, 0, false, false, undefined)
@@ -708,7 +710,7 @@ export class MqttBridge implements MqttDriver {
     const taken = c.session.storedTaken
     // Held until acknowledged: a copy in a reusable slab, not a view pinning the read chunk.
     const payload = this.held.hold(buf, from, end)
-    this.input(c, { type: "deliver", subject, payload, qos, ref, properties: v5?.properties, local }, d.now)
+    this.input(c, { type: "deliver", subject, payload, qos, ref, properties: v5?.properties, local, retain: d.origin.retain }, d.now)
     // A persistent session that took the stored message holds it until acknowledged or
     // dropped (taking it may have pushed the oldest waiting one out: the count of pending
     // messages would not tell).
@@ -730,12 +732,12 @@ export class MqttBridge implements MqttDriver {
   }
 
   /** The QoS 0 fast path of an MQTT 5.0 connection: within the client's Maximum Packet Size, aliased where it pays. */
-  private deliverQos0V5(c: MqttConnection, topic: string, buf: Buffer, from: number, end: number, props: Buffer | undefined, expiry: number | undefined): void {
+  private deliverQos0V5(c: MqttConnection, topic: string, buf: Buffer, from: number, end: number, props: Buffer | undefined, expiry: number | undefined, retain: boolean): void {
     const head = c.head5
     head.topic = topic
     head.topicAlias = 0
     head.qos = 0
-    head.retain = false
+    head.retain = retain
     head.dup = false
     head.messageId = undefined
     head.messageProperties = props
@@ -748,7 +750,7 @@ export class MqttBridge implements MqttDriver {
     }
     if (this.tracing) traceMqttOutQos0(this.server.log, c, topic, end - from)
     c.outMsgs++
-    c.outBytes += this.writePublish5(c, topic, 0, false, false, undefined, buf, from, end, undefined, props, expiry, head.subscriptionIdentifiers)
+    c.outBytes += this.writePublish5(c, topic, 0, retain, false, undefined, buf, from, end, undefined, props, expiry, head.subscriptionIdentifiers)
     this.gate.markDirty(c)
   }
 

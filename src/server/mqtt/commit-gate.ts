@@ -50,6 +50,8 @@ interface Deferred {
 export interface RouteExtra {
   readonly reply: string | undefined
   readonly hdr: Buffer | undefined
+  /** Published with RETAIN (for MQTT 5.0 subscribers with Retain As Published). */
+  readonly retain?: boolean | undefined
 }
 
 export class MqttCommitGate {

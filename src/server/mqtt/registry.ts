@@ -12,6 +12,8 @@ import {
   type SessionSnapshot,
   filterSubscription
 } from "../../core/mqtt/index.js"
+import { natsToPublish } from "../../core/mqtt/v5/nats.js"
+import type { MessageProperties } from "../../core/mqtt/v5/types.js"
 import type { ClientPermissions } from "../../engine/permissions.js"
 import type { Delivery, InternalPrincipal, Subscription } from "../../engine/principal.js"
 import type { Server } from "../server.js"
@@ -219,7 +221,14 @@ export class MqttRegistry {
     const payload = ref !== undefined ? buf.subarray(from, end) : Buffer.from(buf.subarray(from, end))
     const s = d.session
     const taken = s.storedTaken
-    const actions = s.step({ type: "deliver", subject, payload, qos: m.origin.qos, ref }, m.now)
+    // MQTT 5.0: the message's properties wait with it (a status message is not for MQTT).
+    let properties: MessageProperties | undefined
+    if (s.protocolVersion === 5 && (m.hdrLen > 0 || m.reply !== "")) {
+      const n = natsToPublish(subject, m.reply === "" ? undefined : m.reply, m.hdrLen > 0 ? buf.subarray(m.start, m.start + m.hdrLen) : undefined)
+      if (n.status !== undefined) return
+      properties = n.properties
+    }
+    const actions = s.step({ type: "deliver", subject, payload, qos: m.origin.qos, ref, properties, retain: m.origin.retain }, m.now)
     const store = this.store.ready(d.account)
     for (const a of actions) {
       // At the session's bounds the oldest message waiting gave way to the newest.
