@@ -254,3 +254,92 @@ describe("properties on kept copies", () => {
     await back.client.endAsync()
   })
 })
+
+describe("subscription options and delayed wills across a restart", () => {
+  it("No Local, Subscription Identifiers and Retain As Published are kept with the stored subscription", async () => {
+    js = await startJsServer({ mqtt: mqttOptions({ protocolVersions: [4, 5] }) })
+    const url = () => `mqtt://127.0.0.1:${js!.srv.serving.mqtt!.port}`
+    const opts = { clean: false, properties: { sessionExpiryInterval: 3600 } }
+    const a = await client5(url(), "opts-1", opts)
+    await a.client.subscribeAsync("o/#", { qos: 1, nl: true, rap: true, properties: { subscriptionIdentifier: 9 } })
+    await a.client.endAsync()
+    await js.restart()
+    const back = await client5(url(), "opts-1", opts)
+    expect(back.present).toBe(true)
+    // its own message is not for its No Local subscription
+    await back.client.publishAsync("o/self", "s", { qos: 1 })
+    const other = await connectMqtt(url(), { clientId: "opts-pub", protocolVersion: 5 })
+    await other.client.publishAsync("o/other", "x", { qos: 1, retain: true })
+    await eventually(() => back.got.length === 1, "the other client's message")
+    expect(back.got.map((p) => [p.topic, p.retain, p.properties?.subscriptionIdentifier])).toEqual([["o/other", true, 9]])
+    await other.client.endAsync()
+    await back.client.endAsync()
+  })
+
+  it("a delayed will waits across a restart, goes out when due, and only once", async () => {
+    js = await startJsServer({ mqtt: mqttOptions({ protocolVersions: [4, 5] }) })
+    const url = () => `mqtt://127.0.0.1:${js!.srv.serving.mqtt!.port}`
+    const r = await RawMqtt5.open(js.srv.serving.mqtt!.port)
+    const will = { topic: "dwr/gone", payload: Buffer.from("bye"), qos: 1, retain: true, properties: { willDelayInterval: 3, contentType: "text/plain" } }
+    await r.connect({ clientId: "dwr-1", clean: false, properties: { sessionExpiryInterval: 3600 }, will })
+    r.end()
+    await eventually(() => js!.srv.serving.mqtt!.delayedWillCount === 1, "the will waiting")
+    await js.restart()
+    expect(js.srv.serving.mqtt!.delayedWillCount).toBe(1)
+    const watcher = await client5(url(), "dwr-watch")
+    await watcher.client.subscribeAsync("dwr/#", { qos: 1 })
+    await eventually(() => watcher.got.length === 1, "the will after the restart")
+    expect(watcher.got[0]!.topic).toBe("dwr/gone")
+    expect(watcher.got[0]!.properties?.contentType).toBe("text/plain")
+    expect(js.srv.serving.mqtt!.delayedWillCount).toBe(0)
+    await watcher.client.endAsync()
+    await js.restart()
+    expect(js.srv.serving.mqtt!.delayedWillCount).toBe(0)
+    // the retained copy it left, with its properties
+    const late = await client5(url(), "dwr-late")
+    await late.client.subscribeAsync("dwr/#", { qos: 1 })
+    await eventually(() => late.got.length === 1, "the retained will")
+    expect([late.got[0]!.retain, late.got[0]!.properties?.contentType]).toEqual([true, "text/plain"])
+    await late.client.endAsync()
+  })
+})
+
+describe("a 3.1.1 session's `$share/…` filter", () => {
+  it("stays a literal filter when the session resumes, in memory and after a restart (not a shared subscription)", async () => {
+    js = await startJsServer({ mqtt: mqttOptions({ protocolVersions: [4, 5] }) })
+    const url = () => `mqtt://127.0.0.1:${js!.srv.serving.mqtt!.port}`
+    const v4 = (clean: boolean): Promise<TestMqttClient> =>
+      new Promise((resolve, reject) => {
+        const client = mqtt.connect(url(), { clientId: "lit-1", clean, reconnectPeriod: 0 })
+        const c = collect(client) // from the first packet: the queued message follows the CONNACK at once
+        client.once("connect", () => resolve(c))
+        client.once("error", reject)
+      })
+    const first = await v4(true)
+    await first.client.endAsync()
+    const a = await v4(false)
+    await a.client.subscribeAsync("$share/g/t", { qos: 1 })
+    await a.client.endAsync()
+    const pub = async (topic: string, text: string) => {
+      const p = await connectMqtt(url(), { clientId: "lit-pub" })
+      await p.client.publishAsync(topic, text, { qos: 1 })
+      await p.client.endAsync()
+    }
+    // away: only the literal topic queues for it
+    await pub("t", "plain-away")
+    await pub("$share/g/t", "literal-away")
+    const back = await v4(false)
+    await back.waitFor((m) => m.payload === "literal-away")
+    await pub("t", "plain-live")
+    await pub("$share/g/t", "literal-live")
+    await back.waitFor((m) => m.payload === "literal-live")
+    await back.client.endAsync()
+    await js.restart()
+    const again = await v4(false)
+    await pub("t", "plain-restart")
+    await pub("$share/g/t", "literal-restart")
+    await again.waitFor((m) => m.payload === "literal-restart")
+    expect([...back.received, ...again.received].map((m) => m.payload)).toEqual(["literal-away", "literal-live", "literal-restart"])
+    await again.client.endAsync()
+  })
+})

@@ -10,7 +10,7 @@ import { encodeIntoV5, toV5Packet } from "../../src/core/mqtt/codec5.js"
 import { MqttSession, defaultSessionConfig, type SessionConfig } from "../../src/core/mqtt/session.js"
 import type { ClientPacket, ServerPacket, SessionAction } from "../../src/core/mqtt/types.js"
 import { OutBuf } from "../../src/core/outbuf.js"
-import { decodeSessionRecord, encodeSessionRecord, qosHeader, qosOfHeader, storedHeader, storedParts } from "../../src/core/mqtt/record.js"
+import { decodeSessionRecord, decodeSubscriptionRecord, delayedWillOf, encodeSessionRecord, encodeSubscriptionRecord, qosHeader, subscriptionOptionsOf, qosOfHeader, storedHeader, storedParts } from "../../src/core/mqtt/record.js"
 import { connected, ofType, pkt, seededBytes, sent } from "../helpers/mqtt-session.js"
 
 const gen5 = (p: Record<string, unknown>): Buffer => MqttPacket.generate(p as unknown as MqttPacket.Packet, { protocolVersion: 5 })
@@ -647,6 +647,44 @@ describe("MQTT 5.0 Message Expiry on kept copies", () => {
     expect(storedParts(qosHeader(2))).toEqual({ reply: undefined, hdr: undefined })
     expect(storedHeader(qosHeader(2), undefined, undefined)).toBe(qosHeader(2))
     expect(storedParts(storedHeader(qosHeader(2), undefined, "r.s"))).toEqual({ reply: "r.s", hdr: undefined })
+  })
+})
+
+describe("MQTT 5.0 subscription options and delayed wills in the stored records", () => {
+  it("a subscription record keeps No Local, the Subscription Identifier, Retain As Published and sharing; none set, none written", () => {
+    const rec = decodeSubscriptionRecord(encodeSubscriptionRecord("$share/g/t", 1, 5, { noLocal: false, id: 9, rap: true, shared: true }))!
+    expect(rec).toEqual({ f: "$share/g/t", q: 1, c: 5, i: 9, rap: 1, s: 1 })
+    expect(subscriptionOptionsOf(rec)).toEqual({ id: 9, rap: true, shared: true })
+    expect(JSON.parse(encodeSubscriptionRecord("a", 0, 1).toString())).toEqual({ f: "a", q: 0, c: 1 })
+    // a record without `s` (3.1.1, or written before) is a literal filter
+    expect(subscriptionOptionsOf(decodeSubscriptionRecord(encodeSubscriptionRecord("$share/g/t", 1, 1))!)).toEqual({})
+  })
+
+  it("the session asks for them with the subscription; a 3.1.1 `$share/` filter is not shared", () => {
+    const s = new MqttSession(0, { randomBytes: seededBytes(5) }, { ...config, v5: { ...v5Limits, subscriptionIdentifiersAvailable: true } })
+    s.step(pkt(parse(new MqttParser({ v5: true }), connect5({ clean: false, properties: { sessionExpiryInterval: 60 } })).packets[0]!), 0)
+    s.step({ type: "sessionReady" }, 0)
+    const [sub] = v5Packets({ cmd: "subscribe", messageId: 1, subscriptions: [{ topic: "$share/g/t", qos: 1 }, { topic: "x", qos: 1, nl: true, rap: true }], properties: { subscriptionIdentifier: 4 } })
+    expect(ofType(s.step(pkt(sub), 0), "persistSubscription")).toEqual([
+      { type: "persistSubscription", filter: "$share/g/t", qos: 1, options: { noLocal: false, id: 4, rap: false, shared: true } },
+      { type: "persistSubscription", filter: "x", qos: 1, options: { noLocal: true, id: 4, rap: true, shared: false } }
+    ])
+    const { session: old } = connected({ connect: { clean: false } })
+    const acts = old.step(pkt({ cmd: "subscribe", messageId: 1, subscriptions: [{ topic: "$share/g/t", qos: 1 }] }), 0)
+    expect(ofType(acts, "subscribe")).toMatchObject([{ subjects: ["$share.g.t"], queue: undefined }])
+    expect(ofType(acts, "persistSubscription")).toEqual([{ type: "persistSubscription", filter: "$share/g/t", qos: 1 }])
+    const away = MqttSession.away(old.snapshot(), 0, { randomBytes: seededBytes(1) }, defaultSessionConfig)
+    expect(away.snapshot().subscriptions).toEqual([{ filter: "$share/g/t", qos: 1 }])
+  })
+
+  it("a delayed will rides in the session record and comes back as it was", () => {
+    const will = { at: 1_700_000_000_000, topic: "w/t", subject: "w.t", payload: Buffer.from("bye"), qos: 1 as const, retain: true, reply: "r.s", hdr: Buffer.from("NATS/1.0\r\nk: v\r\n\r\n") }
+    const snap = { clientId: "c", subscriptions: [], outbound: [], queued: [], inboundQos2: [], lastPacketId: 0, will }
+    expect(delayedWillOf(decodeSessionRecord(encodeSessionRecord(snap, 0))!)).toEqual(will)
+    const away = MqttSession.away(snap, 0, { randomBytes: seededBytes(1) }, defaultSessionConfig)
+    expect(away.pendingWill).toEqual(will)
+    away.willDone()
+    expect(away.snapshot().will).toBeUndefined()
   })
 })
 

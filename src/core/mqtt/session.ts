@@ -36,6 +36,7 @@ import {
   type SessionInput,
   type SessionSnapshot,
   type StoredProperties,
+  type DelayedWill,
   SUBACK_FAILURE,
   type SubscriptionRequest,
   type Will
@@ -284,6 +285,8 @@ export class MqttSession {
   /** MQTT 5.0: subscriptions with Retain As Published, and whether one of them matched the last subject asked for. */
   private rapSubs = 0
   private lastDeliverRap = false
+  /** MQTT 5.0: an away session's delayed will, kept in its snapshot until it goes out. */
+  private delayedWill: DelayedWill | undefined
   /** Stored messages (numeric refs) taken for delivery so far. */
   private storedTakenValue = 0
 
@@ -310,6 +313,7 @@ export class MqttSession {
   static away(stored: SessionSnapshot, now: number, deps: SessionDeps, config: SessionConfig): MqttSession {
     const s = new MqttSession(now, deps, config)
     s.phase = "away"
+    s.delayedWill = stored.will
     s.readyValue = true
     s.clean = false
     s.clientIdValue = stored.clientId
@@ -459,6 +463,16 @@ export class MqttSession {
     }
   }
 
+  /** MQTT 5.0: an away session's will still waiting for its Will Delay Interval (the shell publishes it when due). */
+  get pendingWill(): DelayedWill | undefined {
+    return this.delayedWill
+  }
+
+  /** The delayed will went out (or was cancelled): the session no longer holds it. */
+  willDone(): void {
+    this.delayedWill = undefined
+  }
+
   /** Subscriptions and pending QoS 1/2 state, for persistence of a non-clean session. */
   snapshot(): SessionSnapshot {
     return {
@@ -490,7 +504,8 @@ export class MqttSession {
       lastPacketId: this.out.lastPacketId,
       ...(this.versionValue === 5 && this.expiryInterval !== SESSION_NEVER_EXPIRES
         ? { expiryInterval: this.expiryInterval, endsAt: this.endsAtValue }
-        : {})
+        : {}),
+      ...(this.delayedWill === undefined ? {} : { will: this.delayedWill })
     }
   }
 
@@ -1160,7 +1175,11 @@ export class MqttSession {
    */
   private persistSubscription(filter: string, qos: QoS | undefined): void {
     if (this.clean) return
-    this.emit({ type: "persistSubscription", filter, qos })
+    const s = qos === undefined ? undefined : this.subs.get(filter)
+    if (s === undefined || (s.noLocal !== true && s.id === undefined && s.rap !== true && s.shared !== true)) {
+      return this.emit({ type: "persistSubscription", filter, qos })
+    }
+    this.emit({ type: "persistSubscription", filter, qos, options: { noLocal: s.noLocal, id: s.id, rap: s.rap, shared: s.shared } })
   }
 
   /** Add or replace (an identical filter [MQTT-3.8.4-3]) a subscription, keeping the counts of its MQTT 5.0 options. */

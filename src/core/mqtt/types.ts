@@ -197,6 +197,22 @@ export interface SessionSnapshot {
   readonly expiryInterval?: number | undefined
   /** When the session ends unless a connection resumes it (ms since the epoch): set as its connection closes. */
   readonly endsAt?: number | undefined
+  /** MQTT 5.0: a will waiting for its Will Delay Interval (kept with the session, restarts included). */
+  readonly will?: DelayedWill | undefined
+}
+
+/** A will waiting for its Will Delay Interval: the publish its session's end (or the delay) sends, as data. */
+export interface DelayedWill {
+  /** When it is due (ms since the epoch). */
+  readonly at: number
+  readonly topic: string
+  readonly subject: string
+  readonly payload: Uint8Array
+  readonly qos: QoS
+  readonly retain: boolean
+  /** MQTT 5.0 Will Properties as the bridge carries them: reply subject and header block. */
+  readonly reply?: string | undefined
+  readonly hdr?: Buffer | undefined
 }
 
 /**
@@ -288,7 +304,13 @@ export type SessionAction =
     readonly hdr?: Buffer | undefined
   }
   /** A persistent session's subscription to `filter` is now `qos` (undefined: removed); the shell keeps it. */
-  | { readonly type: "persistSubscription"; readonly filter: string; readonly qos: QoS | undefined }
+  | {
+    readonly type: "persistSubscription"
+    readonly filter: string
+    readonly qos: QoS | undefined
+    /** MQTT 5.0 options the record keeps (No Local, Subscription Identifier, Retain As Published, shared). */
+    readonly options?: { readonly noLocal?: boolean | undefined; readonly id?: number | undefined; readonly rap?: boolean | undefined; readonly shared?: boolean | undefined } | undefined
+  }
   /** Write (record) or delete (undefined) the record `key` of a `$MQTT_*` stream. */
   | { readonly type: "persist"; readonly stream: PersistStream; readonly key: string; readonly record: unknown }
   | {

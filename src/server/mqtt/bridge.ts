@@ -17,7 +17,9 @@ import {
   type SessionAction,
   type SessionConfig,
   type SessionInput,
-  type SessionSnapshot
+  type SessionSnapshot,
+  type DelayedWill,
+  subjectToTopic
 } from "../../core/mqtt/index.js"
 import { encodeInto, encodePublishRange } from "../../core/mqtt/codec.js"
 import { encodeIntoV5 } from "../../core/mqtt/codec5.js"
@@ -30,7 +32,7 @@ import { ReasonCode } from "../../core/mqtt/v5/reason.js"
 import { type MessageProperties, NO_PROPERTIES } from "../../core/mqtt/v5/types.js"
 import type { ServerLimits } from "../../core/mqtt/v5/connect.js"
 import type { Conn, ConnHandlers } from "../../services/transport.js"
-import { type Account, type Delivery, GLOBAL_ACCOUNT, type InternalPrincipal, type Subscription } from "../../engine/principal.js"
+import { type Account, type Delivery, GLOBAL_ACCOUNT, type InternalPrincipal, type Principal, type Subscription } from "../../engine/principal.js"
 import type { Server } from "../server.js"
 import { ClosedReason } from "../reasons.js"
 import { MqttCommitGate, type RouteExtra } from "./commit-gate.js"
@@ -50,6 +52,21 @@ import { traceMqttIn, traceMqttOut, traceMqttOutQos0 } from "./trace.js"
  * sent as Server Keep Alive where the client asks for more) and the Response Information
  * prefix (`response_information`).
  */
+/** A will's delayed actions (its publish, and its retained copy) as data the session record can keep. */
+const delayedWill = (at: number, actions: ReadonlyArray<SessionAction>): DelayedWill | undefined => {
+  let topic: string | undefined
+  for (const a of actions) if (a.type === "storeRetained" || a.type === "deleteRetained") topic = a.topic
+  for (const a of actions) {
+    if (a.type !== "publish") continue
+    return {
+      at, topic: topic ?? subjectToTopic(a.subject), subject: a.subject, payload: a.payload, qos: a.qos, retain: a.retain,
+      ...(a.reply === undefined ? {} : { reply: a.reply }),
+      ...(a.hdr === undefined ? {} : { hdr: a.hdr })
+    }
+  }
+  return undefined
+}
+
 /** Store refusals that are a storage limit (a stream's limits, the disk full): MQTT 5.0's 0x97 Quota exceeded. */
 const STORAGE_LIMITS: ReadonlySet<string> = new Set(["MaxMsgs", "MaxBytes", "MaxMsgSize", "MaxMsgsPerSubject", "NoSpace"])
 
@@ -88,7 +105,7 @@ export class MqttBridge implements MqttDriver {
   mqttLevels: ReadonlyArray<MqttProtocolLevel>
   websocketLevels: ReadonlyArray<MqttProtocolLevel> = DEFAULT_MQTT_PROTOCOL_VERSIONS
   /** MQTT 5.0 wills waiting for their Will Delay Interval, by account and client id: the closed connection they are published as. */
-  private readonly delayedWills = new Map<string, { readonly at: number; readonly c: MqttConnection; readonly actions: ReadonlyArray<SessionAction> }>()
+  private readonly delayedWills = new Map<string, { readonly account: string; readonly clientId: string; readonly will: DelayedWill }>()
   /** Payloads of QoS 1/2 messages in the sessions' windows (see held.ts). */
   private readonly held = new HeldPayloads()
   private readonly registry: MqttRegistry
@@ -125,6 +142,10 @@ export class MqttBridge implements MqttDriver {
     this.tracing = server.log.traceEnabled
     this.registry = new MqttRegistry(server, store, this.held, sessionConfig)
     this.registry.wakeAt = (at) => this.wakeAt(at)
+    this.registry.onStoredWill = (account, clientId, will) => {
+      this.delayedWills.set(`${account}\n${clientId}`, { account, clientId, will })
+      this.wakeAt(will.at)
+    }
     this.gate = new MqttCommitGate(server, store, this)
     this.retained = new RetainedLookups(server, this)
     this.backlog = new BacklogPump(store, this)
@@ -152,7 +173,11 @@ export class MqttBridge implements MqttDriver {
     const account = d.origin.publisher!.account
     const store = this.gate.storeOf(account.name)
     if (store === undefined || !store.durable || !this.heldDurably(account, d.subject)) return
-    const r = store.storeMessage(d.subject, d.buf.subarray(d.payloadStart, d.end), d.origin.qos as QoS)
+    // With its headers and reply subject: an MQTT 5.0 session gets its properties from the stored copy too.
+    const props = d.hdrLen > 0 || d.reply !== ""
+      ? { reply: d.reply === "" ? undefined : d.reply, hdr: d.hdrLen > 0 ? d.buf.subarray(d.start, d.start + d.hdrLen) : undefined, at: d.now }
+      : undefined
+    const r = store.storeMessage(d.subject, d.buf.subarray(d.payloadStart, d.end), d.origin.qos as QoS, false, undefined, props)
     if (typeof r === "object") {
       this.server.log.error(`MQTT: message on '${d.subject}' from another server could not be stored: ${r.detail}`)
       return
@@ -321,7 +346,7 @@ export class MqttBridge implements MqttDriver {
         // Written now; the SUBACK (or UNSUBACK) waits for the commit.
         const store = this.gate.persisted(c)
         if (store === undefined) return
-        store.writeSubscription(c.session.clientId, a.filter, a.qos)
+        store.writeSubscription(c.session.clientId, a.filter, a.qos, a.options)
         return this.gate.hold(c, store)
       }
       case "fetch":
@@ -351,9 +376,10 @@ export class MqttBridge implements MqttDriver {
       case "deadline":
         return this.wakeAt(a.at)
       case "willDelayed": {
-        const at = now + a.afterMs
-        this.delayedWills.set(`${c.account.name}\n${c.session.clientId}`, { at, c, actions: a.actions })
-        return this.wakeAt(at)
+        const will = delayedWill(now + a.afterMs, a.actions)
+        if (will === undefined) return
+        this.delayedWills.set(`${c.account.name}\n${c.session.clientId}`, { account: c.account.name, clientId: c.session.clientId, will })
+        return this.wakeAt(will.at)
       }
     }
   }
@@ -500,6 +526,7 @@ export class MqttBridge implements MqttDriver {
       // ends that session instead, and its will goes out now.
       this.delayedWills.delete(key)
       if (clean) this.runDelayedWill(will, this.server.now())
+      else this.registry.willSent(will.account, will.clientId)
     }
     const ready = this.gate.storeOf(c.account.name)
     if (ready !== undefined) return this.sessionReady(c, clean, persistent, ready)
@@ -585,7 +612,7 @@ export class MqttBridge implements MqttDriver {
    * the MQTT subscribers; an MQTT 5.0 PUBLISH with its reply subject and header block
    * (`extra`: the headers go in front of the payload, as a NATS HPUB carries them).
    */
-  route(c: MqttConnection, subject: string, buf: Buffer, qos: QoS, ref: number | undefined, now: number, extra?: RouteExtra): number {
+  route(c: Principal, subject: string, buf: Buffer, qos: QoS, ref: number | undefined, now: number, extra?: RouteExtra): number {
     const router = this.server.router
     const d = router.message(c, now)
     d.subject = subject
@@ -789,6 +816,9 @@ export class MqttBridge implements MqttDriver {
       snap = c.session.snapshot()
       // MQTT 5.0: kept for its Session Expiry Interval from now, restarts included.
       if (snap.expiryInterval !== undefined) snap = { ...snap, endsAt: sessionEndsAt(this.server.now(), snap.expiryInterval) }
+      // Its delayed will waits with it, restarts included.
+      const will = this.delayedWills.get(`${c.account.name}\n${c.session.clientId}`)?.will
+      if (will !== undefined) snap = { ...snap, will }
       const store = this.gate.storeOf(c.account.name)
       if (c.unannounced && c.session.closeReason !== CloseReason.ClientClosed) {
         // A session the client was never told of (its CONNACK not written: a failed commit
@@ -816,8 +846,8 @@ export class MqttBridge implements MqttDriver {
     let wrote = expired.wrote
     let next = expired.next ?? Infinity
     for (const [key, will] of [...this.delayedWills]) {
-      if (will.at > now) {
-        next = Math.min(next, will.at)
+      if (will.will.at > now) {
+        next = Math.min(next, will.will.at)
         continue
       }
       this.delayedWills.delete(key)
@@ -837,9 +867,30 @@ export class MqttBridge implements MqttDriver {
     return next === Infinity ? undefined : next
   }
 
-  /** A delayed will's time has come (or its session ended): published as its connection would have. */
-  private runDelayedWill(will: { readonly c: MqttConnection; readonly actions: ReadonlyArray<SessionAction> }, now: number): void {
-    for (const a of will.actions) this.run(will.c, a, now)
+  /**
+   * A delayed will's time has come (or its session ended): published for the session by
+   * the server (its connection is gone, perhaps since before a restart), as that connection
+   * would have: retained copy, stored copy for persistent sessions, routed.
+   */
+  private runDelayedWill(entry: { readonly account: string; readonly clientId: string; readonly will: DelayedWill }, now: number): void {
+    const { account, will } = entry
+    this.registry.willSent(account, entry.clientId)
+    const store = this.gate.storeOf(account)
+    const props = will.reply === undefined && will.hdr === undefined ? undefined : { reply: will.reply, hdr: will.hdr, at: now }
+    if (will.retain) {
+      if (will.payload.length === 0) store?.deleteRetained(will.topic, will.subject)
+      else store?.setRetained(will.topic, will.subject, will.payload, will.qos, props)
+    }
+    const from = this.registry.internal(account)
+    const buf = Buffer.from(will.payload.buffer, will.payload.byteOffset, will.payload.byteLength)
+    let ref: number | undefined
+    if (will.qos > 0 && store?.durable === true && this.heldDurably(from.account, will.subject)) {
+      const r = store.storeMessage(will.subject, buf, will.qos, false, undefined, props)
+      if (typeof r === "number") ref = r
+      else if (r !== undefined) this.server.log.error(`MQTT client "${entry.clientId}": will on '${will.subject}' could not be stored: ${r.detail}`)
+    }
+    this.route(from, will.subject, buf, will.qos, ref, now, { reply: will.reply, hdr: will.hdr, retain: will.retain })
+    if (store?.durable === true) this.store.commit(() => {})
   }
 
   /** Close one connection as the server stops (lame duck mode, shutdown): no will, its session kept. */

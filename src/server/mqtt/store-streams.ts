@@ -7,6 +7,7 @@
 import { Effect, Exit, Layer } from "effect"
 import {
   decodeSessionRecord,
+  delayedWillOf,
   encodeSessionRecord,
   decodeSubscriptionRecord,
   encodeSubscriptionRecord,
@@ -31,7 +32,9 @@ import {
   storedParts,
   storedSubjectOf,
   subjectToTopic,
-  subscriptionSubjects,
+  filterSubscription,
+  subscriptionOptionsOf,
+  type SubscriptionOptions,
   bestGrant,
   type Grant,
   type QoS,
@@ -253,10 +256,10 @@ export class StreamsAccountStore implements MqttAccountStore {
   }
 
   /** One subscription of a persistent session, made (qos) or removed (undefined). */
-  writeSubscription(clientId: string, filter: string, qos: QoS | undefined): void {
+  writeSubscription(clientId: string, filter: string, qos: QoS | undefined, options?: SubscriptionOptions): void {
     const subject = sessSubscriptionSubject(sessionHash(clientId), filter)
     if (qos === undefined) return this.drop(MqttStream.sess, subject)
-    const r = this.put(MqttStream.sess, subject, undefined, encodeSubscriptionRecord(filter, qos, this.routedCursor()))
+    const r = this.put(MqttStream.sess, subject, undefined, encodeSubscriptionRecord(filter, qos, this.routedCursor(), options))
     if (typeof r !== "number") this.owner.log.error(`MQTT: subscription '${filter}' of client "${clientId}" not stored: ${r.detail}`)
   }
 
@@ -416,8 +419,9 @@ export class StreamsAccountStore implements MqttAccountStore {
         const grants: Array<Grant & { readonly from: number }> = []
         for (const s of subs) {
           if (s.q === 0) continue
-          const subjects = subscriptionSubjects(s.f)
-          if (subjects.ok) grants.push({ filter: s.f, subjects: subjects.value, qos: s.q, from: Math.max(rec.cursor, s.c) + 1 })
+          // a Shared Subscription's subjects are its inner filter's; any other `$share/…` filter is literal
+          const subjects = filterSubscription(s.f, s.s === 1)
+          if (subjects.ok) grants.push({ filter: s.f, subjects: subjects.subjects, qos: s.q, from: Math.max(rec.cursor, s.c) + 1 })
         }
         const filters = grants.flatMap((g) => g.subjects.map(msgSubject))
         const active: Array<Grant> = []
@@ -442,16 +446,17 @@ export class StreamsAccountStore implements MqttAccountStore {
         self.sessions.set(rec.id, {
           clientId: rec.id,
           owner: rec.u,
-          subscriptions: subs.map((s) => ({ filter: s.f, qos: s.q })),
+          subscriptions: subs.map((s) => ({ filter: s.f, qos: s.q, ...subscriptionOptionsOf(s) })),
           outbound,
           queued,
           inboundQos2: [...(qos2in.get(hash) ?? [])],
           lastPacketId: rec.pid,
           expiryInterval: rec.x,
-          endsAt: rec.e
+          endsAt: rec.e,
+          will: delayedWillOf(rec)
         })
         if (legacy) {
-          for (const s of subs) self.put(MqttStream.sess, sessSubscriptionSubject(hash, s.f), undefined, encodeSubscriptionRecord(s.f, s.q, s.c))
+          for (const s of subs) self.put(MqttStream.sess, sessSubscriptionSubject(hash, s.f), undefined, encodeSubscriptionRecord(s.f, s.q, s.c, subscriptionOptionsOf(s)))
           self.writeSession(self.sessions.get(rec.id)!)
         }
       }

@@ -9,7 +9,7 @@
 // (opening an account, reading stored messages back, a commit) is asked once per account,
 // per batch or per flush.
 import { Context } from "effect"
-import type { QoS, RetainedTree, SessionSnapshot } from "../../core/mqtt/index.js"
+import type { QoS, RetainedTree, SessionSnapshot, SubscriptionOptions } from "../../core/mqtt/index.js"
 import type { StoreError } from "../../services/store.js"
 
 /**
@@ -87,7 +87,7 @@ export interface MqttAccountStore {
   /** A persistent session's record: its packet ids and what it still owes (`SessionSnapshot`). */
   writeSession(snap: SessionSnapshot): void
   /** One subscription of a persistent session, made (qos) or removed (undefined). */
-  writeSubscription(clientId: string, filter: string, qos: QoS | undefined): void
+  writeSubscription(clientId: string, filter: string, qos: QoS | undefined, options?: SubscriptionOptions): void
   /** A QoS 2 exchange: an inbound id awaiting PUBREL (`$MQTT_qos2in`) or an outbound one awaiting PUBCOMP (`$MQTT_out`). */
   qos2State(stream: "$MQTT_qos2in" | "$MQTT_out", clientId: string, packetId: number, present: boolean, copy?: number): void
   /** Forget a session: its record, subscriptions, QoS 2 state and its hold on stored messages. */
