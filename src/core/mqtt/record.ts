@@ -190,6 +190,8 @@ export interface SessionRecord {
   readonly x?: number
   /** When the session ends unless resumed (ms since the epoch), once its connection closed. */
   readonly e?: number
+  /** 5: an MQTT 5.0 session. */
+  readonly l?: 5
   /** MQTT 5.0: its delayed will: due at, topic, subject, payload and header block (base64), QoS, RETAIN, reply subject. */
   readonly w?: { readonly a: number; readonly t: string; readonly s: string; readonly d: string; readonly q: QoS; readonly r: boolean; readonly y?: string; readonly h?: string }
 }
@@ -236,6 +238,7 @@ export const encodeSessionRecord = (snap: SessionSnapshot, cursor: number): Buff
     queued: snap.queued.map(pending),
     ...(snap.expiryInterval === undefined ? {} : { x: snap.expiryInterval }),
     ...(snap.endsAt === undefined ? {} : { e: snap.endsAt }),
+    ...(snap.protocolVersion === 5 ? { l: 5 as const } : {}),
     ...(snap.will === undefined ? {} : { w: willRecord(snap.will) })
   }
   return Buffer.from(JSON.stringify(rec))

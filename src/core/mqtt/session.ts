@@ -332,9 +332,11 @@ export class MqttSession {
     }
     for (const id of stored.inboundQos2) s.inQos2.ids.set(id, { confirmed: true })
     s.out.setLastId(stored.lastPacketId)
-    if (stored.expiryInterval !== undefined) {
+    // An MQTT 5.0 session stays one while away (its queued messages keep their properties),
+    // whether or not its Session Expiry Interval ever runs out.
+    if (stored.protocolVersion === 5 || stored.expiryInterval !== undefined) {
       s.versionValue = 5
-      s.expiryInterval = stored.expiryInterval
+      s.expiryInterval = stored.expiryInterval ?? SESSION_NEVER_EXPIRES
       s.endsAtValue = stored.endsAt
     }
     return s
@@ -505,6 +507,7 @@ export class MqttSession {
       ...(this.versionValue === 5 && this.expiryInterval !== SESSION_NEVER_EXPIRES
         ? { expiryInterval: this.expiryInterval, endsAt: this.endsAtValue }
         : {}),
+      ...(this.versionValue === 5 ? { protocolVersion: 5 as const } : {}),
       ...(this.delayedWill === undefined ? {} : { will: this.delayedWill })
     }
   }

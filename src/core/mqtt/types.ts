@@ -197,6 +197,8 @@ export interface SessionSnapshot {
   readonly expiryInterval?: number | undefined
   /** When the session ends unless a connection resumes it (ms since the epoch): set as its connection closes. */
   readonly endsAt?: number | undefined
+  /** 5: an MQTT 5.0 session (absent: 3.1.1). */
+  readonly protocolVersion?: 5 | undefined
   /** MQTT 5.0: a will waiting for its Will Delay Interval (kept with the session, restarts included). */
   readonly will?: DelayedWill | undefined
 }

@@ -453,6 +453,7 @@ export class StreamsAccountStore implements MqttAccountStore {
           lastPacketId: rec.pid,
           expiryInterval: rec.x,
           endsAt: rec.e,
+          ...(rec.l === 5 ? { protocolVersion: 5 as const } : {}),
           will: delayedWillOf(rec)
         })
         if (legacy) {
