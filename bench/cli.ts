@@ -43,7 +43,7 @@ interface Options {
 
 const usage = `usage: npm run bench -- [options]
   --scenario LIST   comma-separated: ${SCENARIOS.map((s) => s.id).join(", ")}, or all
-                    (default, one for every target: ${DEFAULT_SCENARIOS.join(", ")})
+                    (default, one for every target and the MQTT 5.0 cells: ${DEFAULT_SCENARIOS.join(", ")})
   --size LIST       message sizes, e.g. 16,128,1k,16k (default: ${SIZES.join(",")})
   --duration S      seconds each timed run publishes (flows, JetStream publish; default 1)
   --warmup S        seconds of unmeasured load on a server before a cell's first run (default 0.3)

@@ -105,7 +105,7 @@ const mqttCount = (qos: 0 | 1 | 2, size: number): number =>
 const jsCount = (size: number): number => (size <= 1024 ? 20_000 : 5_000)
 
 const mqttFlow =
-  (qos: 0 | 1 | 2, subs: number, natsSubs: boolean, persistent = false) =>
+  (qos: 0 | 1 | 2, subs: number, natsSubs: boolean, persistent = false, v5 = false, shared = false) =>
   (ports: Ports, serverPid: number, size: number, run: RunBound): Job => ({
     kind: "mqtt-flow",
     port: ports.mqtt,
@@ -115,6 +115,8 @@ const mqttFlow =
     subs,
     natsSubs,
     persistent,
+    ...(v5 ? { v5: true } : {}),
+    ...(shared ? { shared: true } : {}),
     size,
     count: run.count,
     durationMs: run.durationMs
@@ -255,6 +257,30 @@ export const SCENARIOS: ReadonlyArray<Scenario> = [
       job: mqttFlow(qos, subs, false)
     }))
   ),
+  // MQTT 5.0 clients (protocol level 5, no properties) on the same flows as mqtt0/mqtt1:
+  // the cost of speaking 5.0, to be compared with those cells of the same run.
+  ...([0, 1] as const).map((qos): Scenario => ({
+    id: `mqtt5-${qos}`,
+    title: `MQTT 5.0 QoS ${qos} 1→1`,
+    protocol: "mqtt5",
+    sized: true,
+    metrics: flowMetrics,
+    defaultCount: (size: number) => mqttCount(qos, size),
+    timed: true,
+    countUnit: "messages",
+    job: mqttFlow(qos, 1, false, false, true)
+  })),
+  {
+    id: "mqtt5-shared",
+    title: "MQTT 5.0 QoS 1 Shared Subscription, 4 members (each message to one)",
+    protocol: "mqtt5",
+    sized: true,
+    metrics: flowMetrics,
+    defaultCount: (size: number) => mqttCount(1, size),
+    timed: true,
+    countUnit: "messages",
+    job: mqttFlow(1, 4, false, false, true, true)
+  },
   {
     id: "mqtt1-persist",
     title: "MQTT QoS 1 1→1, persistent-session subscriber (each message kept until acknowledged)",

@@ -8,7 +8,7 @@ import * as path from "node:path"
 import type { Readiness } from "./proc.js"
 
 /** The protocols a scenario speaks and a system serves. */
-export type Protocol = "nats" | "mqtt" | "mqtt-qos2" | "bridge" | "jetstream" | "cluster"
+export type Protocol = "nats" | "mqtt" | "mqtt-qos2" | "mqtt5" | "bridge" | "jetstream" | "cluster"
 
 export interface Ports {
   readonly nats: number
@@ -92,7 +92,7 @@ const gitRev = (root: string): string => {
 
 /** Whether a scenario of this protocol talks to the NATS port, the MQTT port, or both. */
 export const usesNats = (p: Protocol): boolean => p === "nats" || p === "jetstream" || p === "bridge" || p === "cluster"
-export const usesMqtt = (p: Protocol): boolean => p === "mqtt" || p === "mqtt-qos2" || p === "bridge"
+export const usesMqtt = (p: Protocol): boolean => p === "mqtt" || p === "mqtt-qos2" || p === "mqtt5" || p === "bridge"
 
 const natsReady = (ports: Ports, protocols: ReadonlyArray<Protocol>): ReadonlyArray<Readiness> => {
   const r: Array<Readiness> = []
@@ -154,6 +154,7 @@ const switchyardDetail = (root: string, entry: string, other: boolean): Availabi
 // "always": a PubAck / PUBACK only after the fsync. Core NATS scenarios run NATS alone.
 const switchyardArgs = (entry: string, ports: Ports, workDir: string, protocol: Protocol, extra: ReadonlyArray<string>): Array<string> => [
   entry,
+  ...(protocol === "mqtt5" ? ["-c", mqtt5Conf(workDir)] : []),
   "-a",
   "127.0.0.1",
   "-p",
@@ -163,6 +164,13 @@ const switchyardArgs = (entry: string, ports: Ports, workDir: string, protocol: 
   ...(protocol === "cluster" ? clusterArgs(ports, 1) : []),
   ...extra
 ]
+
+/** MQTT 5.0 is opt-in per listener (`protocol_versions`, a config key): a file with that alone, the flags give the rest. */
+const mqtt5Conf = (workDir: string): string => {
+  const conf = path.join(workDir, "switchyard-mqtt5.conf")
+  writeFileSync(conf, "mqtt { protocol_versions: [4, 5] }\n")
+  return conf
+}
 
 /**
  * The cluster flags of the first (1) or second (2) server of a cluster run, the same for
@@ -199,7 +207,7 @@ export const SYSTEMS: ReadonlyArray<SystemDef> = [
   {
     name: "switchyard",
     subject: true,
-    protocols: ["nats", "mqtt", "mqtt-qos2", "bridge", "jetstream", "cluster"],
+    protocols: ["nats", "mqtt", "mqtt-qos2", "mqtt5", "bridge", "jetstream", "cluster"],
     color: "#2b7bb9",
     available: (root) => switchyardDetail(root, switchyardEntry(root), process.env.SWITCHYARD_ENTRY !== undefined),
     command: (root, ports, workDir, protocol) => ({ cmd: process.execPath, args: switchyardArgs(switchyardEntry(root), ports, workDir, protocol, []) }),
@@ -214,7 +222,7 @@ export const SYSTEMS: ReadonlyArray<SystemDef> = [
     name: "switchyard-b",
     subject: false,
     optIn: true,
-    protocols: ["nats", "mqtt", "mqtt-qos2", "bridge", "jetstream", "cluster"],
+    protocols: ["nats", "mqtt", "mqtt-qos2", "mqtt5", "bridge", "jetstream", "cluster"],
     color: "#7fb3dc",
     available: (root) => {
       if (!variantBSet) return { ok: false, detail: "no variant (set SWITCHYARD_B_ENTRY, SWITCHYARD_B_ARGS or SWITCHYARD_B_ENV)" }
@@ -278,7 +286,7 @@ export const SYSTEMS: ReadonlyArray<SystemDef> = [
   {
     name: "mosquitto",
     subject: false,
-    protocols: ["mqtt", "mqtt-qos2"],
+    protocols: ["mqtt", "mqtt-qos2", "mqtt5"],
     color: "#d98c1f",
     available: () => {
       const bin = which("mosquitto")

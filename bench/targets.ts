@@ -63,7 +63,7 @@ export const BOUNDS: ReadonlyArray<Bound> = [
  * MQTT 1→4 fan-outs the targets also cover, and the scenarios without a target, run with
  * `--scenario all` (or by name).
  */
-export const DEFAULT_SCENARIOS: ReadonlyArray<string> = ["1to1", "fanout", "cluster-1to1", "cluster-fanout", "reqrep", "idle", "mqtt0", "mqtt1", "mqtt1-persist", "mqtt2", "mqtt-connect", "footprint"]
+export const DEFAULT_SCENARIOS: ReadonlyArray<string> = ["1to1", "fanout", "cluster-1to1", "cluster-fanout", "reqrep", "idle", "mqtt0", "mqtt1", "mqtt1-persist", "mqtt2", "mqtt-connect", "footprint", "mqtt5-0", "mqtt5-1", "mqtt5-shared"]
 
 export interface TargetCheck {
   readonly target: Target | Bound

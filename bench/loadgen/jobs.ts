@@ -58,6 +58,10 @@ export interface MqttFlowJob {
    * QoS 1/2 message for them until they acknowledge it, across a restart.
    */
   readonly persistent?: boolean
+  /** MQTT 5.0 clients (protocol level 5) instead of 3.1.1. */
+  readonly v5?: boolean
+  /** The subscribers share one MQTT 5.0 Shared Subscription (`$share/bench/…`): each message goes to one of them. */
+  readonly shared?: boolean
   readonly size: number
   /** Messages published, at most. */
   readonly count: number

@@ -36,25 +36,30 @@ const MAX_PINGS_OUT = Number(process.env.BENCH_MQTT_PINGS ?? 4)
 const STALL_MS = Number(process.env.BENCH_STALL_MS ?? 5000)
 
 export class MConn {
-  readonly reader = new MqttReader()
+  readonly reader: MqttReader
   closed = false
   closeReason: string | undefined
-  constructor(readonly sock: net.Socket) {}
+  constructor(
+    readonly sock: net.Socket,
+    readonly v5 = false
+  ) {
+    this.reader = new MqttReader(v5)
+  }
   destroy(): void {
     this.closed = true
     this.sock.destroy()
   }
 }
 
-/** TCP connect, CONNECT (clean session unless asked otherwise, no keep-alive), wait for CONNACK 0. */
-export const mqttConnect = (port: number, clientId: string, clean = true): Promise<MConn> =>
+/** TCP connect, CONNECT (clean session unless asked otherwise, no keep-alive; `v5`: MQTT 5.0), wait for CONNACK 0. */
+export const mqttConnect = (port: number, clientId: string, clean = true, v5 = false): Promise<MConn> =>
   new Promise((resolve, reject) => {
     const sock = net.connect({ host: HOST, port })
     sock.setNoDelay(true)
-    const c = new MConn(sock)
+    const c = new MConn(sock, v5)
     let ready = false
     sock.on("connect", () => {
-      sock.write(encodeConnect(clientId, clean))
+      sock.write(encodeConnect(clientId, clean, 0, v5))
     })
     c.reader.onConnack = (code) => {
       c.reader.onConnack = undefined
@@ -90,7 +95,7 @@ const subscribe = (c: MConn, filter: string, qos: 0 | 1 | 2): Promise<number> =>
         resolve(c.reader.subackCode)
       } else if (prev !== undefined) prev(type, id)
     }
-    c.sock.write(encodeSubscribe(1, filter, qos))
+    c.sock.write(encodeSubscribe(1, filter, qos, c.v5))
   })
 
 /** Answer incoming QoS 1/2 PUBLISHes and PUBRELs from the pre-encoded tables. */
@@ -144,9 +149,11 @@ export const runMqttFlow = async (job: MqttFlowJob): Promise<JobResult> => {
       await c.flush()
       natsSubs.push(c)
     } else {
-      const c = await mqttConnect(job.port, subId(i), job.persistent !== true)
-      const granted = await subscribe(c, topic, job.qos)
-      if (granted === 0x80) throw new Error(`SUBSCRIBE ${topic} at QoS ${job.qos} refused (SUBACK 0x80)`)
+      const c = await mqttConnect(job.port, subId(i), job.persistent !== true, job.v5 === true)
+      // MQTT 5.0 Shared Subscription: the subscribers split the messages
+      const filter = job.shared === true ? `$share/bench/${topic}` : topic
+      const granted = await subscribe(c, filter, job.qos)
+      if (granted >= 0x80) throw new Error(`SUBSCRIBE ${filter} at QoS ${job.qos} refused (SUBACK 0x${granted.toString(16)})`)
       if (granted !== job.qos) errors.push(`subscription granted QoS ${granted}, asked ${job.qos}`)
       autoAnswer(c)
       c.sock.on("data", () => pump())
@@ -154,19 +161,22 @@ export const runMqttFlow = async (job: MqttFlowJob): Promise<JobResult> => {
     }
   }
   const received = (i: number): number => (job.natsSubs ? natsSubs[i]!.reader.msgs : mqttSubs[i]!.reader.publishes)
-  const minReceived = (): number => {
-    let m = Infinity
-    for (let i = 0; i < job.subs; i++) m = Math.min(m, received(i))
-    return job.subs === 0 ? Infinity : m
-  }
   const totalReceived = (): number => {
     let n = 0
     for (let i = 0; i < job.subs; i++) n += received(i)
     return n
   }
+  /** How far the slowest receiver is (shared: all of them together, each message reaching one). */
+  const minReceived = (): number => {
+    if (job.subs === 0) return Infinity
+    if (job.shared === true) return totalReceived()
+    let m = Infinity
+    for (let i = 0; i < job.subs; i++) m = Math.min(m, received(i))
+    return m
+  }
 
-  const pub = await mqttConnect(job.port, "bench-pub")
-  const msg = encodePublish(topic, job.qos, payload(job.size))
+  const pub = await mqttConnect(job.port, "bench-pub", true, job.v5 === true)
+  const msg = encodePublish(topic, job.qos, payload(job.size), job.v5 === true)
   const perBatch =
     job.qos === 0
       ? Math.max(1, Math.floor(BATCH_BYTES / msg.buf.length))
@@ -270,7 +280,7 @@ export const runMqttFlow = async (job: MqttFlowJob): Promise<JobResult> => {
     }
   }
 
-  const expected = (): number => target * job.subs
+  const expected = (): number => (job.shared === true ? target : target * job.subs)
   const start = cpuNow(job.serverPid)
   let endAt = 0
   let lastRecvAt = 0
@@ -329,9 +339,15 @@ export const runMqttFlow = async (job: MqttFlowJob): Promise<JobResult> => {
   const elapsedMs = endAt - start.t
   let loss = 0
   let excess = 0
-  for (let i = 0; i < job.subs; i++) {
-    loss += Math.max(0, target - received(i))
-    excess += Math.max(0, received(i) - target)
+  if (job.shared === true) {
+    // each message to exactly one member of the group
+    loss = Math.max(0, target - got)
+    excess = Math.max(0, got - target)
+  } else {
+    for (let i = 0; i < job.subs; i++) {
+      loss += Math.max(0, target - received(i))
+      excess += Math.max(0, received(i) - target)
+    }
   }
   if (job.qos > 0 && completed() < target) {
     errors.push(`publisher: ${completed()} of ${target} acknowledged (${job.qos === 1 ? "PUBACK" : "PUBCOMP"})`)

@@ -44,18 +44,26 @@ const str = (s: string): Buffer => {
 const packet = (first: number, body: Buffer): Buffer =>
   Buffer.concat([Buffer.from([first, ...remainingLength(body.length)]), body])
 
-/** CONNECT, protocol level 4 (3.1.1), no will, no credentials. keepAlive 0 = none. */
-export const encodeConnect = (clientId: string, cleanSession = true, keepAlive = 0): Buffer => {
+/** MQTT 5.0: an empty property block (Property Length 0). */
+const NO_PROPS = Buffer.from([0])
+
+/**
+ * CONNECT, protocol level 4 (3.1.1) or 5 (MQTT 5.0, no properties: a clean one's session
+ * ends with it, a persistent one's never), no will, no credentials. keepAlive 0 = none.
+ */
+export const encodeConnect = (clientId: string, cleanSession = true, keepAlive = 0, v5 = false): Buffer => {
   const ka = Buffer.allocUnsafe(2)
   ka.writeUInt16BE(keepAlive, 0)
-  return packet(0x10, Buffer.concat([str("MQTT"), Buffer.from([4, cleanSession ? 0x02 : 0x00]), ka, str(clientId)]))
+  // MQTT 5.0 persistence is the Session Expiry Interval: 0xFFFFFFFF for a persistent session
+  const props = !v5 ? Buffer.alloc(0) : cleanSession ? NO_PROPS : Buffer.from([5, 0x11, 0xff, 0xff, 0xff, 0xff])
+  return packet(0x10, Buffer.concat([str("MQTT"), Buffer.from([v5 ? 5 : 4, cleanSession ? 0x02 : 0x00]), ka, props, str(clientId)]))
 }
 
-/** SUBSCRIBE one filter at `qos`. */
-export const encodeSubscribe = (packetId: number, filter: string, qos: 0 | 1 | 2): Buffer => {
+/** SUBSCRIBE one filter at `qos` (MQTT 5.0: no properties, the options byte is the QoS). */
+export const encodeSubscribe = (packetId: number, filter: string, qos: 0 | 1 | 2, v5 = false): Buffer => {
   const id = Buffer.allocUnsafe(2)
   id.writeUInt16BE(packetId, 0)
-  return packet(0x82, Buffer.concat([id, str(filter), Buffer.from([qos])]))
+  return packet(0x82, Buffer.concat([id, ...(v5 ? [NO_PROPS] : []), str(filter), Buffer.from([qos])]))
 }
 
 export interface EncodedPublish {
@@ -64,11 +72,11 @@ export interface EncodedPublish {
   readonly idOffset: number
 }
 
-/** One PUBLISH (no DUP, no RETAIN); its packet id is 0 until patched. */
-export const encodePublish = (topic: string, qos: 0 | 1 | 2, body: Buffer): EncodedPublish => {
+/** One PUBLISH (no DUP, no RETAIN; MQTT 5.0: no properties); its packet id is 0 until patched. */
+export const encodePublish = (topic: string, qos: 0 | 1 | 2, body: Buffer, v5 = false): EncodedPublish => {
   const t = str(topic)
   const id = qos > 0 ? Buffer.alloc(2) : Buffer.alloc(0)
-  const rest = Buffer.concat([t, id, body])
+  const rest = Buffer.concat([t, id, ...(v5 ? [NO_PROPS] : []), body])
   const head = Buffer.from([0x30 | (qos << 1), ...remainingLength(rest.length)])
   return { buf: Buffer.concat([head, rest]), idOffset: qos > 0 ? head.length + t.length : -1 }
 }
@@ -200,6 +208,9 @@ export class MqttReader {
   private skip = 0
   private carry: Buffer | undefined
 
+  /** MQTT 5.0: a PUBLISH has a property block after its packet id (acknowledgements' short forms read as 3.1.1's). */
+  constructor(readonly v5 = false) {}
+
   feed(chunk: Buffer): void {
     let b = chunk
     let pos = 0
@@ -249,10 +260,18 @@ export class MqttReader {
         }
         const tlen = (b[body]! << 8) | b[body + 1]!
         const idAt = body + 2 + tlen
-        const headEnd = idAt + (qos > 0 ? 2 : 0)
-        if (headEnd > len) {
+        let headEnd = idAt + (qos > 0 ? 2 : 0)
+        // MQTT 5.0: the Property Length (a Variable Byte Integer) must be here too
+        let vbiEnd = headEnd
+        if (this.v5) while (vbiEnd < len && vbiEnd < headEnd + 4 && (b[vbiEnd]! & 0x80) !== 0) vbiEnd++
+        if (headEnd > len || (this.v5 && vbiEnd >= len)) {
           this.carry = Buffer.from(b.subarray(pos))
           break
+        }
+        if (this.v5) {
+          let plen = 0
+          for (let k = headEnd, m = 1; k <= vbiEnd; k++, m *= 128) plen += (b[k]! & 0x7f) * m
+          headEnd = vbiEnd + 1 + plen
         }
         const id = qos > 0 ? (b[idAt]! << 8) | b[idAt + 1]! : 0
         this.publishes++

@@ -122,7 +122,22 @@ export interface MqttOptions {
   readonly receiveMaximum?: number | undefined
   /** MQTT 5.0 `topic_alias_maximum`: Topic Aliases a client may set (announced in CONNACK). Undefined = 10; 0: none. */
   readonly topicAliasMaximum?: number | undefined
+  /**
+   * MQTT 5.0 `max_keepalive` (seconds): the longest Keep Alive a client may use. One asking
+   * for more, or for 0 (none), is given this as the Server Keep Alive in CONNACK. Undefined:
+   * the client's own Keep Alive.
+   */
+  readonly maxKeepAlive?: number | undefined
+  /**
+   * MQTT 5.0 `response_information`: the topic prefix a client that asks for Response
+   * Information is given, followed by `/` and a level of its own (its Client Identifier when
+   * that is a plain word, else a hash of it). Undefined = `_INBOX/mqtt`; "": none offered.
+   */
+  readonly responseInformation?: string | undefined
 }
+
+/** Response Information's prefix when `response_information` is not given: NATS's inbox space. */
+export const DEFAULT_RESPONSE_INFORMATION = "_INBOX/mqtt"
 
 /** Topic Aliases an MQTT 5.0 client may set when `topic_alias_maximum` is not given (mosquitto's default too). */
 export const DEFAULT_TOPIC_ALIAS_MAXIMUM = 10

@@ -57,6 +57,8 @@ export interface MqttPatch {
   readonly protocolVersions?: ReadonlyArray<MqttProtocolLevel>
   readonly receiveMaximum?: number
   readonly topicAliasMaximum?: number
+  readonly maxKeepAlive?: number
+  readonly responseInformation?: string
 }
 
 export interface WebsocketPatch {

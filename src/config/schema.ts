@@ -34,7 +34,7 @@ import {
 } from "./patch.js"
 import { accountJetStreamLimits, notImplementedKeys, refusedKeys } from "./not-implemented.js"
 import { parseLeafUrl, parseRouteUrl } from "./route-url.js"
-import { MAX_TOPIC_LEVELS_LIMIT } from "../core/mqtt/topic.js"
+import { MAX_TOPIC_LEVELS_LIMIT, topicToSubject, validateTopicName } from "../core/mqtt/topic.js"
 
 // ---- building blocks --------------------------------------------------------
 
@@ -582,6 +582,18 @@ const TopicAliasMaximum = leaf("an integer from 0 to 65535", (u) => {
   return n !== NO && n >= 0 && n <= 65535 ? n : NO
 })
 
+const MaxKeepAlive = leaf("an integer from 1 to 65535 (seconds)", (u) => {
+  const n = intOf(u)
+  return n !== NO && n >= 1 && n <= 65535 ? n : NO
+})
+
+/** A topic prefix a client may build response topics under (no wildcards, a valid subject), or false: none. */
+const ResponseInformation = leaf("a topic name without wildcards, or false", (u) => {
+  if (u === false) return ""
+  if (typeof u !== "string" || u.length === 0 || u.endsWith("/")) return NO
+  return validateTopicName(u).ok && topicToSubject(`${u}/x`).ok ? u : NO
+})
+
 const mqttFields = {
   host: opt(Str),
   port: opt(Port),
@@ -596,7 +608,9 @@ const mqttFields = {
   no_auth_user: opt(Str),
   protocol_versions: opt(ProtocolVersions),
   receive_maximum: opt(ReceiveMaximum),
-  topic_alias_maximum: opt(TopicAliasMaximum)
+  topic_alias_maximum: opt(TopicAliasMaximum),
+  max_keepalive: opt(MaxKeepAlive),
+  response_information: opt(ResponseInformation)
 }
 
 const Mqtt: Schema.Schema<MqttPatch, unknown> = oneOf<MqttPatch>("enabled, disabled, true, false or a map", {
@@ -621,7 +635,9 @@ const Mqtt: Schema.Schema<MqttPatch, unknown> = oneOf<MqttPatch>("enabled, disab
       noAuthUser: s.no_auth_user,
       protocolVersions: s.protocol_versions,
       receiveMaximum: s.receive_maximum,
-      topicAliasMaximum: s.topic_alias_maximum
+      topicAliasMaximum: s.topic_alias_maximum,
+      maxKeepAlive: s.max_keepalive,
+      responseInformation: s.response_information
     })
   })
 })

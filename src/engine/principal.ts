@@ -85,6 +85,8 @@ export class Origin {
   publisher: Principal | undefined = undefined
   /** The MQTT QoS it was published with; 0 for what NATS clients and subsystems publish. */
   qos = 0
+  /** Published by an MQTT client with RETAIN set (MQTT 5.0 Retain As Published forwards it so). */
+  retain = false
   /** Its stored copy (a `$MQTT_msgs` sequence of the publisher's account) when a persistent session needs one. */
   ref: number | undefined = undefined
   /**

@@ -129,6 +129,7 @@ export class Router {
     const o = d.origin
     o.publisher = from
     o.qos = 0
+    o.retain = false
     o.ref = undefined
     o.queues = undefined
     o.local = false
@@ -219,6 +220,7 @@ export class Router {
     n.start = d.start
     n.end = d.end
     n.origin.qos = d.origin.qos
+    n.origin.retain = d.origin.retain
     return this.route(n)
   }
 

@@ -21,6 +21,8 @@ export interface SimConfig {
    * half the runs (default true). Off replays seeds recorded before those faults existed.
    */
   readonly mqttDeviceFaults?: boolean
+  /** MQTT 5.0 devices (in half the runs, from their own generator); false: 3.1.1 only. */
+  readonly mqttV5?: boolean
   /**
    * With disk faults: the disk fills up now and then, and space is freed a while later.
    * Default: on without MQTT, off with it (the MQTT state's behaviour on a full disk is

@@ -22,7 +22,7 @@ export interface MqttEvents {
   readonly connacked: (c: MqttConn, code: number, sessionPresent: boolean) => void
   readonly subacked: (d: MqttDevice, subs: ReadonlyArray<{ readonly filter: string; readonly qos: number }>) => void
   readonly accepted: (no: number) => void
-  readonly received: (c: MqttConn, topic: string, payload: string, qos: QoS, retain: boolean, dup: boolean) => void
+  readonly received: (c: MqttConn, topic: string, payload: string, qos: QoS, retain: boolean, dup: boolean, expiryLeft?: number) => void
   readonly closed: (c: MqttConn) => void
   /** A QoS 2 message dropped as a resend under an id the server may have forgotten (see `staleQos2`). */
   readonly droppedUnderStaleId?: (c: MqttConn, payload: string) => void
@@ -48,6 +48,14 @@ export class MqttDevice {
   keepAlive = 0
   /** Per-topic sequence of the current connection (ordering is per connection). */
   seqs = new Map<string, number>()
+  /**
+   * An MQTT 5.0 device: its Session Expiry Interval (seconds; 0 for a clean one,
+   * 0xFFFFFFFF never) and the Receive Maximum it announces. Undefined: MQTT 3.1.1.
+   */
+  v5: { readonly sessionExpiry: number; readonly receiveMaximum: number } | undefined = undefined
+  /** When its last connection closed with none open after it (simulated ms), and whether the server died with it. */
+  closedAt: number | undefined = undefined
+  closedByServerDeath = false
 
   constructor(
     readonly clientId: string,
@@ -78,7 +86,16 @@ export class MqttDevice {
 export class MqttConn implements ClientEnd {
   state: "connecting" | "ready" | "closed" = "connecting"
   link!: SimLink
-  private readonly parser = MqttPacket.parser({ protocolVersion: 4 })
+  private readonly parser: ReturnType<typeof MqttPacket.parser>
+  /** 4 or 5, as its device speaks. */
+  private readonly level: 4 | 5
+  /**
+   * MQTT 5.0: the QoS 1/2 deliveries the server has in flight towards this connection (a
+   * PUBACK or PUBCOMP not sent yet): never more than the Receive Maximum it announced.
+   */
+  private readonly serverInflight = new Set<number>()
+  /** MQTT 5.0: sends a PUBACK a little later (the sim's clock), so the server's window fills. */
+  delayAck: ((send: () => void) => void) | undefined
   gotConnack = false
   sentDisconnect = false
   /** DISCONNECT was sent while the server still read this connection (it may have closed it before reading it). */
@@ -109,6 +126,8 @@ export class MqttConn implements ClientEnd {
     readonly will: boolean,
     private readonly trace: (line: string) => void
   ) {
+    this.level = device.v5 === undefined ? 4 : 5
+    this.parser = MqttPacket.parser({ protocolVersion: this.level })
     this.parser.on("packet", (p: MqttPacket.Packet) => this.onPacket(p))
     this.parser.on("error", (e: Error) => this.errors.push(`parse error: ${e.message}`))
   }
@@ -125,9 +144,10 @@ export class MqttConn implements ClientEnd {
       cmd: "connect",
       clientId: d.clientId,
       protocolId: "MQTT",
-      protocolVersion: 4,
+      protocolVersion: this.level,
       clean: d.clean,
       keepalive: d.keepAlive,
+      ...(d.v5 === undefined ? {} : { properties: { sessionExpiryInterval: d.v5.sessionExpiry, receiveMaximum: d.v5.receiveMaximum } }),
       ...(this.will ? { will: { topic: `w/${d.clientId}`, payload: Buffer.from(`W${this.serial}`), qos: 1 as const, retain: false } } : {})
     })
   }
@@ -135,18 +155,19 @@ export class MqttConn implements ClientEnd {
   send(p: MqttPacket.Packet): void {
     if (this.state === "closed" || this.silent) return
     if (p.cmd === "publish" && p.qos > 0) this.unanswered[p.qos as 1 | 2].push(p.messageId!)
-    const bytes = MqttPacket.generate(p, { protocolVersion: 4 })
+    const bytes = MqttPacket.generate(p, { protocolVersion: this.level })
     this.counts.outBytes += bytes.length
     if (p.cmd === "publish") this.counts.outMsgs++
     this.link.send(bytes)
   }
 
-  publish(no: number, topic: string, payload: Buffer, qos: QoS, retain: boolean): void {
+  publish(no: number, topic: string, payload: Buffer, qos: QoS, retain: boolean, expiry?: number): void {
     const d = this.device
-    if (qos === 0) return this.send({ cmd: "publish", topic, payload, qos, retain, dup: false })
+    const props = expiry === undefined || this.level !== 5 ? {} : { properties: { messageExpiryInterval: expiry } }
+    if (qos === 0) return this.send({ cmd: "publish", topic, payload, qos, retain, dup: false, ...props })
     const pid = d.nextPid()
     d.outflight.set(pid, { no, topic, payload, qos, retain, pid, phase: "publish" })
-    this.send({ cmd: "publish", topic, payload, qos, retain, dup: false, messageId: pid })
+    this.send({ cmd: "publish", topic, payload, qos, retain, dup: false, messageId: pid, ...props })
   }
 
   disconnect(): void {
@@ -193,9 +214,10 @@ export class MqttConn implements ClientEnd {
     switch (p.cmd) {
       case "connack": {
         // Only an accepted CONNECT stores the will [MQTT-3.1.2-8].
-        this.gotConnack = p.returnCode === 0
-        d.events.connacked(this, p.returnCode ?? -1, p.sessionPresent)
-        if (p.returnCode !== 0) return
+        const code = this.level === 5 ? p.reasonCode ?? -1 : p.returnCode ?? -1
+        this.gotConnack = code === 0
+        d.events.connacked(this, code, p.sessionPresent)
+        if (code !== 0) return
         this.state = "ready"
         if (!p.sessionPresent) {
           d.subscribed = false
@@ -241,12 +263,18 @@ export class MqttConn implements ClientEnd {
         this.counts.inMsgs++
         const payload = Buffer.from(p.payload).toString("latin1")
         const pid = p.messageId ?? 0
+        const expiryLeft = p.properties?.messageExpiryInterval
+        if (d.v5 !== undefined && p.qos > 0 && !this.serverInflight.has(pid)) {
+          // The server never has more QoS 1/2 deliveries in flight than the client allows [MQTT-4.9.0-2].
+          if (this.serverInflight.size >= d.v5.receiveMaximum) this.errors.push(`QoS ${p.qos} PUBLISH ${pid} with ${this.serverInflight.size} in flight, Receive Maximum ${d.v5.receiveMaximum} [MQTT-4.9.0-2]`)
+          this.serverInflight.add(pid)
+        }
         if (p.qos === 2) {
           // Seen before its PUBREL: a resend, dropped here (the application gets it once).
           if (!d.inQos2.has(pid)) {
             this.trace(`${this.name} QoS 2 pid ${pid} ${payload}${p.dup ? " dup" : ""}`)
             d.inQos2.add(pid)
-            d.events.received(this, p.topic, payload, 2, p.retain, p.dup)
+            d.events.received(this, p.topic, payload, 2, p.retain, p.dup, expiryLeft)
           } else {
             this.trace(`${this.name} drops resent QoS 2 pid ${pid}`)
             if (d.staleQos2.has(pid)) d.events.droppedUnderStaleId?.(this, payload)
@@ -255,15 +283,27 @@ export class MqttConn implements ClientEnd {
           this.onPubrecSent?.(pid)
           return
         }
-        d.events.received(this, p.topic, payload, p.qos, p.retain, p.dup)
-        if (p.qos === 1) this.send({ cmd: "puback", messageId: pid })
+        d.events.received(this, p.topic, payload, p.qos, p.retain, p.dup, expiryLeft)
+        if (p.qos !== 1) return
+        const ack = (): void => {
+          this.serverInflight.delete(pid)
+          this.send({ cmd: "puback", messageId: pid })
+        }
+        if (this.delayAck === undefined) ack()
+        else this.delayAck(ack)
         return
       }
       case "pubrel":
         this.trace(`${this.name} PUBREL pid ${p.messageId} -> PUBCOMP`)
         d.inQos2.delete(p.messageId!)
         d.staleQos2.delete(p.messageId!)
+        this.serverInflight.delete(p.messageId!)
         this.send({ cmd: "pubcomp", messageId: p.messageId! })
+        return
+      case "disconnect":
+        // MQTT 5.0: the server says why it closes (takeover, keep alive, shutdown); the close follows.
+        if (this.level === 5) return void this.trace(`${this.name} DISCONNECT 0x${(p.reasonCode ?? 0).toString(16)} from the server`)
+        this.errors.push("unexpected disconnect from the server")
         return
       case "unsuback":
       case "pingresp":

@@ -18,7 +18,13 @@ interface Msg {
   accepted: boolean
   /** The server life it was first sent in. */
   readonly life: number
+  /** MQTT 5.0 Message Expiry Interval (seconds) it was published with, and when (simulated ms). */
+  readonly expiry?: number | undefined
+  readonly at: number
 }
+
+/** A delivery this long past its Message Expiry Interval (network and ticks included) is late. */
+const EXPIRY_SLACK_MS = 1_500
 
 interface Retained {
   /** In the owner's send order: message number, or 0 for an empty (deleting) publish. */
@@ -65,12 +71,18 @@ export class MqttModel {
   /** Deliveries promised to persistent sessions (the at-least-once check's reach). */
   promised = 0
 
-  publish(c: MqttConn, topic: string, qos: QoS, retain: boolean, empty: boolean): { no: number; payload: Buffer } {
+  /** The simulated clock (set by MqttSim). */
+  now: () => number = () => 0
+  /** MQTT 5.0 deliveries checked against their Message Expiry Interval, and messages that may expire unseen. */
+  expiryChecked = 0
+  mayExpire = 0
+
+  publish(c: MqttConn, topic: string, qos: QoS, retain: boolean, empty: boolean, expiry?: number): { no: number; payload: Buffer } {
     const no = this.nextNo++
     const d = c.device
     const seq = (d.seqs.get(topic) ?? 0) + 1
     d.seqs.set(topic, seq)
-    this.msgs.set(no, { no, conn: c.serial, device: d, topic, seq, qos, resent: false, resentAfterRestart: false, accepted: false, life: this.life })
+    this.msgs.set(no, { no, conn: c.serial, device: d, topic, seq, qos, resent: false, resentAfterRestart: false, accepted: false, life: this.life, expiry, at: this.now() })
     if (retain) {
       let r = this.retained.get(topic)
       if (r === undefined) this.retained.set(topic, (r = { sends: [], acked: -1 }))
@@ -104,6 +116,8 @@ export class MqttModel {
     // First sent before a restart that lost promised state: the server may have routed it
     // then (QoS 2 routes on first receipt; the resend is a duplicate) and lost the copies.
     if (m.life < this.excusedSince) return
+    // MQTT 5.0: one with a Message Expiry Interval may run out before a session gets it.
+    if (m.expiry !== undefined) return void this.mayExpire++
     for (const [d, s] of this.subs) {
       if (no < s.from) continue
       if (!s.list.some((x) => x.qos >= 1 && x.qos <= 2 && matches(x.filter, m.topic))) continue
@@ -115,7 +129,7 @@ export class MqttModel {
     }
   }
 
-  readonly received = (c: MqttConn, topic: string, payload: string, qos: QoS, retain: boolean, dup: boolean): void => {
+  readonly received = (c: MqttConn, topic: string, payload: string, qos: QoS, retain: boolean, dup: boolean, expiryLeft?: number): void => {
     if (topic.startsWith("w/")) {
       if (payload.startsWith("W")) this.wills.add(Number(payload.slice(1)))
       return
@@ -126,6 +140,14 @@ export class MqttModel {
     if (m === undefined) return void this.violations.push(`${c.name} received '${payload}' on ${topic}, never published`)
     if (m.topic !== topic) this.violations.push(`${c.name} received M${no} on ${topic}, published on ${m.topic}`)
     const d = c.device
+    if (m.expiry !== undefined && d.v5 !== undefined && !dup) {
+      // MQTT 5.0: never sent once it ran out [MQTT-3.3.2-5], and with no more than is left [MQTT-3.3.2-6].
+      // (A resend after reconnecting carries the interval it first went with: not checked.)
+      this.expiryChecked++
+      const late = this.now() - (m.at + m.expiry * 1000)
+      if (late > EXPIRY_SLACK_MS) this.violations.push(`${c.name} received M${no} ${late} ms after its Message Expiry Interval (${m.expiry}s) ran out [MQTT-3.3.2-5]`)
+      if (expiryLeft === undefined || expiryLeft > m.expiry) this.violations.push(`${c.name} received M${no} with Message Expiry ${expiryLeft}, published with ${m.expiry} [MQTT-3.3.2-6]`)
+    }
     this.delivered++
     this.owed.get(d)?.delete(no)
     let g = this.got.get(d)

@@ -21,6 +21,8 @@ const TOPICS = ["m/a", "m/b", "m/c/d"] as const
 const FILTERS = ["m/a", "m/+", "m/#", "m/c/+", "m/b"] as const
 const TICK_MS = 250
 const TAKEOVER_GAP_MS = 12_000
+/** Session expiry is checked to within this (the server's tick, the network, the close seen late). */
+const EXPIRY_SLACK_MS = 1_500
 
 export type MqttPlant = "commit-before-sync" | "forget-pubrel"
 
@@ -36,7 +38,7 @@ export class MqttSim {
   private readonly keepAliveOn: boolean
   private serial = 1
   private life = 0
-  readonly stats: Record<string, number> = { mqttConnects: 0, mqttPubs: 0, mqttDrops: 0, mqttDisconnects: 0, mqttTakeovers: 0, mqttRetained: 0, mqttDegraded: 0, mqttHandshakeDrops: 0, mqttSilent: 0, mqttAccounted: 0 }
+  readonly stats: Record<string, number> = { mqttConnects: 0, mqttPubs: 0, mqttDrops: 0, mqttDisconnects: 0, mqttTakeovers: 0, mqttRetained: 0, mqttDegraded: 0, mqttHandshakeDrops: 0, mqttSilent: 0, mqttAccounted: 0, mqttV5Devices: 0, mqttSessionsExpired: 0 }
 
   constructor(
     private readonly rng: Rng,
@@ -54,7 +56,14 @@ export class MqttSim {
      * half of it), and sometimes one goes silent without closing (out of coverage, a half-open
      * TCP connection): the server must close it within 1.5 x keep-alive and publish its will.
      */
-    private readonly keepAliveRng: Rng | undefined
+    private readonly keepAliveRng: Rng | undefined,
+    /**
+     * Its own generator too: in half the runs some devices speak MQTT 5.0, with a Session
+     * Expiry Interval (a persistent one may run out while the device is away), a small
+     * Receive Maximum (their PUBACKs come late, so the server's window fills), and Message
+     * Expiry Intervals on some of what they publish.
+     */
+    private readonly v5Rng?: Rng | undefined
   ) {
     this.handshakeDrops = handshakeRng === undefined || handshakeRng.chance(0.5) ? 0 : 0.03
     this.keepAliveOn = keepAliveRng !== undefined && keepAliveRng.chance(0.5)
@@ -66,6 +75,10 @@ export class MqttSim {
       droppedUnderStaleId: this.model.droppedUnderStaleId,
       closed: (c: MqttConn) => {
         c.closedAtLife = this.life
+        if (c.device.conn === c) {
+          c.device.closedAt = this.net.q.now
+          c.device.closedByServerDeath = c.diedWithServer
+        }
         this.trace(`${c.name} closed${c.sentDisconnect ? " (after DISCONNECT)" : ""}`)
       }
     }
@@ -77,10 +90,18 @@ export class MqttSim {
       this.devices.push(new MqttDevice(`d${i}`, i > 2 && rng.chance(0.5), subs, rng.chance(0.6) ? `r/${i}` : undefined, events))
     }
     if (this.keepAliveOn) for (const d of this.devices) d.keepAlive = keepAliveRng!.int(1, 3)
+    this.model.now = () => this.net.q.now
+    if (v5Rng !== undefined && v5Rng.chance(0.5)) {
+      for (const d of this.devices) {
+        if (!v5Rng.chance(0.5)) continue
+        d.v5 = { sessionExpiry: d.clean ? 0 : v5Rng.pick([2, 5, 30, 0xffffffff]), receiveMaximum: v5Rng.int(1, 3) }
+        this.stats.mqttV5Devices++
+      }
+    }
   }
 
   describe(): string {
-    return this.devices.map((d) => `${d.clientId}${d.clean ? " clean" : ""} subs ${d.subs.map((s) => `${s.filter}@${s.qos}`).join(",")}`).join("; ")
+    return this.devices.map((d) => `${d.clientId}${d.clean ? " clean" : ""}${d.v5 === undefined ? "" : ` v5 expiry ${d.v5.sessionExpiry} rmax ${d.v5.receiveMaximum}`} subs ${d.subs.map((s) => `${s.filter}@${s.qos}`).join(",")}`).join("; ")
   }
 
   isMqttLink(l: object): boolean {
@@ -89,7 +110,7 @@ export class MqttSim {
 
   /** A server life starts: a bridge on it, its streams reopened from the disk first. */
   async boot(server: Server, js: JetStream | undefined, log: LogService, alive: () => boolean, drive: Drive): Promise<void> {
-    const options: MqttOptions = { ...defaultOptions.mqtt!, host: "127.0.0.1", port: 1883 }
+    const options: MqttOptions = { ...defaultOptions.mqtt!, host: "127.0.0.1", port: 1883, protocolVersions: [4, 5] }
     const persistence = js === undefined ? undefined : new StreamsStore(js, log)
     if (persistence !== undefined && this.plant === "commit-before-sync") plantCommitBeforeSync(persistence)
     const bridge = new MqttBridge(server, options, persistence ?? makeMemoryStore())
@@ -147,9 +168,19 @@ export class MqttSim {
 
   private connacked(c: MqttConn, code: number, present: boolean): void {
     this.trace(`${c.name} CONNACK ${code}${present ? " session present" : ""}`)
-    if (code !== 0 || c.device.clean || !c.device.subscribed || present) return
+    const d = c.device
+    // MQTT 5.0: how long the session has been away, against its Session Expiry Interval.
+    const away = d.v5 === undefined || d.closedAt === undefined || d.v5.sessionExpiry === 0xffffffff ? undefined : this.net.q.now - d.closedAt
+    if (code === 0 && present && away !== undefined && !d.closedByServerDeath && away > d.v5!.sessionExpiry * 1000 + EXPIRY_SLACK_MS) {
+      this.model.violations.push(`${c.name}: session present ${away} ms after its connection closed, Session Expiry Interval ${d.v5!.sessionExpiry}s [MQTT-4.1.0-2]`)
+    }
+    if (code === 0) d.closedAt = undefined // connected again: not away
+    if (code !== 0 || d.clean || !d.subscribed || present) return
+    // Ran out while the device was away: discarded as it should be, nothing is owed to it.
+    const expired = away !== undefined && away >= d.v5!.sessionExpiry * 1000 - EXPIRY_SLACK_MS
+    if (expired) this.stats.mqttSessionsExpired++
     // A persistent session the device had confirmed subscriptions in came back empty.
-    this.model.sessionLost(c.device, this.excuseSessionLoss)
+    this.model.sessionLost(d, this.excuseSessionLoss || expired)
   }
 
   /** Set by the runner: a restart may lose persistent sessions (power cut under a sync_interval). */
@@ -173,12 +204,18 @@ export class MqttSim {
       }
     }
     const old = d.conn
+    // Taking over an open connection: the session was never away.
+    if (old !== undefined && old.state !== "closed") d.closedAt = undefined
     d.conn = c
     c.link = this.net.connect(c, { latency: [this.rng.int(0, 2), this.rng.int(3, 10)], drainBytes: 256 * 1024, drainEveryMs: 1, splitChance: this.rng.pick([0, 0.5]) })
     this.links.add(c.link as object)
     this.model.conns.push(c)
     this.stats.mqttConnects++
     this.trace(`${c.name} connects on link ${c.link.id}${old !== undefined && old.state !== "closed" ? ` (takes over #${old.serial})` : ""}`)
+    if (d.v5 !== undefined) {
+      const q = this.net.q
+      c.delayAck = (send) => q.schedule(q.now + this.v5Rng!.int(0, 30), send)
+    }
     c.start()
     for (const m of d.outflight.values()) if (m.phase === "publish") this.model.resent(m.no)
     if (d.keepAlive > 0) {
@@ -244,9 +281,11 @@ export class MqttSim {
       const topic = r.pick(TOPICS)
       const qos = r.int(0, 2) as QoS
       const n = r.int(1, 5)
+      // MQTT 5.0: some messages live only a few seconds.
+      const expiry = d.v5 !== undefined && this.v5Rng!.chance(0.3) ? this.v5Rng!.int(1, 4) : undefined
       for (let i = 0; i < n; i++) {
-        const m = this.model.publish(c, topic, qos, false, false)
-        c.publish(m.no, topic, m.payload, qos, false)
+        const m = this.model.publish(c, topic, qos, false, false, expiry)
+        c.publish(m.no, topic, m.payload, qos, false, expiry)
       }
       this.stats.mqttPubs += n
       this.trace(`${c.name} PUBLISH ${topic} QoS ${qos} x${n}`)

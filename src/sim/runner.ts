@@ -119,7 +119,7 @@ class Sim {
     const mix = disk ? diskFaultsFor(diskRng.fork(), faults) : faults
     // Forked last, from a generator of its own: runs without MQTT keep their traces.
     this.mqtt = config.mqtt === true
-      ? new MqttSim(new Rng(config.seed ^ 0x5a5a5a5a).fork(), this.net, (l) => this.trace(l), config.plant === "mqtt-commit-before-sync" ? "commit-before-sync" : config.plant === "mqtt-forget-pubrel" ? "forget-pubrel" : undefined, config.mqttDeviceFaults === false ? undefined : new Rng(config.seed ^ 0x2b2b2b2b), config.mqttDeviceFaults === false ? undefined : new Rng(config.seed ^ 0x3c3c3c3c))
+      ? new MqttSim(new Rng(config.seed ^ 0x5a5a5a5a).fork(), this.net, (l) => this.trace(l), config.plant === "mqtt-commit-before-sync" ? "commit-before-sync" : config.plant === "mqtt-forget-pubrel" ? "forget-pubrel" : undefined, config.mqttDeviceFaults === false ? undefined : new Rng(config.seed ^ 0x2b2b2b2b), config.mqttDeviceFaults === false ? undefined : new Rng(config.seed ^ 0x3c3c3c3c), config.mqttV5 === false ? undefined : new Rng(config.seed ^ 0x7e7e7e7e))
       : undefined
     this.fullRng = diskFullOn(this.faultSet, config.mqtt === true, config.diskFull) ? new Rng(config.seed ^ 0x6e6e6e6e) : undefined
     const full = this.fullRng === undefined ? mix : { ...mix, diskFull: this.fullRng.pick([0, 0.003, 0.008]) }
@@ -352,7 +352,7 @@ class Sim {
     const all = [...this.retired, ...this.clients]
     const out: Record<string, number> = {
       ...this.stats,
-      ...(this.mqtt === undefined ? {} : { ...this.mqtt.stats, mqttDelivered: this.mqtt.model.delivered, mqttDuplicates: this.mqtt.model.duplicates, mqttPromised: this.mqtt.model.promised, mqttExcusedLosses: this.mqtt.model.excusedLosses, mqttWills: this.mqtt.model.wills.size }),
+      ...(this.mqtt === undefined ? {} : { ...this.mqtt.stats, mqttDelivered: this.mqtt.model.delivered, mqttDuplicates: this.mqtt.model.duplicates, mqttPromised: this.mqtt.model.promised, mqttExcusedLosses: this.mqtt.model.excusedLosses, mqttWills: this.mqtt.model.wills.size, mqttExpiryChecked: this.mqtt.model.expiryChecked, mqttMayExpire: this.mqtt.model.mayExpire }),
       liveAtEnd: this.clients.filter((c) => !c.link.closed && !c.link.serverClosed).length,
       writeDeadlineWhileReading: this.model.writeDeadlineWhileReading,
       noRespondersStatuses: all.reduce((n, c) => n + c.received.filter((m) => m.noResponders).length, 0),

@@ -3,7 +3,11 @@
 // reconnect and take their client id over, next to NATS clients and — with disk
 // faults — JetStream and the `$MQTT_*` streams across crashes and power cuts.
 // Checked: at-least-once to persistent sessions, QoS 2 exactly once, per-connection
-// order for QoS 0/1, the last retained message, and will iff no DISCONNECT.
+// order for QoS 0/1, the last retained message, and will iff no DISCONNECT. In half the
+// runs some devices speak MQTT 5.0: Session Expiry (a session present after its interval
+// ran out is a violation; one gone after it is excused), Receive Maximum (late PUBACKs,
+// never more in flight than announced) and Message Expiry (never delivered after it ran
+// out, never with more left than published).
 import { describe, expect, it } from "vitest"
 import { type FaultSet, reproduceCommand, runSim, type SimResult } from "../../src/sim/runner.js"
 
@@ -21,6 +25,10 @@ describe("simulation: MQTT", () => {
   }
 
   // Seed 50: a SUBSCRIBE naming one filter twice (the later grant replaces the earlier one).
+  // Seed 1 (net) found, with MQTT 5.0 devices: an away session whose Session Expiry Interval
+  // never ends was taken for a 3.1.1 one, and the messages queued for it lost their
+  // properties (a Message Expiry Interval among them). Seed 3 (disk) found a session with a
+  // small Receive Maximum that stopped refilling from the store after a PUBCOMP.
   it("keeps every MQTT promise under network faults (seeds 1, 2, 3, 50)", async () => {
     for (const seed of [1, 2, 3, 50]) await run(seed, "net")
   })
@@ -31,7 +39,8 @@ describe("simulation: MQTT", () => {
   })
 
   it("the seeds exercise takeovers, wills, retained messages, duplicates and restarts", () => {
-    for (const k of ["mqttTakeovers", "mqttDrops", "mqttDisconnects", "mqttWills", "mqttRetained", "mqttDuplicates", "restarts", "mqttHandshakeDrops", "mqttSilent", "mqttAccounted"]) {
+    const v5 = ["mqttV5Devices", "mqttExpiryChecked", "mqttMayExpire"]
+    for (const k of ["mqttTakeovers", "mqttDrops", "mqttDisconnects", "mqttWills", "mqttRetained", "mqttDuplicates", "restarts", "mqttHandshakeDrops", "mqttSilent", "mqttAccounted", ...v5]) {
       expect(total[k], k).toBeGreaterThan(0)
     }
     expect(total.mqttPromised).toBeGreaterThan(500)

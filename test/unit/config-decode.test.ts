@@ -650,6 +650,17 @@ describe("mqtt", () => {
     expect(failure("mqtt { topic_alias_maximum: 70000 }").detail).toBe("mqtt.topic_alias_maximum: expected an integer from 0 to 65535, got 70000")
   })
 
+  it("reads max_keepalive (seconds) and response_information (a topic prefix, or false) for MQTT 5.0 clients", () => {
+    const m = options('mqtt { max_keepalive: 120, response_information: "replies/here" }').mqtt
+    expect([m?.maxKeepAlive, m?.responseInformation]).toEqual([120, "replies/here"])
+    expect(options("mqtt { response_information: false }").mqtt?.responseInformation).toBe("")
+    expect(options("mqtt {}").mqtt?.maxKeepAlive).toBeUndefined()
+    expect(failure("mqtt { max_keepalive: 0 }").detail).toBe("mqtt.max_keepalive: expected an integer from 1 to 65535 (seconds), got 0")
+    for (const bad of ['"a/+"', '"a/"', '""', '"a/#"']) {
+      expect(failure(`mqtt { response_information: ${bad} }`).detail).toMatch(/^mqtt.response_information: expected a topic name without wildcards, or false/)
+    }
+  })
+
   it("refuses bad protocol_versions with the place of the value", () => {
     const three = failure("mqtt {\n  protocol_versions: [4, 3]\n}")
     expect(three.detail).toBe("mqtt.protocol_versions[1]: expected 4 (MQTT 3.1.1) or 5 (MQTT 5.0), got 3")

@@ -10,8 +10,8 @@ import { encodeIntoV5, toV5Packet } from "../../src/core/mqtt/codec5.js"
 import { MqttSession, defaultSessionConfig, type SessionConfig } from "../../src/core/mqtt/session.js"
 import type { ClientPacket, ServerPacket, SessionAction } from "../../src/core/mqtt/types.js"
 import { OutBuf } from "../../src/core/outbuf.js"
-import { decodeSessionRecord, encodeSessionRecord } from "../../src/core/mqtt/record.js"
-import { ofType, pkt, seededBytes, sent } from "../helpers/mqtt-session.js"
+import { decodeSessionRecord, decodeSubscriptionRecord, delayedWillOf, encodeSessionRecord, encodeSubscriptionRecord, qosHeader, subscriptionOptionsOf, qosOfHeader, storedHeader, storedParts } from "../../src/core/mqtt/record.js"
+import { connected, ofType, pkt, seededBytes, sent } from "../helpers/mqtt-session.js"
 
 const gen5 = (p: Record<string, unknown>): Buffer => MqttPacket.generate(p as unknown as MqttPacket.Packet, { protocolVersion: 5 })
 const connect5 = (over: Record<string, unknown> = {}): Buffer =>
@@ -467,6 +467,86 @@ describe("MQTT 5.0 message properties across the bridge, in the session (slice 3
   })
 })
 
+describe("MQTT 5.0 Payload Format Indicator in the session", () => {
+  const notUtf8 = Buffer.from([0x68, 0xc3, 0x28])
+  it("[MQTT-3.3.2-4] 1 with a payload that is not UTF-8: PUBACK/PUBREC 0x99 at QoS 1/2, DISCONNECT 0x99 at QoS 0, never routed", () => {
+    const { s } = ready5()
+    const [q1, q2, ok, anyBytes] = v5Packets(
+      { cmd: "publish", topic: "a", payload: notUtf8, qos: 1, messageId: 1, retain: false, dup: false, properties: { payloadFormatIndicator: true } },
+      { cmd: "publish", topic: "a", payload: notUtf8, qos: 2, messageId: 2, retain: false, dup: false, properties: { payloadFormatIndicator: true } },
+      { cmd: "publish", topic: "a", payload: Buffer.from("é"), qos: 1, messageId: 3, retain: false, dup: false, properties: { payloadFormatIndicator: true } },
+      { cmd: "publish", topic: "a", payload: notUtf8, qos: 1, messageId: 4, retain: false, dup: false, properties: { payloadFormatIndicator: false } }
+    )
+    const refused = [...s.step(pkt(q1), 0), ...s.step(pkt(q2), 0)]
+    expect(ofType(refused, "publish")).toEqual([])
+    expect(sent(refused)).toMatchObject([{ cmd: "puback", messageId: 1, reasonCode: 0x99 }, { cmd: "pubrec", messageId: 2, reasonCode: 0x99 }])
+    expect(ofType([...s.step(pkt(ok), 0), ...s.step(pkt(anyBytes), 0)], "publish")).toHaveLength(2)
+    const [q0] = v5Packets({ cmd: "publish", topic: "a", payload: notUtf8, qos: 0, retain: false, dup: false, properties: { payloadFormatIndicator: true } })
+    const closed = s.step(pkt(q0), 0)
+    expect(ofType(closed, "publish")).toEqual([])
+    expect(sent(closed)).toMatchObject([{ cmd: "disconnect", reasonCode: 0x99 }])
+  })
+})
+
+describe("MQTT 5.0 acknowledgements from routing and the store", () => {
+  it("0x10 No matching subscribers on a PUBACK, without a Reason String; a PUBREC goes before routing and says Success", () => {
+    const { s } = ready5()
+    const [p1, p2] = v5Packets(
+      { cmd: "publish", topic: "a", payload: Buffer.from("x"), qos: 1, messageId: 1, retain: false, dup: false },
+      { cmd: "publish", topic: "a", payload: Buffer.from("x"), qos: 1, messageId: 2, retain: false, dup: false }
+    )
+    s.step(pkt(p1), 0)
+    s.step(pkt(p2), 0)
+    expect(sent(s.step({ type: "published", packetId: 1, code: 0x10 }, 0))).toEqual([{ cmd: "puback", messageId: 1, reasonCode: 0x10 }])
+    expect(sent(s.step({ type: "published", packetId: 2 }, 0))).toEqual([{ cmd: "puback", messageId: 2 }])
+  })
+
+  it("0x97 Quota exceeded: PUBACK or PUBREC with a Reason String; the QoS 2 exchange ends there [MQTT-4.3.3-4]", () => {
+    const { s } = ready5()
+    const [p1, p2, rel] = v5Packets(
+      { cmd: "publish", topic: "a", payload: Buffer.from("x"), qos: 1, messageId: 1, retain: false, dup: false },
+      { cmd: "publish", topic: "a", payload: Buffer.from("x"), qos: 2, messageId: 2, retain: false, dup: false },
+      { cmd: "pubrel", messageId: 2 }
+    )
+    s.step(pkt(p1), 0)
+    s.step(pkt(p2), 0)
+    expect(sent([...s.step({ type: "published", packetId: 1, code: 0x97 }, 0), ...s.step({ type: "published", packetId: 2, code: 0x97 }, 0)])).toMatchObject([
+      { cmd: "puback", messageId: 1, reasonCode: 0x97, properties: { reasonString: "a storage limit refused the message" } },
+      { cmd: "pubrec", messageId: 2, reasonCode: 0x97 }
+    ])
+    // no QoS 2 state is left: a PUBREL for it is PUBCOMP 0x92
+    expect(sent(s.step(pkt(rel), 0))).toMatchObject([{ cmd: "pubcomp", messageId: 2, reasonCode: 0x92 }])
+  })
+
+  it("3.1.1 ignores the codes: a plain PUBACK", () => {
+    const { session: s } = connected()
+    s.step(pkt({ cmd: "publish", topic: "a", payload: Buffer.from("x"), qos: 1, messageId: 1, retain: false, dup: false }), 0)
+    expect(sent(s.step({ type: "published", packetId: 1, code: 0x10 }, 0))).toEqual([{ cmd: "puback", messageId: 1 }])
+  })
+})
+
+describe("MQTT 5.0 Server Keep Alive and Response Information in the session", () => {
+  const limited = (connect: Record<string, unknown>) => {
+    const s = new MqttSession(0, { randomBytes: seededBytes(7) }, { ...config, v5: { ...v5Limits, maximumKeepAlive: 10, responseInformation: "_INBOX/mqtt" } })
+    s.step(pkt(parse(new MqttParser({ v5: true }), connect5(connect)).packets[0]!), 0)
+    return { s, connack: sent(s.step({ type: "sessionReady" }, 0))[0] as { properties?: Record<string, unknown> } }
+  }
+
+  it("[MQTT-3.2.2-21] a Keep Alive above the maximum, or 0, is replaced by the Server Keep Alive, and the server holds the client to it", () => {
+    const { s, connack } = limited({ keepalive: 0 })
+    expect(connack.properties?.serverKeepAlive).toBe(10)
+    expect(closeOf(s.step({ type: "tick" }, 14_000))).toEqual([])
+    expect(sent(s.step({ type: "tick" }, 15_000))).toMatchObject([{ cmd: "disconnect", reasonCode: 0x8d }])
+    expect(limited({ keepalive: 5 }).connack.properties?.serverKeepAlive).toBeUndefined()
+  })
+
+  it("[MQTT-3.1.2-28] Response Information only when asked for: the prefix and the client's own level (a hash for an id that is no plain word)", () => {
+    expect(limited({}).connack.properties?.responseInformation).toBeUndefined()
+    expect(limited({ clientId: "dev-1", properties: { requestResponseInformation: true } }).connack.properties?.responseInformation).toBe("_INBOX/mqtt/dev-1")
+    expect(limited({ clientId: "a/b c", properties: { requestResponseInformation: true } }).connack.properties?.responseInformation).toMatch(/^_INBOX\/mqtt\/[0-9a-f]{32}$/)
+  })
+})
+
 describe("MQTT 5.0 No Local in the session", () => {
   it("a message the connection published itself skips its No Local subscriptions, on the fast path and in step", () => {
     const { s } = ready5()
@@ -496,6 +576,115 @@ describe("MQTT 5.0 Message Expiry in the session", () => {
     // m3 ran out while it waited: dropped as soon as it is looked at, window or not
     expect(ofType(second, "drop")).toEqual([{ type: "drop", reason: "expired", ref: undefined }])
     expect(sent(s.step(pkt(ack2), 4_000))).toEqual([])
+  })
+})
+
+describe("MQTT 5.0 Message Expiry on kept copies", () => {
+  const publishes = (actions: ReadonlyArray<SessionAction>) => sent(actions).filter((p) => p.cmd === "publish")
+
+  it("[MQTT-3.3.2-5] [MQTT-3.3.2-6] in an away session's queue: counted from its arrival, dropped once run out, the rest sent with what is left", () => {
+    const live = ready5({ clean: false, properties: { sessionExpiryInterval: 600 } }).s
+    const [sub] = v5Packets({ cmd: "subscribe", messageId: 1, subscriptions: [{ topic: "t", qos: 1 }] })
+    live.step(pkt(sub), 0)
+    const away = MqttSession.away(live.snapshot(), 0, { randomBytes: seededBytes(1) }, config)
+    const deliver = (text: string, expiry: number) =>
+      away.step({ type: "deliver", subject: "t", payload: Buffer.from(text), qos: 1, properties: { messageExpiryInterval: expiry, contentType: "c" } }, 1_000)
+    deliver("short", 5)
+    deliver("long", 60)
+    // back 10 s later: "short" ran out while away
+    const back = new MqttSession(11_000, { randomBytes: seededBytes(2) }, config)
+    back.step(pkt(parse(new MqttParser({ v5: true }), connect5({ clean: false, properties: { sessionExpiryInterval: 600 } })).packets[0]!), 11_000)
+    const out = back.step({ type: "sessionReady", stored: away.snapshot() }, 11_000)
+    expect(publishes(out)).toMatchObject([{ payload: Buffer.from("long"), properties: { messageExpiryInterval: 50, contentType: "c" } }])
+    expect(ofType(out, "drop")).toMatchObject([{ reason: "expired" }])
+  })
+
+  it("a retained message: sent with what is left of its interval, not at all once it ran out; properties kept", () => {
+    const { s } = ready5()
+    const [sub] = v5Packets({ cmd: "subscribe", messageId: 1, subscriptions: [{ topic: "r/#", qos: 1 }] })
+    s.step(pkt(sub), 0)
+    const out = s.step({
+      type: "retained",
+      filter: "r/#",
+      messages: [
+        { topic: "r/old", payload: Buffer.from("o"), qos: 1, properties: { messageExpiryInterval: 10 }, receivedAt: 0 },
+        { topic: "r/new", payload: Buffer.from("n"), qos: 1, properties: { messageExpiryInterval: 100, userProperties: [["k", "v"]] }, receivedAt: 0 },
+        { topic: "r/forever", payload: Buffer.from("f"), qos: 1 }
+      ]
+    }, 20_000)
+    expect(publishes(out)).toMatchObject([
+      { topic: "r/new", retain: true, properties: { messageExpiryInterval: 80, userProperties: [["k", "v"]] } },
+      { topic: "r/forever", retain: true }
+    ])
+  })
+
+  it("a stored message read back (fetched): its stored properties, its interval counted from when it was stored", () => {
+    // a session resumed from the store: its queued messages wait there, not in memory
+    const s = new MqttSession(30_000, { randomBytes: seededBytes(2) }, config)
+    s.step(pkt(parse(new MqttParser({ v5: true }), connect5({ clean: false, properties: { sessionExpiryInterval: 600 } })).packets[0]!), 30_000)
+    const waiting = (ref: number) => ({ qos: 1 as const, topic: "t", payload: undefined, size: 1, retain: false, ref })
+    const ready = s.step({
+      type: "sessionReady",
+      stored: { clientId: "dev", subscriptions: [{ filter: "t", qos: 1 }], outbound: [], queued: [waiting(7), waiting(8)], inboundQos2: [], lastPacketId: 0, expiryInterval: 600 }
+    }, 30_000)
+    expect(ofType(ready, "fetch")).toMatchObject([{ refs: [7, 8] }])
+    const out = s.step({
+      type: "fetched",
+      messages: [
+        { ref: 7, payload: Buffer.from("a"), qos: 1, properties: { messageExpiryInterval: 20 }, receivedAt: 0 },
+        { ref: 8, payload: Buffer.from("b"), qos: 1, properties: { messageExpiryInterval: 40, contentType: "x" }, receivedAt: 0 }
+      ]
+    }, 30_000)
+    expect(ofType(out, "drop")).toMatchObject([{ reason: "expired", ref: 7 }])
+    expect(publishes(out)).toMatchObject([{ payload: Buffer.from("b"), properties: { messageExpiryInterval: 10, contentType: "x" } }])
+  })
+
+  it("the stored header keeps the bridge's lines, the reply subject and the message's own headers apart", () => {
+    const hdr = Buffer.from("NATS/1.0\r\nContent-Type: a/b\r\nk: ü\r\n\r\n")
+    const stored = storedHeader(qosHeader(1), hdr, "$MQTT.rr.bYw.r")
+    expect(qosOfHeader(stored)).toBe(1)
+    expect(storedParts(stored)).toEqual({ reply: "$MQTT.rr.bYw.r", hdr })
+    expect(storedParts(qosHeader(2))).toEqual({ reply: undefined, hdr: undefined })
+    expect(storedHeader(qosHeader(2), undefined, undefined)).toBe(qosHeader(2))
+    expect(storedParts(storedHeader(qosHeader(2), undefined, "r.s"))).toEqual({ reply: "r.s", hdr: undefined })
+  })
+})
+
+describe("MQTT 5.0 subscription options and delayed wills in the stored records", () => {
+  it("a subscription record keeps No Local, the Subscription Identifier, Retain As Published and sharing; none set, none written", () => {
+    const rec = decodeSubscriptionRecord(encodeSubscriptionRecord("$share/g/t", 1, 5, { noLocal: false, id: 9, rap: true, shared: true }))!
+    expect(rec).toEqual({ f: "$share/g/t", q: 1, c: 5, i: 9, rap: 1, s: 1 })
+    expect(subscriptionOptionsOf(rec)).toEqual({ id: 9, rap: true, shared: true })
+    expect(JSON.parse(encodeSubscriptionRecord("a", 0, 1).toString())).toEqual({ f: "a", q: 0, c: 1 })
+    // a record without `s` (3.1.1, or written before) is a literal filter
+    expect(subscriptionOptionsOf(decodeSubscriptionRecord(encodeSubscriptionRecord("$share/g/t", 1, 1))!)).toEqual({})
+  })
+
+  it("the session asks for them with the subscription; a 3.1.1 `$share/` filter is not shared", () => {
+    const s = new MqttSession(0, { randomBytes: seededBytes(5) }, { ...config, v5: { ...v5Limits, subscriptionIdentifiersAvailable: true } })
+    s.step(pkt(parse(new MqttParser({ v5: true }), connect5({ clean: false, properties: { sessionExpiryInterval: 60 } })).packets[0]!), 0)
+    s.step({ type: "sessionReady" }, 0)
+    const [sub] = v5Packets({ cmd: "subscribe", messageId: 1, subscriptions: [{ topic: "$share/g/t", qos: 1 }, { topic: "x", qos: 1, nl: true, rap: true }], properties: { subscriptionIdentifier: 4 } })
+    expect(ofType(s.step(pkt(sub), 0), "persistSubscription")).toEqual([
+      { type: "persistSubscription", filter: "$share/g/t", qos: 1, options: { noLocal: false, id: 4, rap: false, shared: true } },
+      { type: "persistSubscription", filter: "x", qos: 1, options: { noLocal: true, id: 4, rap: true, shared: false } }
+    ])
+    const { session: old } = connected({ connect: { clean: false } })
+    const acts = old.step(pkt({ cmd: "subscribe", messageId: 1, subscriptions: [{ topic: "$share/g/t", qos: 1 }] }), 0)
+    expect(ofType(acts, "subscribe")).toMatchObject([{ subjects: ["$share.g.t"], queue: undefined }])
+    expect(ofType(acts, "persistSubscription")).toEqual([{ type: "persistSubscription", filter: "$share/g/t", qos: 1 }])
+    const away = MqttSession.away(old.snapshot(), 0, { randomBytes: seededBytes(1) }, defaultSessionConfig)
+    expect(away.snapshot().subscriptions).toEqual([{ filter: "$share/g/t", qos: 1 }])
+  })
+
+  it("a delayed will rides in the session record and comes back as it was", () => {
+    const will = { at: 1_700_000_000_000, topic: "w/t", subject: "w.t", payload: Buffer.from("bye"), qos: 1 as const, retain: true, reply: "r.s", hdr: Buffer.from("NATS/1.0\r\nk: v\r\n\r\n") }
+    const snap = { clientId: "c", subscriptions: [], outbound: [], queued: [], inboundQos2: [], lastPacketId: 0, will }
+    expect(delayedWillOf(decodeSessionRecord(encodeSessionRecord(snap, 0))!)).toEqual(will)
+    const away = MqttSession.away(snap, 0, { randomBytes: seededBytes(1) }, defaultSessionConfig)
+    expect(away.pendingWill).toEqual(will)
+    away.willDone()
+    expect(away.snapshot().will).toBeUndefined()
   })
 })
 

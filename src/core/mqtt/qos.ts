@@ -40,7 +40,7 @@ export interface OutFlight {
   payload: Uint8Array | undefined
   readonly retain: boolean
   /** MQTT 5.0: the message's properties (from NATS headers and reply subject) and Subscription Identifiers, sent with it. */
-  readonly properties?: Properties | undefined
+  properties?: Properties | undefined
   /** `publish` until PUBACK/PUBREC; `pubrel` (QoS 2 only) until PUBCOMP. */
   phase: "publish" | "pubrel"
   /** The shell's handle on the stored message (e.g. a `$MQTT_msgs` sequence). */
@@ -67,10 +67,10 @@ export interface Queued {
   readonly size: number
   readonly retain: boolean
   readonly ref?: string | number | undefined
-  /** MQTT 5.0: the message's properties and Subscription Identifiers (live messages only: a stored copy keeps none yet). */
-  readonly properties?: Properties | undefined
+  /** MQTT 5.0: the message's properties and Subscription Identifiers (a stored one not in memory gets them with its payload). */
+  properties?: Properties | undefined
   /** MQTT 5.0: when it was received, for a message with a Message Expiry Interval (ms). */
-  readonly receivedAt?: number | undefined
+  receivedAt?: number | undefined
   /** Fetched and found gone (the stored message was removed): skipped, never sent. */
   gone?: boolean
 }

@@ -2,7 +2,7 @@
 // the session record of `$MQTT_sess`, the QoS header of `$MQTT_msgs`/`$MQTT_rmsgs`
 // messages, and the stream subjects. Pure: the shell stores and loads the bytes.
 import { createHash } from "node:crypto"
-import type { QoS, SessionSnapshot } from "./types.js"
+import type { DelayedWill, QoS, SessionSnapshot } from "./types.js"
 
 export const MqttStream = {
   sess: "$MQTT_sess",
@@ -41,10 +41,39 @@ export interface SubscriptionRecord {
   readonly f: string
   readonly q: QoS
   readonly c: number
+  /** MQTT 5.0 options, present only when set: No Local, Subscription Identifier, Retain As Published, made as a Shared Subscription. */
+  readonly nl?: 1
+  readonly i?: number
+  readonly rap?: 1
+  readonly s?: 1
 }
 
-export const encodeSubscriptionRecord = (filter: string, qos: QoS, cursor: number): Buffer =>
-  Buffer.from(JSON.stringify({ f: filter, q: qos, c: cursor } satisfies SubscriptionRecord))
+/** A subscription's MQTT 5.0 options, as a session keeps them (absent: not set). */
+export interface SubscriptionOptions {
+  readonly noLocal?: boolean | undefined
+  readonly id?: number | undefined
+  readonly rap?: boolean | undefined
+  readonly shared?: boolean | undefined
+}
+
+export const encodeSubscriptionRecord = (filter: string, qos: QoS, cursor: number, o: SubscriptionOptions = {}): Buffer =>
+  Buffer.from(JSON.stringify({
+    f: filter,
+    q: qos,
+    c: cursor,
+    ...(o.noLocal === true ? { nl: 1 } : {}),
+    ...(o.id === undefined ? {} : { i: o.id }),
+    ...(o.rap === true ? { rap: 1 } : {}),
+    ...(o.shared === true ? { s: 1 } : {})
+  } satisfies SubscriptionRecord))
+
+/** The options a subscription record keeps (a record without any: none; a `$share/…` filter without `s` is literal). */
+export const subscriptionOptionsOf = (r: SubscriptionRecord): SubscriptionOptions => ({
+  ...(r.nl === 1 ? { noLocal: true } : {}),
+  ...(typeof r.i === "number" ? { id: r.i } : {}),
+  ...(r.rap === 1 ? { rap: true } : {}),
+  ...(r.s === 1 ? { shared: true } : {})
+})
 
 export const decodeSubscriptionRecord = (bytes: Uint8Array): SubscriptionRecord | undefined => {
   try {
@@ -90,6 +119,39 @@ export const inboundOfHeader = (headers: Uint8Array | undefined): { hash: string
   return m === null ? undefined : { hash: m[1], packetId: Number(m[2]), recordsBefore: Number(m[3]) }
 }
 
+const CRLF = Buffer.from("\r\n")
+const EMPTY_BUF = Buffer.alloc(0)
+const BRIDGE_LINE = /^Mqtt-(QoS|In|Reply):/i
+
+/**
+ * The header of a stored MQTT message with MQTT 5.0 properties: the bridge's own lines
+ * (`base`: its QoS, and `Mqtt-In`), its reply subject (`Mqtt-Reply`, which the Response
+ * Topic and Correlation Data make) and then the lines of its NATS header block (`hdr`,
+ * `headerBlock` of its properties). Without either, `base` itself.
+ */
+export const storedHeader = (base: Buffer, hdr: Uint8Array | undefined, reply: string | undefined): Buffer => {
+  if (hdr === undefined && reply === undefined) return base
+  const head = base.subarray(0, base.length - 2) // its lines, without the blank line that ends them
+  const replyLine = reply === undefined ? EMPTY_BUF : Buffer.from(`Mqtt-Reply: ${reply}\r\n`, "utf8")
+  if (hdr === undefined) return Buffer.concat([head, replyLine, CRLF])
+  const h = Buffer.from(hdr.buffer, hdr.byteOffset, hdr.byteLength)
+  return Buffer.concat([head, replyLine, h.subarray(h.indexOf(CRLF) + 2)])
+}
+
+/** What `storedHeader` kept of a message: its reply subject and NATS header block (undefined: none). */
+export const storedParts = (headers: Uint8Array | undefined): { readonly reply: string | undefined; readonly hdr: Buffer | undefined } => {
+  if (headers === undefined) return { reply: undefined, hdr: undefined }
+  const lines = Buffer.from(headers.buffer, headers.byteOffset, headers.byteLength).toString("utf8").split("\r\n").slice(1)
+  let reply: string | undefined
+  const own: Array<string> = []
+  for (const l of lines) {
+    if (l === "") continue
+    if (l.startsWith("Mqtt-Reply: ")) reply = l.slice("Mqtt-Reply: ".length)
+    else if (!BRIDGE_LINE.test(l)) own.push(l)
+  }
+  return { reply, hdr: own.length === 0 ? undefined : Buffer.from(`NATS/1.0\r\n${own.join("\r\n")}\r\n\r\n`, "utf8") }
+}
+
 /** The QoS a stored MQTT message was published with (1 when the header is missing). */
 export const qosOfHeader = (headers: Uint8Array | undefined): QoS => {
   if (headers === undefined) return 1
@@ -128,6 +190,10 @@ export interface SessionRecord {
   readonly x?: number
   /** When the session ends unless resumed (ms since the epoch), once its connection closed. */
   readonly e?: number
+  /** 5: an MQTT 5.0 session. */
+  readonly l?: 5
+  /** MQTT 5.0: its delayed will: due at, topic, subject, payload and header block (base64), QoS, RETAIN, reply subject. */
+  readonly w?: { readonly a: number; readonly t: string; readonly s: string; readonly d: string; readonly q: QoS; readonly r: boolean; readonly y?: string; readonly h?: string }
 }
 
 const EMPTY = new Uint8Array(0)
@@ -137,6 +203,25 @@ const pending = (m: { qos: 1 | 2; topic: string; payload: Uint8Array | undefined
   if (typeof m.ref === "number") return { q: m.qos, s: m.ref }
   const p = m.payload ?? EMPTY
   return { q: m.qos, t: m.topic, d: Buffer.from(p.buffer, p.byteOffset, p.byteLength).toString("base64"), r: m.retain }
+}
+
+const b64 = (b: Uint8Array): string => Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString("base64")
+
+const willRecord = (w: DelayedWill): NonNullable<SessionRecord["w"]> => ({
+  a: w.at, t: w.topic, s: w.subject, d: b64(w.payload), q: w.qos, r: w.retain,
+  ...(w.reply === undefined ? {} : { y: w.reply }),
+  ...(w.hdr === undefined ? {} : { h: b64(w.hdr) })
+})
+
+/** The delayed will of a session record; undefined when it has none (or a damaged one). */
+export const delayedWillOf = (r: SessionRecord): DelayedWill | undefined => {
+  const w = r.w
+  if (w === undefined || typeof w.a !== "number" || typeof w.t !== "string" || typeof w.s !== "string" || typeof w.d !== "string" || (w.q !== 0 && w.q !== 1 && w.q !== 2)) return undefined
+  return {
+    at: w.a, topic: w.t, subject: w.s, payload: Buffer.from(w.d, "base64"), qos: w.q, retain: w.r === true,
+    ...(typeof w.y === "string" ? { reply: w.y } : {}),
+    ...(typeof w.h === "string" ? { hdr: Buffer.from(w.h, "base64") } : {})
+  }
 }
 
 export const encodeSessionRecord = (snap: SessionSnapshot, cursor: number): Buffer => {
@@ -152,7 +237,9 @@ export const encodeSessionRecord = (snap: SessionSnapshot, cursor: number): Buff
     out: snap.outbound.map((o) => ({ ...pending(o), p: o.packetId, ph: o.phase })),
     queued: snap.queued.map(pending),
     ...(snap.expiryInterval === undefined ? {} : { x: snap.expiryInterval }),
-    ...(snap.endsAt === undefined ? {} : { e: snap.endsAt })
+    ...(snap.endsAt === undefined ? {} : { e: snap.endsAt }),
+    ...(snap.protocolVersion === 5 ? { l: 5 as const } : {}),
+    ...(snap.will === undefined ? {} : { w: willRecord(snap.will) })
   }
   return Buffer.from(JSON.stringify(rec))
 }

@@ -15,6 +15,7 @@ import {
   validateTopicName
 } from "./topic.js"
 import { acceptConnect, connectRefusal, type ServerLimits } from "./v5/connect.js"
+import { sessionHash } from "./record.js"
 import { InboundTopicAliases } from "./v5/alias.js"
 import { forwardedExpiry, SESSION_NEVER_EXPIRES, sessionExpiry, sessionExpiryOnDisconnect, willSurvives } from "./v5/expiry.js"
 import { PacketError } from "./v5/reader.js"
@@ -23,6 +24,7 @@ import { headerBlock, publishToNats } from "./v5/nats.js"
 import { DEFAULT_RECEIVE_MAXIMUM, InboundQuota } from "./v5/flow.js"
 import { ReasonCode } from "./v5/reason.js"
 import { natsSubscription, sendsRetained } from "./v5/subscription.js"
+import { payloadMatchesFormat } from "./v5/information.js"
 import { type Connect, type MessageProperties, NO_PROPERTIES, type Properties } from "./v5/types.js"
 import {
   type ClientPacket,
@@ -33,6 +35,8 @@ import {
   type SessionAction,
   type SessionInput,
   type SessionSnapshot,
+  type StoredProperties,
+  type DelayedWill,
   SUBACK_FAILURE,
   type SubscriptionRequest,
   type Will
@@ -141,6 +145,22 @@ const V5_CONNACK: Readonly<Record<number, number>> = {
   [ConnackCode.NotAuthorized]: ReasonCode.NotAuthorized
 }
 
+/** The Reason String of a PUBACK/PUBREC that refuses a PUBLISH, by reason code. */
+const REFUSED_PUBLISH: Readonly<Record<number, string>> = {
+  [ReasonCode.NotAuthorized]: "not authorized to publish to this topic",
+  [ReasonCode.ImplementationSpecificError]: "the Response Topic cannot be a NATS reply subject",
+  [ReasonCode.TopicNameInvalid]: "the Response Topic is not a valid topic name",
+  [ReasonCode.PayloadFormatInvalid]: "the payload is not UTF-8 though its Payload Format Indicator says so",
+  [ReasonCode.QuotaExceeded]: "a storage limit refused the message"
+}
+
+/**
+ * The level a client's Response Information ends with: its Client Identifier when that is
+ * a plain word (a valid topic level and NATS token), else a hash of it.
+ */
+export const responseLevel = (clientId: string): string =>
+  /^[A-Za-z0-9_-]{1,64}$/.test(clientId) ? clientId : sessionHash(clientId)
+
 /** The Prefix of a Shared Subscription's filter (4.8.2). */
 const SHARE_PREFIX = "$share/"
 
@@ -170,6 +190,10 @@ interface Subscription extends Grant {
   readonly noLocal?: boolean | undefined
   /** MQTT 5.0 Subscription Identifier, sent with what the subscription delivers [MQTT-3.3.4-3]. */
   readonly id?: number | undefined
+  /** MQTT 5.0 Retain As Published: what it forwards keeps the RETAIN flag it was published with [MQTT-3.3.1-13]. */
+  readonly rap?: boolean | undefined
+  /** MQTT 5.0: made as a Shared Subscription (`$share/G/…` read as shared; a 3.1.1 one is a literal filter). */
+  readonly shared?: boolean | undefined
 }
 
 /**
@@ -212,7 +236,7 @@ export class MqttSession {
   private clientAliasMax = 0
   /** For `tooLarge`: one record reused. */
   private sizeHead: { -readonly [K in keyof PublishHead]: PublishHead[K] } | undefined
-  /** MQTT 5.0: the reason codes of refused PUBLISHes whose PUBACK/PUBREC waits its turn, by packet id. */
+  /** MQTT 5.0: the reason codes of PUBACKs/PUBRECs other than Success (refusals, 0x10) that wait their turn, by packet id. */
   private refusedAcks: Map<number, number> | undefined
   /** Clean Start (3.1.1: Clean Session): a stored session is discarded, not resumed. */
   private discardStored = true
@@ -258,6 +282,11 @@ export class MqttSession {
   /** MQTT 5.0: subscriptions with a Subscription Identifier, and those of the last subject asked for. */
   private idSubs = 0
   private lastDeliverIds: ReadonlyArray<number> | undefined
+  /** MQTT 5.0: subscriptions with Retain As Published, and whether one of them matched the last subject asked for. */
+  private rapSubs = 0
+  private lastDeliverRap = false
+  /** MQTT 5.0: an away session's delayed will, kept in its snapshot until it goes out. */
+  private delayedWill: DelayedWill | undefined
   /** Stored messages (numeric refs) taken for delivery so far. */
   private storedTakenValue = 0
 
@@ -284,15 +313,14 @@ export class MqttSession {
   static away(stored: SessionSnapshot, now: number, deps: SessionDeps, config: SessionConfig): MqttSession {
     const s = new MqttSession(now, deps, config)
     s.phase = "away"
+    s.delayedWill = stored.will
     s.readyValue = true
     s.clean = false
     s.clientIdValue = stored.clientId
     s.owner = stored.owner
     for (const sub of stored.subscriptions) {
-      const f = filterSubscription(sub.filter, true)
-      if (f.ok) s.subs.set(sub.filter, { filter: sub.filter, qos: sub.qos, subjects: f.subjects, queue: f.queue, noLocal: sub.noLocal, id: sub.id })
-      if (f.ok && sub.noLocal === true) s.noLocalSubs++
-      if (f.ok && sub.id !== undefined) s.idSubs++
+      const f = filterSubscription(sub.filter, sub.shared === true)
+      if (f.ok) s.setSub({ filter: sub.filter, qos: sub.qos, subjects: f.subjects, queue: f.queue, noLocal: sub.noLocal, id: sub.id, rap: sub.rap, shared: sub.shared })
     }
     for (const o of stored.outbound) {
       const payload = o.phase === "publish" && typeof o.ref === "number" ? s.letGo(o.payload) : o.payload
@@ -300,13 +328,15 @@ export class MqttSession {
     }
     for (const q of stored.queued) {
       const payload = typeof q.ref === "number" ? s.letGo(q.payload) : q.payload
-      s.out.queue.push({ qos: q.qos, topic: q.topic, payload, size: q.size, retain: q.retain, ref: q.ref })
+      s.out.queue.push({ qos: q.qos, topic: q.topic, payload, size: q.size, retain: q.retain, ref: q.ref, properties: q.properties, receivedAt: q.receivedAt })
     }
     for (const id of stored.inboundQos2) s.inQos2.ids.set(id, { confirmed: true })
     s.out.setLastId(stored.lastPacketId)
-    if (stored.expiryInterval !== undefined) {
+    // An MQTT 5.0 session stays one while away (its queued messages keep their properties),
+    // whether or not its Session Expiry Interval ever runs out.
+    if (stored.protocolVersion === 5 || stored.expiryInterval !== undefined) {
       s.versionValue = 5
-      s.expiryInterval = stored.expiryInterval
+      s.expiryInterval = stored.expiryInterval ?? SESSION_NEVER_EXPIRES
       s.endsAtValue = stored.endsAt
     }
     return s
@@ -435,6 +465,16 @@ export class MqttSession {
     }
   }
 
+  /** MQTT 5.0: an away session's will still waiting for its Will Delay Interval (the shell publishes it when due). */
+  get pendingWill(): DelayedWill | undefined {
+    return this.delayedWill
+  }
+
+  /** The delayed will went out (or was cancelled): the session no longer holds it. */
+  willDone(): void {
+    this.delayedWill = undefined
+  }
+
   /** Subscriptions and pending QoS 1/2 state, for persistence of a non-clean session. */
   snapshot(): SessionSnapshot {
     return {
@@ -444,7 +484,9 @@ export class MqttSession {
         filter: s.filter,
         qos: s.qos,
         ...(s.noLocal === true ? { noLocal: true } : {}),
-        ...(s.id === undefined ? {} : { id: s.id })
+        ...(s.id === undefined ? {} : { id: s.id }),
+        ...(s.rap === true ? { rap: true } : {}),
+        ...(s.shared === true ? { shared: true } : {})
       })),
       outbound: this.out.inSendOrder().map((e) => ({
         packetId: e.packetId,
@@ -453,14 +495,20 @@ export class MqttSession {
         payload: e.payload,
         retain: e.retain,
         phase: e.phase,
-        ref: e.ref
+        ref: e.ref,
+        ...(e.properties === undefined ? {} : { properties: e.properties })
       })),
-      queued: this.out.queue.toArray().filter((q) => q.gone !== true).map((q) => ({ qos: q.qos, topic: q.topic, payload: q.payload, size: q.size, retain: q.retain, ref: q.ref })),
+      queued: this.out.queue.toArray().filter((q) => q.gone !== true).map((q) => ({
+        qos: q.qos, topic: q.topic, payload: q.payload, size: q.size, retain: q.retain, ref: q.ref,
+        ...(q.properties === undefined ? {} : { properties: q.properties, receivedAt: q.receivedAt })
+      })),
       inboundQos2: [...this.inQos2.ids.keys()],
       lastPacketId: this.out.lastPacketId,
       ...(this.versionValue === 5 && this.expiryInterval !== SESSION_NEVER_EXPIRES
         ? { expiryInterval: this.expiryInterval, endsAt: this.endsAtValue }
-        : {})
+        : {}),
+      ...(this.versionValue === 5 ? { protocolVersion: 5 as const } : {}),
+      ...(this.delayedWill === undefined ? {} : { will: this.delayedWill })
     }
   }
 
@@ -482,9 +530,9 @@ export class MqttSession {
       case "sessionReady":
         return this.onSessionReady(input.stored, input.owner, now)
       case "published":
-        return this.onPublished(input.packetId)
+        return this.onPublished(input.packetId, input.code)
       case "deliver":
-        return this.onDeliver(input.subject, input.payload, input.qos, input.ref, now, input.properties, input.local)
+        return this.onDeliver(input.subject, input.payload, input.qos, input.ref, now, input.properties, input.local, input.retain)
       case "fetched":
         return this.onFetched(input.messages, now)
       case "retained":
@@ -561,7 +609,7 @@ export class MqttSession {
     const n = p?.ok === true ? p : p === undefined ? undefined : publishToNats(will.topic, { ...will.properties, responseTopic: undefined, correlationData: undefined })
     const hdr = n?.ok === true ? headerBlock(n.headers) : undefined
     const reply = n?.ok === true ? n.reply : undefined
-    this.emitRetain(will.topic, subject.value, will.payload, qos, will.retain)
+    this.emitRetain(will.topic, subject.value, will.payload, qos, will.retain, reply, hdr)
     this.emit({
       type: "publish",
       subject: subject.value,
@@ -574,10 +622,11 @@ export class MqttSession {
   }
 
   /** Retained store updates of a PUBLISH [MQTT-3.3.1-5, -7, -10, -11, -12]. */
-  private emitRetain(topic: string, subject: string, payload: Uint8Array, qos: QoS, retain: boolean): void {
+  private emitRetain(topic: string, subject: string, payload: Uint8Array, qos: QoS, retain: boolean, reply?: string, hdr?: Buffer): void {
     if (!retain) return
     if (payload.length === 0) this.emit({ type: "deleteRetained", topic, subject })
-    else this.emit({ type: "storeRetained", topic, subject, payload, qos })
+    else if (reply === undefined && hdr === undefined) this.emit({ type: "storeRetained", topic, subject, payload, qos })
+    else this.emit({ type: "storeRetained", topic, subject, payload, qos, reply, hdr })
   }
 
   private onPacket(packet: ClientPacket, now: number): void {
@@ -715,6 +764,17 @@ export class MqttSession {
     this.emit({ type: "accept", clientId, cleanSession: connect.clean, persistent: !this.clean, assignedId: assigned })
   }
 
+  /**
+   * What the CONNACK announces: the listener's limits, and for a client that asked for
+   * Response Information [MQTT-3.1.2-28] the prefix followed by a level of its own.
+   */
+  private connackLimits(connect: Connect): ServerLimits {
+    const limits = this.config.v5 ?? {}
+    const prefix = limits.responseInformation
+    if (connect.properties.requestResponseInformation !== true || prefix === undefined) return limits
+    return { ...limits, responseInformation: prefix === "" ? undefined : `${prefix}/${responseLevel(this.clientIdValue)}` }
+  }
+
   private onSessionReady(stored: SessionSnapshot | undefined, owner: string | undefined, now: number): void {
     if (this.phase !== "connecting") return
     this.owner = owner ?? ""
@@ -735,7 +795,7 @@ export class MqttSession {
     this.phase = "connected"
     this.readyValue = true
     if (this.connect5 !== undefined) {
-      const n = acceptConnect(this.connect5, this.config.v5 ?? {}, present, this.connect5.clientId === "" ? this.clientIdValue : undefined)
+      const n = acceptConnect(this.connect5, this.connackLimits(this.connect5), present, this.connect5.clientId === "" ? this.clientIdValue : undefined)
       this.connect5 = undefined
       this.keepaliveMs = n.keepAlive * 1000
       this.clientReceiveMaximum = n.clientReceiveMaximum
@@ -772,17 +832,14 @@ export class MqttSession {
    */
   private restore(s: SessionSnapshot, now: number): void {
     for (const sub of s.subscriptions) {
-      const subjects = filterSubscription(sub.filter, true)
+      const subjects = filterSubscription(sub.filter, sub.shared === true)
       if (!subjects.ok) continue
       if (!(this.deps.canSubscribe?.(sub.filter) ?? true)) {
         this.emit({ type: "denied", op: "subscribe", topic: sub.filter })
         this.persistSubscription(sub.filter, undefined)
         continue
       }
-      this.subs.set(sub.filter, { filter: sub.filter, qos: sub.qos, subjects: subjects.subjects, queue: subjects.queue, noLocal: sub.noLocal, id: sub.id })
-      if (sub.noLocal === true) this.noLocalSubs++
-      if (sub.id !== undefined) this.idSubs++
-      this.subsVersion++
+      this.setSub({ filter: sub.filter, qos: sub.qos, subjects: subjects.subjects, queue: subjects.queue, noLocal: sub.noLocal, id: sub.id, rap: sub.rap, shared: sub.shared })
     }
     for (const o of s.outbound) {
       if (o.phase === "publish" && !this.mayReceive(o.topic)) this.emit({ type: "drop", reason: "not_permitted", ref: o.ref })
@@ -790,7 +847,7 @@ export class MqttSession {
     }
     for (const q of s.queued) {
       if (!this.mayReceive(q.topic)) this.emit({ type: "drop", reason: "not_permitted", ref: q.ref })
-      else this.enqueue({ qos: q.qos, topic: q.topic, payload: q.payload, size: q.size, retain: q.retain, ref: q.ref })
+      else this.enqueue({ qos: q.qos, topic: q.topic, payload: q.payload, size: q.size, retain: q.retain, ref: q.ref, properties: q.properties, receivedAt: q.receivedAt })
     }
     for (const id of s.inboundQos2) this.inQos2.ids.set(id, { confirmed: true })
     this.out.setLastId(s.lastPacketId)
@@ -904,6 +961,14 @@ export class MqttSession {
     let reply: string | undefined
     let hdr: Buffer | undefined
     if (this.versionValue === 5 && p.properties !== undefined && p.properties !== NO_PROPERTIES) {
+      // Payload Format Indicator 1 promises UTF-8: a payload that is not is refused, PUBACK or
+      // PUBREC 0x99, or DISCONNECT 0x99 at QoS 0, which has no acknowledgement [MQTT-3.3.2-4].
+      if (!payloadMatchesFormat(p.properties.payloadFormatIndicator, p.payload)) {
+        if (qos === 0) return this.violation("PUBLISH payload is not UTF-8 though its Payload Format Indicator says so", ReasonCode.PayloadFormatInvalid)
+        ;(this.refusedAcks ??= new Map()).set(id, ReasonCode.PayloadFormatInvalid)
+        this.acknowledge(id, qos === 1 ? "puback" : "pubrec")
+        return
+      }
       const n = publishToNats(p.topic, p.properties)
       if (!n.ok) {
         // A Response Topic no reply subject can carry: the request could never be answered.
@@ -916,7 +981,7 @@ export class MqttSession {
       reply = n.reply
       hdr = headerBlock(n.headers)
     }
-    this.emitRetain(p.topic, subject.value, p.payload, qos, p.retain)
+    this.emitRetain(p.topic, subject.value, p.payload, qos, p.retain, reply, hdr)
     // The shell writes a QoS 2 message's de-duplication record with it and forwards it only
     // once both are durable, so a resend after a crash is known as one [MQTT-4.3.3-2].
     if (qos === 2) this.inQos2.ids.set(id, { confirmed: false })
@@ -946,12 +1011,16 @@ export class MqttSession {
       const messageId = AckOrder.packetId(e)
       const refused = this.refusedAcks?.get(messageId)
       // A PUBACK, or a PUBREC with a failure code, ends the exchange for flow control.
-      if (this.inboundQuota !== undefined && (AckOrder.ack(e) === "puback" || refused !== undefined)) this.inboundQuota.completed(messageId)
+      if (this.inboundQuota !== undefined && (AckOrder.ack(e) === "puback" || (refused !== undefined && refused >= 0x80))) this.inboundQuota.completed(messageId)
       if (refused === undefined) this.send({ cmd: AckOrder.ack(e), messageId })
       else {
         this.refusedAcks!.delete(messageId)
-        const properties: Properties = { reasonString: refused === ReasonCode.NotAuthorized ? "not authorized to publish to this topic" : "the Response Topic cannot be a NATS reply subject" }
-        this.send({ cmd: AckOrder.ack(e), messageId, reasonCode: refused, properties })
+        // A success code (0x10) needs no reason; a failure says why.
+        if (refused < 0x80) this.send({ cmd: AckOrder.ack(e), messageId, reasonCode: refused })
+        else {
+          const properties: Properties = { reasonString: REFUSED_PUBLISH[refused] ?? "the PUBLISH was refused" }
+          this.send({ cmd: AckOrder.ack(e), messageId, reasonCode: refused, properties })
+        }
       }
     }
   }
@@ -961,9 +1030,19 @@ export class MqttSession {
   }
 
   /** The shell made an inbound message durable: now it is acknowledged. */
-  private onPublished(id: number): void {
+  private onPublished(id: number, code: number | undefined): void {
     if (this.phase !== "connected") return
     const q2 = this.inQos2.ids.get(id)
+    if (code !== undefined && this.versionValue === 5) {
+      if (code >= 0x80) {
+        // Refused (a storage limit): a failed PUBREC ends the exchange, no PUBREL follows [MQTT-4.3.3-4].
+        if (q2 !== undefined) this.inQos2.ids.delete(id)
+        ;(this.refusedAcks ??= new Map()).set(id, code)
+        return this.acknowledge(id, q2 !== undefined ? "pubrec" : "puback")
+      }
+      // 0x10 No matching subscribers: a PUBACK's news only (a QoS 2 PUBREC goes before routing).
+      if (q2 === undefined) (this.refusedAcks ??= new Map()).set(id, code)
+    }
     if (q2 !== undefined) {
       if (!q2.confirmed) {
         q2.confirmed = true
@@ -1059,10 +1138,7 @@ export class MqttSession {
       const existed = before !== undefined
       // An identical filter replaces the existing subscription [MQTT-3.8.4-3].
       const noLocal = v5 && req.nl === true
-      this.noLocalSubs += (noLocal ? 1 : 0) - (before?.noLocal === true ? 1 : 0)
-      this.idSubs += (id !== undefined ? 1 : 0) - (before?.id !== undefined ? 1 : 0)
-      this.subs.set(filter, { filter, qos: g, subjects: subjects.subjects, queue: subjects.queue, noLocal, id })
-      this.subsVersion++
+      this.setSub({ filter, qos: g, subjects: subjects.subjects, queue: subjects.queue, noLocal, id, rap: v5 && req.rap === true, shared: subjects.queue !== undefined })
       granted.push(g)
       codes?.push(g)
       added.push(filter)
@@ -1087,9 +1163,7 @@ export class MqttSession {
         continue
       }
       codes?.push(ReasonCode.Success)
-      if (s.noLocal === true) this.noLocalSubs--
-      if (s.id !== undefined) this.idSubs--
-      if (this.subs.delete(filter)) this.subsVersion++
+      this.deleteSub(s)
       this.emit({ type: "unsubscribe", filter, subjects: s.subjects })
       this.persistSubscription(filter, undefined)
     }
@@ -1104,7 +1178,30 @@ export class MqttSession {
    */
   private persistSubscription(filter: string, qos: QoS | undefined): void {
     if (this.clean) return
-    this.emit({ type: "persistSubscription", filter, qos })
+    const s = qos === undefined ? undefined : this.subs.get(filter)
+    if (s === undefined || (s.noLocal !== true && s.id === undefined && s.rap !== true && s.shared !== true)) {
+      return this.emit({ type: "persistSubscription", filter, qos })
+    }
+    this.emit({ type: "persistSubscription", filter, qos, options: { noLocal: s.noLocal, id: s.id, rap: s.rap, shared: s.shared } })
+  }
+
+  /** Add or replace (an identical filter [MQTT-3.8.4-3]) a subscription, keeping the counts of its MQTT 5.0 options. */
+  private setSub(s: Subscription): void {
+    const before = this.subs.get(s.filter)
+    if (before !== undefined) this.deleteSub(before)
+    this.subs.set(s.filter, s)
+    if (s.noLocal === true) this.noLocalSubs++
+    if (s.id !== undefined) this.idSubs++
+    if (s.rap === true) this.rapSubs++
+    this.subsVersion++
+  }
+
+  private deleteSub(s: Subscription): void {
+    if (!this.subs.delete(s.filter)) return
+    if (s.noLocal === true) this.noLocalSubs--
+    if (s.id !== undefined) this.idSubs--
+    if (s.rap === true) this.rapSubs--
+    this.subsVersion++
   }
 
   /**
@@ -1120,6 +1217,7 @@ export class MqttSession {
       this.lastDeliverBest = best
       this.lastDeliverVersion = this.subsVersion
       this.lastDeliverIds = this.idSubs > 0 ? this.identifiersFor(subject, false) : undefined
+      this.lastDeliverRap = this.rapSubs > 0 && this.retainsAsPublished(subject, false)
     }
     return this.lastDeliverBest
   }
@@ -1137,33 +1235,58 @@ export class MqttSession {
     return ids
   }
 
+  /**
+   * MQTT 5.0: does a subscription with Retain As Published match `subject` (not a No Local
+   * one for the connection's own message)? Then a message published with RETAIN goes to
+   * this client with it [MQTT-3.3.1-13] (one delivery for all matching subscriptions).
+   */
+  private retainsAsPublished(subject: string, local: boolean): boolean {
+    for (const s of this.subs.values()) {
+      if (s.rap === true && !(local && s.noLocal === true) && bestGrant([s], subject) >= 0) return true
+    }
+    return false
+  }
+
+  /** MQTT 5.0: the RETAIN flag of the delivery `deliverQos0` last decided, for a message published with `retain`. */
+  deliveryRetain(retain: boolean): boolean {
+    return retain && this.lastDeliverRap
+  }
+
   /** MQTT 5.0: the Subscription Identifiers of the delivery `deliverQos0` last decided (undefined: none). */
   get deliveryIdentifiers(): ReadonlyArray<number> | undefined {
     return this.lastDeliverIds
   }
 
-  private onDeliver(subject: string, payload: Uint8Array, msgQos: number, ref: string | number | undefined, now: number, properties?: MessageProperties, local = false) {
-    if (this.phase === "away") return this.queueAway(subject, payload, msgQos, ref)
+  private onDeliver(subject: string, payload: Uint8Array, msgQos: number, ref: string | number | undefined, now: number, properties?: MessageProperties, local = false, retain = false) {
+    if (this.phase === "away") return this.queueAway(subject, payload, msgQos, ref, retain, properties, now)
     if (this.phase !== "connected") return
     const best = local && this.noLocalSubs > 0 ? this.grantForLocal(subject) : this.grantFor(subject)
     if (best < 0) return
-    // Forwarded to an established subscription: retain is 0 [MQTT-3.3.1-9].
+    // Forwarded to an established subscription: retain is 0 [MQTT-3.3.1-12], or as published with Retain As Published [MQTT-3.3.1-13].
     const ids = this.lastDeliverIds
-    this.deliverOut(this.lastDeliverTopic, payload, minQos(msgQos, best), false, ref, now, ids === undefined ? properties : { ...properties, subscriptionIdentifiers: ids })
+    this.deliverOut(this.lastDeliverTopic, payload, minQos(msgQos, best), retain && this.lastDeliverRap, ref, now, ids === undefined ? properties : { ...properties, subscriptionIdentifiers: ids })
   }
 
   /**
    * Away: a QoS 1/2 message the client may receive queues for it (QoS 0 is not kept for an
    * absent client); a stored one without its payload, which waits in the store.
    */
-  private queueAway(subject: string, payload: Uint8Array, msgQos: number, ref: string | number | undefined): void {
+  private queueAway(subject: string, payload: Uint8Array, msgQos: number, ref: string | number | undefined, retain: boolean, properties: MessageProperties | undefined, now: number): void {
     const qos = minQos(msgQos, this.grantFor(subject))
     if (qos !== 1 && qos !== 2) return
     if (!(this.deps.canReceive?.(subject) ?? true)) return
     const stored = typeof ref === "number"
     if (stored) this.storedTakenValue++
     const kept = stored ? undefined : payload
-    this.enqueue({ qos, topic: this.lastDeliverTopic, payload: kept, size: payload.length, retain: false, ref })
+    // MQTT 5.0: with its properties and Subscription Identifiers; its Message Expiry Interval counts from now [MQTT-3.3.2-5].
+    const ids = this.lastDeliverIds
+    const props: Properties | undefined = ids === undefined ? properties : { ...properties, subscriptionIdentifiers: ids }
+    this.enqueue(props === undefined
+      ? { qos, topic: this.lastDeliverTopic, payload: kept, size: payload.length, retain: retain && this.lastDeliverRap, ref }
+      : {
+        qos, topic: this.lastDeliverTopic, payload: kept, size: payload.length, retain: retain && this.lastDeliverRap, ref,
+        properties: props, receivedAt: props.messageExpiryInterval === undefined ? undefined : now
+      })
   }
 
   // ---- the hot paths: the same decisions as `step`, without building actions ----
@@ -1208,13 +1331,14 @@ export class MqttSession {
     for (const s of this.subs.values()) if (s.noLocal !== true && s.qos > best && bestGrant([s], subject) >= 0) best = s.qos
     // the cache is for other messages on the subject: the next grantFor computes it again
     this.lastDeliverIds = this.idSubs > 0 ? this.identifiersFor(subject, true) : undefined
+    this.lastDeliverRap = this.rapSubs > 0 && this.retainsAsPublished(subject, true)
     this.lastDeliverVersion = -1
     return best
   }
 
   private onRetained(
     filter: string,
-    messages: ReadonlyArray<{ topic: string; payload: Uint8Array; qos: number }>,
+    messages: ReadonlyArray<{ topic: string; payload: Uint8Array; qos: number } & StoredProperties>,
     now: number
   ): void {
     if (this.phase !== "connected") return
@@ -1223,9 +1347,18 @@ export class MqttSession {
     for (const m of messages) {
       // Sent because of a new subscription: retain is 1 [MQTT-3.3.1-6, -8]; only what the
       // client may receive (a filter can be allowed while some topics under it are denied).
-      if (topicMatchesFilter(m.topic, filter) && this.mayReceive(m.topic)) {
-        this.deliverOut(m.topic, m.payload, minQos(m.qos, s.qos), true, undefined, now, s.id === undefined ? undefined : { subscriptionIdentifiers: [s.id] })
+      if (!topicMatchesFilter(m.topic, filter) || !this.mayReceive(m.topic)) continue
+      // MQTT 5.0: with the properties it was published with, its Message Expiry Interval
+      // counted down in the store; one whose life ran out is not sent [MQTT-3.3.2-5].
+      let properties: Properties | undefined = m.properties
+      const expiry = properties?.messageExpiryInterval
+      if (expiry !== undefined && m.receivedAt !== undefined) {
+        const left = forwardedExpiry(expiry, m.receivedAt, now)
+        if (left === undefined) continue
+        properties = { ...properties, messageExpiryInterval: left }
       }
+      if (s.id !== undefined) properties = { ...properties, subscriptionIdentifiers: [s.id] }
+      this.deliverOut(m.topic, m.payload, minQos(m.qos, s.qos), true, undefined, now, properties)
     }
   }
 
@@ -1404,7 +1537,7 @@ export class MqttSession {
    * let go) and the QoS they were published with (a recovered one may be lower than the
    * subscription's grant). A resumed session's resend goes once all of it is here.
    */
-  private onFetched(messages: ReadonlyArray<{ readonly ref: number; readonly payload: Uint8Array | undefined; readonly qos?: number | undefined }>, now: number): void {
+  private onFetched(messages: ReadonlyArray<{ readonly ref: number; readonly payload: Uint8Array | undefined; readonly qos?: number | undefined } & StoredProperties>, now: number): void {
     if (this.phase !== "connected") return
     // In-flight messages read back for an ack_wait resend (not a resumed session's): sent on arrival.
     const resends: OutFlight[] = []
@@ -1421,6 +1554,11 @@ export class MqttSession {
       } else {
         e.payload = m.payload
         if (!inFlight && (m.qos === 1 || m.qos === 2) && m.qos < e.qos) e.qos = m.qos
+        // MQTT 5.0: the properties its stored copy kept, beside the Subscription Identifiers it was queued with.
+        if (m.properties !== undefined && this.versionValue === 5) {
+          e.properties = e.properties?.subscriptionIdentifiers === undefined ? m.properties : { ...m.properties, subscriptionIdentifiers: e.properties.subscriptionIdentifiers }
+          if (!inFlight && m.properties.messageExpiryInterval !== undefined) (e as Queued).receivedAt = m.receivedAt
+        }
         if (inFlight && !this.resumePending && e.phase === "publish" && this.out.inflight.get(e.packetId) === e) resends.push(e)
       }
       if (inFlight && this.resendWaiting > 0) this.resendWaiting--
@@ -1462,10 +1600,7 @@ export class MqttSession {
     for (const filter of filters) {
       const s = this.subs.get(filter)
       if (s === undefined) continue
-      if (s.noLocal === true) this.noLocalSubs--
-      if (s.id !== undefined) this.idSubs--
-      this.subs.delete(filter)
-      this.subsVersion++
+      this.deleteSub(s)
       this.emit({ type: "unsubscribe", filter, subjects: s.subjects })
       this.persistSubscription(filter, undefined)
     }

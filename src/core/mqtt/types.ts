@@ -148,8 +148,19 @@ export interface SessionSnapshot {
    * Undefined for sessions stored before owners were kept.
    */
   readonly owner?: string | undefined
-  /** `noLocal`, `id`: MQTT 5.0 No Local and Subscription Identifier (kept while the process runs; the stored record has only filter and QoS). */
-  readonly subscriptions: ReadonlyArray<{ readonly filter: string; readonly qos: QoS; readonly noLocal?: boolean | undefined; readonly id?: number | undefined }>
+  /**
+   * `noLocal`, `id`, `rap`: MQTT 5.0 No Local, Subscription Identifier and Retain As
+   * Published; `shared`: made as a Shared Subscription (a `$share/…` filter without it is
+   * a literal one, as 3.1.1 reads it).
+   */
+  readonly subscriptions: ReadonlyArray<{
+    readonly filter: string
+    readonly qos: QoS
+    readonly noLocal?: boolean | undefined
+    readonly id?: number | undefined
+    readonly rap?: boolean | undefined
+    readonly shared?: boolean | undefined
+  }>
   readonly outbound: ReadonlyArray<{
     readonly packetId: number
     readonly qos: 1 | 2
@@ -159,6 +170,8 @@ export interface SessionSnapshot {
     readonly retain: boolean
     readonly phase: "publish" | "pubrel"
     readonly ref?: string | number | undefined
+    /** MQTT 5.0: its properties (kept while the process runs; a stored copy keeps its own). */
+    readonly properties?: Properties | undefined
   }>
   /** Messages accepted for delivery but not yet sent (window full). */
   readonly queued: ReadonlyArray<{
@@ -170,6 +183,9 @@ export interface SessionSnapshot {
     readonly size: number
     readonly retain: boolean
     readonly ref?: string | number | undefined
+    /** MQTT 5.0: its properties and when it was received (its Message Expiry Interval counts from then). */
+    readonly properties?: Properties | undefined
+    readonly receivedAt?: number | undefined
   }>
   /** Inbound QoS 2 packet ids received and not yet released. */
   readonly inboundQos2: ReadonlyArray<number>
@@ -181,6 +197,34 @@ export interface SessionSnapshot {
   readonly expiryInterval?: number | undefined
   /** When the session ends unless a connection resumes it (ms since the epoch): set as its connection closes. */
   readonly endsAt?: number | undefined
+  /** 5: an MQTT 5.0 session (absent: 3.1.1). */
+  readonly protocolVersion?: 5 | undefined
+  /** MQTT 5.0: a will waiting for its Will Delay Interval (kept with the session, restarts included). */
+  readonly will?: DelayedWill | undefined
+}
+
+/** A will waiting for its Will Delay Interval: the publish its session's end (or the delay) sends, as data. */
+export interface DelayedWill {
+  /** When it is due (ms since the epoch). */
+  readonly at: number
+  readonly topic: string
+  readonly subject: string
+  readonly payload: Uint8Array
+  readonly qos: QoS
+  readonly retain: boolean
+  /** MQTT 5.0 Will Properties as the bridge carries them: reply subject and header block. */
+  readonly reply?: string | undefined
+  readonly hdr?: Buffer | undefined
+}
+
+/**
+ * MQTT 5.0: the properties a stored copy (a retained message, one read back from the
+ * store) kept, and when it was received (ms), from which its Message Expiry Interval
+ * counts down [MQTT-3.3.2-5]. The shell gives them to v5 sessions only.
+ */
+export interface StoredProperties {
+  readonly properties?: MessageProperties | undefined
+  readonly receivedAt?: number | undefined
 }
 
 export type SessionInput =
@@ -191,7 +235,12 @@ export type SessionInput =
    */
   | { readonly type: "sessionReady"; readonly stored?: SessionSnapshot | undefined; readonly owner?: string | undefined }
   /** The shell made a routed message durable (`confirm` of a `publish` action). */
-  | { readonly type: "published"; readonly packetId: number }
+  /**
+   * The shell made a routed message durable (`confirm` of a `publish` action). MQTT 5.0
+   * `code`: 0x10 when it matched no subscriber (PUBACK), 0x97 when a storage limit refused
+   * it (PUBACK/PUBREC, the message was not routed); absent: Success.
+   */
+  | { readonly type: "published"; readonly packetId: number; readonly code?: number | undefined }
   /** A message routed to this client (once per message, whatever the number of matching subscriptions). */
   | {
     readonly type: "deliver"
@@ -203,6 +252,8 @@ export type SessionInput =
     readonly properties?: MessageProperties | undefined
     /** Published by this very connection (No Local subscriptions do not take it). */
     readonly local?: boolean | undefined
+    /** Published with RETAIN (MQTT 5.0 Retain As Published subscriptions forward it so). */
+    readonly retain?: boolean | undefined
   }
   /**
    * Stored messages the session asked for (`fetch`): each payload (undefined when it is no
@@ -210,13 +261,13 @@ export type SessionInput =
    */
   | {
     readonly type: "fetched"
-    readonly messages: ReadonlyArray<{ readonly ref: number; readonly payload: Uint8Array | undefined; readonly qos?: number | undefined }>
+    readonly messages: ReadonlyArray<{ readonly ref: number; readonly payload: Uint8Array | undefined; readonly qos?: number | undefined } & StoredProperties>
   }
   /** Retained messages matching a filter the client just subscribed to. */
   | {
     readonly type: "retained"
     readonly filter: string
-    readonly messages: ReadonlyArray<{ readonly topic: string; readonly payload: Uint8Array; readonly qos: number }>
+    readonly messages: ReadonlyArray<{ readonly topic: string; readonly payload: Uint8Array; readonly qos: number } & StoredProperties>
   }
   | { readonly type: "tick" }
   | { readonly type: "connectionLost" }
@@ -255,7 +306,13 @@ export type SessionAction =
     readonly hdr?: Buffer | undefined
   }
   /** A persistent session's subscription to `filter` is now `qos` (undefined: removed); the shell keeps it. */
-  | { readonly type: "persistSubscription"; readonly filter: string; readonly qos: QoS | undefined }
+  | {
+    readonly type: "persistSubscription"
+    readonly filter: string
+    readonly qos: QoS | undefined
+    /** MQTT 5.0 options the record keeps (No Local, Subscription Identifier, Retain As Published, shared). */
+    readonly options?: { readonly noLocal?: boolean | undefined; readonly id?: number | undefined; readonly rap?: boolean | undefined; readonly shared?: boolean | undefined } | undefined
+  }
   /** Write (record) or delete (undefined) the record `key` of a `$MQTT_*` stream. */
   | { readonly type: "persist"; readonly stream: PersistStream; readonly key: string; readonly record: unknown }
   | {
@@ -264,6 +321,9 @@ export type SessionAction =
     readonly subject: string
     readonly payload: Uint8Array
     readonly qos: QoS
+    /** MQTT 5.0: the reply subject and header block of its properties, kept with the retained copy [MQTT-3.3.1-5]. */
+    readonly reply?: string | undefined
+    readonly hdr?: Buffer | undefined
   }
   | { readonly type: "deleteRetained"; readonly topic: string; readonly subject: string }
   /** CONNECT passed validation: the shell takes over any older connection, loads the session, then inputs `sessionReady`. */

@@ -6,7 +6,7 @@
 // to the socket (pacing.ts), and where state is kept, the `MqttStore` port (store.ts): the
 // account's `$MQTT_*` streams with the stream subsystem on, memory without it.
 import type { Alarm } from "../alarm.js"
-import { DEFAULT_MQTT_PROTOCOL_VERSIONS, DEFAULT_TOPIC_ALIAS_MAXIMUM, type MqttOptions, type MqttProtocolLevel } from "../../config/options.js"
+import { DEFAULT_MQTT_PROTOCOL_VERSIONS, DEFAULT_RESPONSE_INFORMATION, DEFAULT_TOPIC_ALIAS_MAXIMUM, type MqttOptions, type MqttProtocolLevel } from "../../config/options.js"
 import {
   type ClientPacket,
   CloseReason,
@@ -17,7 +17,9 @@ import {
   type SessionAction,
   type SessionConfig,
   type SessionInput,
-  type SessionSnapshot
+  type SessionSnapshot,
+  type DelayedWill,
+  subjectToTopic
 } from "../../core/mqtt/index.js"
 import { encodeInto, encodePublishRange } from "../../core/mqtt/codec.js"
 import { encodeIntoV5 } from "../../core/mqtt/codec5.js"
@@ -30,7 +32,7 @@ import { ReasonCode } from "../../core/mqtt/v5/reason.js"
 import { type MessageProperties, NO_PROPERTIES } from "../../core/mqtt/v5/types.js"
 import type { ServerLimits } from "../../core/mqtt/v5/connect.js"
 import type { Conn, ConnHandlers } from "../../services/transport.js"
-import { type Account, type Delivery, GLOBAL_ACCOUNT, type InternalPrincipal, type Subscription } from "../../engine/principal.js"
+import { type Account, type Delivery, GLOBAL_ACCOUNT, type InternalPrincipal, type Principal, type Subscription } from "../../engine/principal.js"
 import type { Server } from "../server.js"
 import { ClosedReason } from "../reasons.js"
 import { MqttCommitGate, type RouteExtra } from "./commit-gate.js"
@@ -46,12 +48,34 @@ import { traceMqttIn, traceMqttOut, traceMqttOutQos0 } from "./trace.js"
 /**
  * What the server announces to MQTT 5.0 clients in CONNACK: its Maximum Packet Size (the
  * bound every connection is held to), Receive Maximum and Topic Alias Maximum
- * (`receive_maximum`, `topic_alias_maximum`).
+ * (`receive_maximum`, `topic_alias_maximum`), the longest Keep Alive (`max_keepalive`,
+ * sent as Server Keep Alive where the client asks for more) and the Response Information
+ * prefix (`response_information`).
  */
+/** A will's delayed actions (its publish, and its retained copy) as data the session record can keep. */
+const delayedWill = (at: number, actions: ReadonlyArray<SessionAction>): DelayedWill | undefined => {
+  let topic: string | undefined
+  for (const a of actions) if (a.type === "storeRetained" || a.type === "deleteRetained") topic = a.topic
+  for (const a of actions) {
+    if (a.type !== "publish") continue
+    return {
+      at, topic: topic ?? subjectToTopic(a.subject), subject: a.subject, payload: a.payload, qos: a.qos, retain: a.retain,
+      ...(a.reply === undefined ? {} : { reply: a.reply }),
+      ...(a.hdr === undefined ? {} : { hdr: a.hdr })
+    }
+  }
+  return undefined
+}
+
+/** Store refusals that are a storage limit (a stream's limits, the disk full): MQTT 5.0's 0x97 Quota exceeded. */
+const STORAGE_LIMITS: ReadonlySet<string> = new Set(["MaxMsgs", "MaxBytes", "MaxMsgSize", "MaxMsgsPerSubject", "NoSpace"])
+
 export const mqtt5Limits = (options: MqttOptions, maxPacketBytes: number): ServerLimits => ({
   maximumPacketSize: maxPacketBytes,
   receiveMaximum: options.receiveMaximum,
-  topicAliasMaximum: options.topicAliasMaximum ?? DEFAULT_TOPIC_ALIAS_MAXIMUM
+  topicAliasMaximum: options.topicAliasMaximum ?? DEFAULT_TOPIC_ALIAS_MAXIMUM,
+  ...(options.maxKeepAlive === undefined ? {} : { maximumKeepAlive: options.maxKeepAlive }),
+  responseInformation: options.responseInformation ?? DEFAULT_RESPONSE_INFORMATION
 })
 
 export class MqttBridge implements MqttDriver {
@@ -81,7 +105,7 @@ export class MqttBridge implements MqttDriver {
   mqttLevels: ReadonlyArray<MqttProtocolLevel>
   websocketLevels: ReadonlyArray<MqttProtocolLevel> = DEFAULT_MQTT_PROTOCOL_VERSIONS
   /** MQTT 5.0 wills waiting for their Will Delay Interval, by account and client id: the closed connection they are published as. */
-  private readonly delayedWills = new Map<string, { readonly at: number; readonly c: MqttConnection; readonly actions: ReadonlyArray<SessionAction> }>()
+  private readonly delayedWills = new Map<string, { readonly account: string; readonly clientId: string; readonly will: DelayedWill }>()
   /** Payloads of QoS 1/2 messages in the sessions' windows (see held.ts). */
   private readonly held = new HeldPayloads()
   private readonly registry: MqttRegistry
@@ -118,6 +142,10 @@ export class MqttBridge implements MqttDriver {
     this.tracing = server.log.traceEnabled
     this.registry = new MqttRegistry(server, store, this.held, sessionConfig)
     this.registry.wakeAt = (at) => this.wakeAt(at)
+    this.registry.onStoredWill = (account, clientId, will) => {
+      this.delayedWills.set(`${account}\n${clientId}`, { account, clientId, will })
+      this.wakeAt(will.at)
+    }
     this.gate = new MqttCommitGate(server, store, this)
     this.retained = new RetainedLookups(server, this)
     this.backlog = new BacklogPump(store, this)
@@ -145,7 +173,11 @@ export class MqttBridge implements MqttDriver {
     const account = d.origin.publisher!.account
     const store = this.gate.storeOf(account.name)
     if (store === undefined || !store.durable || !this.heldDurably(account, d.subject)) return
-    const r = store.storeMessage(d.subject, d.buf.subarray(d.payloadStart, d.end), d.origin.qos as QoS)
+    // With its headers and reply subject: an MQTT 5.0 session gets its properties from the stored copy too.
+    const props = d.hdrLen > 0 || d.reply !== ""
+      ? { reply: d.reply === "" ? undefined : d.reply, hdr: d.hdrLen > 0 ? d.buf.subarray(d.start, d.start + d.hdrLen) : undefined, at: d.now }
+      : undefined
+    const r = store.storeMessage(d.subject, d.buf.subarray(d.payloadStart, d.end), d.origin.qos as QoS, false, undefined, props)
     if (typeof r === "object") {
       this.server.log.error(`MQTT: message on '${d.subject}' from another server could not be stored: ${r.detail}`)
       return
@@ -288,11 +320,11 @@ export class MqttBridge implements MqttDriver {
       case "close":
         return this.close(c)
       case "publish":
-        return this.publish(c, a.subject, a.payload, a.qos, a.confirm, now, a.reply === undefined && a.hdr === undefined ? undefined : { reply: a.reply, hdr: a.hdr })
+        return this.publish(c, a.subject, a.payload, a.qos, a.confirm, now, a.reply === undefined && a.hdr === undefined && !a.retain ? undefined : { reply: a.reply, hdr: a.hdr, retain: a.retain })
       // The account's store is open from `sessionReady` on; before it, only a will can be
       // retained, which no session of the account could read yet: it is not kept.
       case "storeRetained":
-        this.gate.storeOf(c.account.name)?.setRetained(a.topic, a.subject, a.payload, a.qos)
+        this.gate.storeOf(c.account.name)?.setRetained(a.topic, a.subject, a.payload, a.qos, a.reply === undefined && a.hdr === undefined ? undefined : { reply: a.reply, hdr: a.hdr, at: now })
         return
       case "deleteRetained":
         this.gate.storeOf(c.account.name)?.deleteRetained(a.topic, a.subject)
@@ -314,7 +346,7 @@ export class MqttBridge implements MqttDriver {
         // Written now; the SUBACK (or UNSUBACK) waits for the commit.
         const store = this.gate.persisted(c)
         if (store === undefined) return
-        store.writeSubscription(c.session.clientId, a.filter, a.qos)
+        store.writeSubscription(c.session.clientId, a.filter, a.qos, a.options)
         return this.gate.hold(c, store)
       }
       case "fetch":
@@ -344,9 +376,10 @@ export class MqttBridge implements MqttDriver {
       case "deadline":
         return this.wakeAt(a.at)
       case "willDelayed": {
-        const at = now + a.afterMs
-        this.delayedWills.set(`${c.account.name}\n${c.session.clientId}`, { at, c, actions: a.actions })
-        return this.wakeAt(at)
+        const will = delayedWill(now + a.afterMs, a.actions)
+        if (will === undefined) return
+        this.delayedWills.set(`${c.account.name}\n${c.session.clientId}`, { account: c.account.name, clientId: c.session.clientId, will })
+        return this.wakeAt(will.at)
       }
     }
   }
@@ -493,6 +526,7 @@ export class MqttBridge implements MqttDriver {
       // ends that session instead, and its will goes out now.
       this.delayedWills.delete(key)
       if (clean) this.runDelayedWill(will, this.server.now())
+      else this.registry.willSent(will.account, will.clientId)
     }
     const ready = this.gate.storeOf(c.account.name)
     if (ready !== undefined) return this.sessionReady(c, clean, persistent, ready)
@@ -542,10 +576,16 @@ export class MqttBridge implements MqttDriver {
     if (store !== undefined && store.durable && this.heldDurably(c.account, subject)) {
       // Kept until every persistent session it is routed to has it acknowledged.
       const inbound = dedup === undefined ? undefined : { clientId: c.session.clientId, packetId: confirm! }
-      const r = store.storeMessage(subject, payload, qos, later, inbound)
+      const props = extra === undefined || (extra.hdr === undefined && extra.reply === undefined) ? undefined : { reply: extra.reply, hdr: extra.hdr, at: now }
+      const r = store.storeMessage(subject, payload, qos, later, inbound, props)
       if (typeof r === "object") {
         this.server.log.error(`MQTT client "${c.session.clientId}": message on '${subject}' could not be stored: ${r.detail}`)
-        if (confirm !== undefined) return this.gate.storeFailed(c)
+        if (confirm === undefined) {
+          // QoS 0 is not acknowledged: routed without its stored copy, as before.
+        } else if (c.session.protocolVersion === 5 && STORAGE_LIMITS.has(r.reason)) {
+          // MQTT 5.0 can say so: PUBACK/PUBREC 0x97 Quota exceeded, the message not routed; the client stays.
+          return this.input(c, { type: "published", packetId: confirm, code: ReasonCode.QuotaExceeded }, now)
+        } else return this.gate.storeFailed(c)
       } else ref = r
     }
     if (dedup !== undefined) {
@@ -559,11 +599,12 @@ export class MqttBridge implements MqttDriver {
     if (qos === 2 && confirm !== undefined) {
       // Without a durable store the PUBREC has nothing to wait for: it goes first, then the copies.
       if (!c.closed) this.input(c, { type: "published", packetId: confirm }, now)
-      return this.route(c, subject, buf, qos, ref, now, extra)
+      this.route(c, subject, buf, qos, ref, now, extra)
+      return
     }
-    this.route(c, subject, buf, qos, ref, now, extra)
+    const receivers = this.route(c, subject, buf, qos, ref, now, extra)
     if (confirm === undefined || c.closed) return
-    this.gate.confirm(c, confirm, store, ref, now)
+    this.gate.confirm(c, confirm, store, ref, now, receivers === 0)
   }
 
   /**
@@ -571,7 +612,7 @@ export class MqttBridge implements MqttDriver {
    * the MQTT subscribers; an MQTT 5.0 PUBLISH with its reply subject and header block
    * (`extra`: the headers go in front of the payload, as a NATS HPUB carries them).
    */
-  route(c: MqttConnection, subject: string, buf: Buffer, qos: QoS, ref: number | undefined, now: number, extra?: RouteExtra): void {
+  route(c: Principal, subject: string, buf: Buffer, qos: QoS, ref: number | undefined, now: number, extra?: RouteExtra): number {
     const router = this.server.router
     const d = router.message(c, now)
     d.subject = subject
@@ -583,12 +624,14 @@ export class MqttBridge implements MqttDriver {
     d.end = d.buf.length
     d.origin.qos = qos
     d.origin.ref = ref
+    d.origin.retain = extra?.retain === true
     if (extra?.reply !== undefined && extra.reply.startsWith(RESPONSE_SUBJECT_PREFIX)) this.answersFor(c.account.name)
-    router.route(d)
-    if (ref === undefined) return
+    const receivers = router.route(d)
+    if (ref === undefined) return receivers
     const store = this.gate.storeOf(c.account.name)
     store?.routed(ref)
     store?.releaseIfUnheld(ref)
+    return receivers
   }
 
   /**
@@ -682,7 +725,7 @@ export class MqttBridge implements MqttDriver {
     if (v5 === null) return
     if (topic !== undefined) {
       if (c.closed) return
-      if (c.session.protocolVersion === 5) return this.deliverQos0V5(c, topic, buf, from, end, v5?.bytes, v5?.properties.messageExpiryInterval)
+      if (c.session.protocolVersion === 5) return this.deliverQos0V5(c, topic, buf, from, end, v5?.bytes, v5?.properties.messageExpiryInterval, c.session.deliveryRetain(d.origin.retain))
       if (this.tracing) traceMqttOutQos0(this.server.log, c, topic, end - from)
       c.outMsgs++
       c.outBytes += encodePublishRange(c.out, topic, buf, from, end, 0, false, false, undefined)
@@ -694,7 +737,7 @@ export class MqttBridge implements MqttDriver {
     const taken = c.session.storedTaken
     // Held until acknowledged: a copy in a reusable slab, not a view pinning the read chunk.
     const payload = this.held.hold(buf, from, end)
-    this.input(c, { type: "deliver", subject, payload, qos, ref, properties: v5?.properties, local }, d.now)
+    this.input(c, { type: "deliver", subject, payload, qos, ref, properties: v5?.properties, local, retain: d.origin.retain }, d.now)
     // A persistent session that took the stored message holds it until acknowledged or
     // dropped (taking it may have pushed the oldest waiting one out: the count of pending
     // messages would not tell).
@@ -716,12 +759,12 @@ export class MqttBridge implements MqttDriver {
   }
 
   /** The QoS 0 fast path of an MQTT 5.0 connection: within the client's Maximum Packet Size, aliased where it pays. */
-  private deliverQos0V5(c: MqttConnection, topic: string, buf: Buffer, from: number, end: number, props: Buffer | undefined, expiry: number | undefined): void {
+  private deliverQos0V5(c: MqttConnection, topic: string, buf: Buffer, from: number, end: number, props: Buffer | undefined, expiry: number | undefined, retain: boolean): void {
     const head = c.head5
     head.topic = topic
     head.topicAlias = 0
     head.qos = 0
-    head.retain = false
+    head.retain = retain
     head.dup = false
     head.messageId = undefined
     head.messageProperties = props
@@ -734,7 +777,7 @@ export class MqttBridge implements MqttDriver {
     }
     if (this.tracing) traceMqttOutQos0(this.server.log, c, topic, end - from)
     c.outMsgs++
-    c.outBytes += this.writePublish5(c, topic, 0, false, false, undefined, buf, from, end, undefined, props, expiry, head.subscriptionIdentifiers)
+    c.outBytes += this.writePublish5(c, topic, 0, retain, false, undefined, buf, from, end, undefined, props, expiry, head.subscriptionIdentifiers)
     this.gate.markDirty(c)
   }
 
@@ -773,6 +816,9 @@ export class MqttBridge implements MqttDriver {
       snap = c.session.snapshot()
       // MQTT 5.0: kept for its Session Expiry Interval from now, restarts included.
       if (snap.expiryInterval !== undefined) snap = { ...snap, endsAt: sessionEndsAt(this.server.now(), snap.expiryInterval) }
+      // Its delayed will waits with it, restarts included.
+      const will = this.delayedWills.get(`${c.account.name}\n${c.session.clientId}`)?.will
+      if (will !== undefined) snap = { ...snap, will }
       const store = this.gate.storeOf(c.account.name)
       if (c.unannounced && c.session.closeReason !== CloseReason.ClientClosed) {
         // A session the client was never told of (its CONNACK not written: a failed commit
@@ -800,8 +846,8 @@ export class MqttBridge implements MqttDriver {
     let wrote = expired.wrote
     let next = expired.next ?? Infinity
     for (const [key, will] of [...this.delayedWills]) {
-      if (will.at > now) {
-        next = Math.min(next, will.at)
+      if (will.will.at > now) {
+        next = Math.min(next, will.will.at)
         continue
       }
       this.delayedWills.delete(key)
@@ -821,9 +867,30 @@ export class MqttBridge implements MqttDriver {
     return next === Infinity ? undefined : next
   }
 
-  /** A delayed will's time has come (or its session ended): published as its connection would have. */
-  private runDelayedWill(will: { readonly c: MqttConnection; readonly actions: ReadonlyArray<SessionAction> }, now: number): void {
-    for (const a of will.actions) this.run(will.c, a, now)
+  /**
+   * A delayed will's time has come (or its session ended): published for the session by
+   * the server (its connection is gone, perhaps since before a restart), as that connection
+   * would have: retained copy, stored copy for persistent sessions, routed.
+   */
+  private runDelayedWill(entry: { readonly account: string; readonly clientId: string; readonly will: DelayedWill }, now: number): void {
+    const { account, will } = entry
+    this.registry.willSent(account, entry.clientId)
+    const store = this.gate.storeOf(account)
+    const props = will.reply === undefined && will.hdr === undefined ? undefined : { reply: will.reply, hdr: will.hdr, at: now }
+    if (will.retain) {
+      if (will.payload.length === 0) store?.deleteRetained(will.topic, will.subject)
+      else store?.setRetained(will.topic, will.subject, will.payload, will.qos, props)
+    }
+    const from = this.registry.internal(account)
+    const buf = Buffer.from(will.payload.buffer, will.payload.byteOffset, will.payload.byteLength)
+    let ref: number | undefined
+    if (will.qos > 0 && store?.durable === true && this.heldDurably(from.account, will.subject)) {
+      const r = store.storeMessage(will.subject, buf, will.qos, false, undefined, props)
+      if (typeof r === "number") ref = r
+      else if (r !== undefined) this.server.log.error(`MQTT client "${entry.clientId}": will on '${will.subject}' could not be stored: ${r.detail}`)
+    }
+    this.route(from, will.subject, buf, will.qos, ref, now, { reply: will.reply, hdr: will.hdr, retain: will.retain })
+    if (store?.durable === true) this.store.commit(() => {})
   }
 
   /** Close one connection as the server stops (lame duck mode, shutdown): no will, its session kept. */

@@ -8,6 +8,7 @@
 // waits behind it. A persistent session's record is rewritten before held output (`now`)
 // or soon after a change that may wait (`lazy`, acknowledgements of a burst share one write).
 import type { QoS, SessionInput } from "../../core/mqtt/index.js"
+import { ReasonCode } from "../../core/mqtt/v5/reason.js"
 import type { Server } from "../server.js"
 import type { MqttConnection } from "./connection.js"
 import type { MqttAccountStore, MqttStoreService } from "./store.js"
@@ -18,12 +19,15 @@ import type { MqttAccountStore, MqttStoreService } from "./store.js"
  */
 export const LAZY_RECORD_MS = 250
 
+/** In `confirms`, a packet id's bit 16: the message matched no subscriber. */
+const UNMATCHED = 0x10000
+
 /** What the gate has the connection driver do once a commit is done. */
 export interface GateDriver {
   /** Feed a session an input (a publish confirmed, a connection lost) and carry out its actions. */
   input(c: MqttConnection, input: SessionInput, now?: number): void
-  /** Route a publish through the engine. */
-  route(c: MqttConnection, subject: string, buf: Buffer, qos: QoS, ref: number | undefined, now: number, extra?: RouteExtra): void
+  /** Route a publish through the engine; how many received it (0: MQTT 5.0's No matching subscribers). */
+  route(c: MqttConnection, subject: string, buf: Buffer, qos: QoS, ref: number | undefined, now: number, extra?: RouteExtra): number
   /** Ask the shell's alarm to run the bridge's tick by then. */
   wakeAt(at: number): void
 }
@@ -46,6 +50,8 @@ interface Deferred {
 export interface RouteExtra {
   readonly reply: string | undefined
   readonly hdr: Buffer | undefined
+  /** Published with RETAIN (for MQTT 5.0 subscribers with Retain As Published). */
+  readonly retain?: boolean | undefined
 }
 
 export class MqttCommitGate {
@@ -142,11 +148,12 @@ export class MqttCommitGate {
    * retained copy), or when the store is not durable. The session keeps the
    * acknowledgements in the order of the PUBLISHes.
    */
-  confirm(c: MqttConnection, packetId: number, store: MqttAccountStore | undefined, ref: number | undefined, now: number): void {
+  confirm(c: MqttConnection, packetId: number, store: MqttAccountStore | undefined, ref: number | undefined, now: number, unmatched = false): void {
     if (store === undefined || !store.durable || (ref === undefined && !this.store.hasWrites())) {
-      return this.driver.input(c, { type: "published", packetId }, now)
+      return this.driver.input(c, unmatched ? { type: "published", packetId, code: ReasonCode.NoMatchingSubscribers } : { type: "published", packetId }, now)
     }
-    this.confirms.push(c, packetId)
+    // Packet ids are below 2^16: the bit above says "no matching subscribers" without another slot.
+    this.confirms.push(c, unmatched ? packetId | UNMATCHED : packetId)
     this.scheduleFlush()
   }
 
@@ -204,8 +211,10 @@ export class MqttCommitGate {
       for (let i = 0; i < confirms.length; i += 2) {
         const c = confirms[i] as MqttConnection
         if (c.closed) continue
-        if (ok) this.driver.input(c, { type: "published", packetId: confirms[i + 1] as number })
-        else this.storeFailed(c)
+        const id = confirms[i + 1] as number
+        if (!ok) this.storeFailed(c)
+        else if ((id & UNMATCHED) === 0) this.driver.input(c, { type: "published", packetId: id })
+        else this.driver.input(c, { type: "published", packetId: id & 0xffff, code: ReasonCode.NoMatchingSubscribers })
       }
       if (deferred.length > 0) this.routeDeferred(deferred, ok)
     })
@@ -225,16 +234,17 @@ export class MqttCommitGate {
       const c = d.c
       c.deferred--
       const ackFirst = d.qos === 2
-      if (ackFirst) this.confirmDeferred(c, d.confirm, ok)
-      this.driver.route(c, d.subject, d.buf, d.qos, d.ref, now, d.extra)
-      if (!ackFirst) this.confirmDeferred(c, d.confirm, ok)
+      if (ackFirst) this.confirmDeferred(c, d.confirm, ok, false)
+      const receivers = this.driver.route(c, d.subject, d.buf, d.qos, d.ref, now, d.extra)
+      if (!ackFirst) this.confirmDeferred(c, d.confirm, ok, receivers === 0)
     }
   }
 
-  private confirmDeferred(c: MqttConnection, confirm: number | undefined, ok: boolean): void {
+  private confirmDeferred(c: MqttConnection, confirm: number | undefined, ok: boolean, unmatched: boolean): void {
     if (confirm === undefined || c.closed) return
-    if (ok) this.driver.input(c, { type: "published", packetId: confirm })
-    else this.storeFailed(c)
+    if (!ok) this.storeFailed(c)
+    else if (unmatched) this.driver.input(c, { type: "published", packetId: confirm, code: ReasonCode.NoMatchingSubscribers })
+    else this.driver.input(c, { type: "published", packetId: confirm })
   }
 
   /** The store could not make a write durable: the client is cut off and retries (nothing was confirmed). */

@@ -3,11 +3,22 @@
 // SUBACK, within a budget per event-loop turn, in the order of the SUBSCRIBEs) and a
 // resumed session's backlog on disk (read back a batch at a time, as fast as the client's
 // socket drains).
-import type { RetainedCursor, SessionInput } from "../../core/mqtt/index.js"
+import type { RetainedCursor, SessionInput, StoredProperties } from "../../core/mqtt/index.js"
 import type { Subscription } from "../../engine/principal.js"
 import type { Server } from "../server.js"
 import type { MqttConnection } from "./connection.js"
-import type { MqttAccountStore, MqttStoreService, RetainedMsg } from "./store.js"
+import { natsToPublish } from "../../core/mqtt/v5/nats.js"
+import type { MqttAccountStore, MqttStoreService, RetainedMsg, StoredProps } from "./store.js"
+
+/** A stored copy's MQTT 5.0 properties for a v5 session (as a routed message's would be), and when it was received. */
+const storedProperties = (props: StoredProps): StoredProperties => ({
+  properties: natsToPublish("", props.reply, props.hdr).properties,
+  receivedAt: props.at
+})
+
+/** A retained message for an MQTT 5.0 session: with the properties it was published with. */
+const retainedFor5 = (m: RetainedMsg): RetainedMsg | (RetainedMsg & StoredProperties) =>
+  m.props === undefined ? m : { ...m, ...storedProperties(m.props) }
 
 /** What pacing has the connection driver do: give a session what it asked for. */
 export interface PacingDriver {
@@ -64,7 +75,8 @@ export class RetainedLookups {
     const done = due.cursor.take(messages, this.budget, this.steps)
     this.budget -= messages.length
     this.steps -= due.cursor.steps - before
-    if (messages.length > 0) this.driver.input(c, { type: "retained", filter, messages })
+    const v5 = c.session.protocolVersion === 5
+    if (messages.length > 0) this.driver.input(c, { type: "retained", filter, messages: v5 ? messages.map(retainedFor5) : messages })
     return done
   }
 
@@ -123,8 +135,11 @@ export class BacklogPump {
     if (c.fetchBusy || c.closed || c.toFetch.length === 0) return
     // What the last batch made is still to be written (this turn's output, or output waiting
     // for a commit), or is in the socket above the mark: the next batch waits. A write of the
-    // output (writeBufs) or the socket's drain takes it up again.
-    if (c.out.length > 0 || c.awaiting > 0 || c.held || c.conn.writableLength() > FETCH_HIGH_WATER) {
+    // output (writeBufs) or the socket's drain takes it up again. A hold with no output (a
+    // record written this turn, nothing to say) is no reason to wait: no write would end the
+    // wait (found by the simulator with MQTT 5.0 devices: a small Receive Maximum refilled
+    // from the store right after a PUBCOMP stalled for good).
+    if (c.out.length > 0 || c.awaiting > 0 || c.conn.writableLength() > FETCH_HIGH_WATER) {
       c.waitingDrain = true
       return
     }
@@ -144,9 +159,11 @@ export class BacklogPump {
       c.fetchBusy = false
       if (c.closed) return
       // The buffers read are the payloads (their own memory, freed once acknowledged).
+      const v5 = c.session.protocolVersion === 5
       const messages = batch.map((ref, i) => {
         const m = loaded[i]
-        return m === undefined ? { ref, payload: undefined } : { ref, payload: m.payload, qos: m.qos }
+        if (m === undefined) return { ref, payload: undefined }
+        return m.props === undefined || !v5 ? { ref, payload: m.payload, qos: m.qos } : { ref, payload: m.payload, qos: m.qos, ...storedProperties(m.props) }
       })
       const resending = c.session.resendPending
       const before = c.out.length

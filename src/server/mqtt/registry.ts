@@ -10,8 +10,11 @@ import {
   type SessionConfig,
   type SessionDeps,
   type SessionSnapshot,
+  type DelayedWill,
   filterSubscription
 } from "../../core/mqtt/index.js"
+import { natsToPublish } from "../../core/mqtt/v5/nats.js"
+import type { MessageProperties } from "../../core/mqtt/v5/types.js"
 import type { ClientPermissions } from "../../engine/permissions.js"
 import type { Delivery, InternalPrincipal, Subscription } from "../../engine/principal.js"
 import type { Server } from "../server.js"
@@ -54,6 +57,8 @@ export class MqttRegistry {
   private readonly endsAt = new Map<string, { readonly account: string; readonly clientId: string; readonly at: number }>()
   /** Asks the shell to run `expire` by then (set by the bridge). */
   wakeAt: (at: number) => void = () => {}
+  /** A stored session taken up after a restart holds a delayed will: the bridge publishes it when due. */
+  onStoredWill: (account: string, clientId: string, will: DelayedWill) => void = () => {}
   /** Messages dropped at a session's queue bounds (/varz mqtt.queue_dropped); logged at most every 10 s per session. */
   queueDrops = 0
   private readonly dropLog = new Map<string, { at: number; count: number }>()
@@ -79,6 +84,28 @@ export class MqttRegistry {
   }
 
   /** What a persistent session whose client is away holds for it (undefined: it is not away). */
+  /** The account's principal for what the server does for away sessions (their subscriptions, their delayed wills). */
+  internal(account: string): InternalPrincipal {
+    let client = this.offlineClients.get(account)
+    if (client === undefined) {
+      client = this.server.router.internal(account, "mqtt-sessions")
+      this.offlineClients.set(account, client)
+    }
+    return client
+  }
+
+  /** A delayed will of an away session went out: its record no longer holds it. */
+  willSent(account: string, clientId: string): void {
+    const d = this.away.get(sessionKey(account, clientId))
+    if (d === undefined || d.session.pendingWill === undefined) return
+    d.session.willDone()
+    const store = this.store.ready(account)
+    if (store?.durable === true) {
+      store.writeSession(d.session.snapshot())
+      this.store.commit(() => {})
+    }
+  }
+
   awayQueue(clientId: string, account: string): { messages: number; bytes: number; bytesInMemory: number } | undefined {
     return this.away.get(sessionKey(account, clientId))?.session.awayQueue()
   }
@@ -128,7 +155,10 @@ export class MqttRegistry {
     return this.store.open(account).then((store) => {
       for (const [clientId, snap] of store.takeSessions()) {
         const key = sessionKey(account, clientId)
-        if (!this.byClientId.has(key) && !this.away.has(key)) this.goAway(account, snap)
+        if (!this.byClientId.has(key) && !this.away.has(key)) {
+          this.goAway(account, snap)
+          if (snap.will !== undefined) this.onStoredWill(account, clientId, snap.will)
+        }
       }
       return store
     })
@@ -143,13 +173,9 @@ export class MqttRegistry {
   private goAway(account: string, snapshot: SessionSnapshot, perms: ClientPermissions | undefined = undefined): void {
     const session = MqttSession.away(snapshot, this.server.now(), this.awayDeps(perms), this.sessionConfig)
     const d: Away = { account, session, subs: [], lastSeq: 0 }
-    let client = this.offlineClients.get(account)
-    if (client === undefined) {
-      client = this.server.router.internal(account, "mqtt-sessions")
-      this.offlineClients.set(account, client)
-    }
+    const client = this.internal(account)
     for (const s of snapshot.subscriptions) {
-      const subjects = filterSubscription(s.filter, true)
+      const subjects = filterSubscription(s.filter, s.shared === true)
       // QoS 0 messages are not kept for an absent client.
       if (!subjects.ok || s.qos === 0) continue
       // A Shared Subscription stays in its queue group while its client is away (4.8.2).
@@ -219,7 +245,14 @@ export class MqttRegistry {
     const payload = ref !== undefined ? buf.subarray(from, end) : Buffer.from(buf.subarray(from, end))
     const s = d.session
     const taken = s.storedTaken
-    const actions = s.step({ type: "deliver", subject, payload, qos: m.origin.qos, ref }, m.now)
+    // MQTT 5.0: the message's properties wait with it (a status message is not for MQTT).
+    let properties: MessageProperties | undefined
+    if (s.protocolVersion === 5 && (m.hdrLen > 0 || m.reply !== "")) {
+      const n = natsToPublish(subject, m.reply === "" ? undefined : m.reply, m.hdrLen > 0 ? buf.subarray(m.start, m.start + m.hdrLen) : undefined)
+      if (n.status !== undefined) return
+      properties = n.properties
+    }
+    const actions = s.step({ type: "deliver", subject, payload, qos: m.origin.qos, ref, properties, retain: m.origin.retain }, m.now)
     const store = this.store.ready(d.account)
     for (const a of actions) {
       // At the session's bounds the oldest message waiting gave way to the newest.

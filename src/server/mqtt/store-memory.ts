@@ -5,7 +5,7 @@
 // remains is the account's retained messages.
 import { Layer } from "effect"
 import { RetainedTree, type QoS, type SessionSnapshot } from "../../core/mqtt/index.js"
-import { type LoadedMessage, type MqttAccountStore, MqttStore, type MqttStoreService, type RetainedMsg } from "./store.js"
+import { type LoadedMessage, type MqttAccountStore, MqttStore, type MqttStoreService, type RetainedMsg, type StoredProps } from "./store.js"
 
 export class MemoryAccountStore implements MqttAccountStore {
   readonly durable: boolean = false
@@ -31,8 +31,8 @@ export class MemoryAccountStore implements MqttAccountStore {
   unref(): void {}
   releaseIfUnheld(): void {}
 
-  setRetained(topic: string, _subject: string, payload: Uint8Array, qos: QoS): void {
-    this.retained.set(topic, { topic, payload, qos })
+  setRetained(topic: string, _subject: string, payload: Uint8Array, qos: QoS, props?: StoredProps): void {
+    this.retained.set(topic, props === undefined ? { topic, payload, qos } : { topic, payload, qos, props })
   }
 
   deleteRetained(topic: string): boolean {

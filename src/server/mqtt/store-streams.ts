@@ -7,6 +7,7 @@
 import { Effect, Exit, Layer } from "effect"
 import {
   decodeSessionRecord,
+  delayedWillOf,
   encodeSessionRecord,
   decodeSubscriptionRecord,
   encodeSubscriptionRecord,
@@ -27,9 +28,13 @@ import {
   retainedSubject,
   sessionHash,
   sessSubject,
+  storedHeader,
+  storedParts,
   storedSubjectOf,
   subjectToTopic,
-  subscriptionSubjects,
+  filterSubscription,
+  subscriptionOptionsOf,
+  type SubscriptionOptions,
   bestGrant,
   type Grant,
   type QoS,
@@ -40,7 +45,7 @@ import type { LogService } from "../../services/log.js"
 import type { StoreError, StreamStore } from "../../services/store.js"
 import type { JetStream } from "../jetstream/jetstream.js"
 import type { JsStream } from "../jetstream/stream.js"
-import { type InboundId, type LoadedMessage, type MqttAccountStore, MqttStore, type MqttStoreService, type RetainedMsg } from "./store.js"
+import { type InboundId, type LoadedMessage, type MqttAccountStore, MqttStore, type MqttStoreService, type RetainedMsg, type StoredProps } from "./store.js"
 import { MemoryAccountStore } from "./store-memory.js"
 
 /** Every stream keeps one record per subject, except `$MQTT_msgs` (removed when delivered). */
@@ -62,6 +67,12 @@ const qos2InCopy = (payload: Uint8Array): number | undefined => {
   } catch {
     return undefined
   }
+}
+
+/** The MQTT 5.0 properties a stored message's header kept (`storedHeader`), and its stored time; undefined: none. */
+const propsOf = (headers: Uint8Array | undefined, ts: number): StoredProps | undefined => {
+  const { reply, hdr } = storedParts(headers)
+  return reply === undefined && hdr === undefined ? undefined : { reply, hdr, at: ts }
 }
 
 const tokenAt = (subject: string, fromEnd: number): string => {
@@ -123,11 +134,14 @@ export class StreamsAccountStore implements MqttAccountStore {
     payload: Uint8Array,
     qos: QoS,
     routedLater = false,
-    inbound?: InboundId
+    inbound?: InboundId,
+    props?: StoredProps
   ): number | StoreError {
-    const header = inbound === undefined
+    const base = inbound === undefined
       ? qosHeader(qos)
       : qos2InHeader(sessionHash(inbound.clientId), inbound.packetId, this.streams[MqttStream.qos2in].store.state().last_seq)
+    // MQTT 5.0 properties go in the header after the bridge's own lines; the stored time is when it was received.
+    const header = props === undefined ? base : storedHeader(base, props.hdr, props.reply)
     const r = this.put(MqttStream.msgs, msgSubject(subject), header, payload)
     if (routedLater && typeof r === "number") this.unrouted.push(r)
     return r
@@ -147,7 +161,9 @@ export class StreamsAccountStore implements MqttAccountStore {
         Effect.map(Effect.either(msgs.load(seq)), (r) => {
           if (r._tag === "Left") return undefined
           const p = r.right.payload
-          return { payload: Buffer.isBuffer(p) ? p : Buffer.from(p.buffer, p.byteOffset, p.byteLength), qos: qosOfHeader(r.right.headers) }
+          const payload = Buffer.isBuffer(p) ? p : Buffer.from(p.buffer, p.byteOffset, p.byteLength)
+          const props = propsOf(r.right.headers, r.right.ts)
+          return props === undefined ? { payload, qos: qosOfHeader(r.right.headers) } : { payload, qos: qosOfHeader(r.right.headers), props }
         }))
     )
   }
@@ -221,9 +237,10 @@ export class StreamsAccountStore implements MqttAccountStore {
     if (typeof r !== "number") this.owner.log.error(`MQTT: could not remove ${seqs.length} messages from ${MqttStream.msgs}: ${r.detail}`)
   }
 
-  setRetained(topic: string, subject: string, payload: Uint8Array, qos: QoS): void {
-    this.retained.set(topic, { topic, payload, qos })
-    const r = this.put(MqttStream.rmsgs, retainedSubject(subject), qosHeader(qos), payload)
+  setRetained(topic: string, subject: string, payload: Uint8Array, qos: QoS, props?: StoredProps): void {
+    this.retained.set(topic, props === undefined ? { topic, payload, qos } : { topic, payload, qos, props })
+    const header = props === undefined ? qosHeader(qos) : storedHeader(qosHeader(qos), props.hdr, props.reply)
+    const r = this.put(MqttStream.rmsgs, retainedSubject(subject), header, payload)
     if (typeof r !== "number") this.owner.log.error(`MQTT: retained message for '${topic}' not stored: ${r.detail}`)
   }
 
@@ -239,10 +256,10 @@ export class StreamsAccountStore implements MqttAccountStore {
   }
 
   /** One subscription of a persistent session, made (qos) or removed (undefined). */
-  writeSubscription(clientId: string, filter: string, qos: QoS | undefined): void {
+  writeSubscription(clientId: string, filter: string, qos: QoS | undefined, options?: SubscriptionOptions): void {
     const subject = sessSubscriptionSubject(sessionHash(clientId), filter)
     if (qos === undefined) return this.drop(MqttStream.sess, subject)
-    const r = this.put(MqttStream.sess, subject, undefined, encodeSubscriptionRecord(filter, qos, this.routedCursor()))
+    const r = this.put(MqttStream.sess, subject, undefined, encodeSubscriptionRecord(filter, qos, this.routedCursor(), options))
     if (typeof r !== "number") this.owner.log.error(`MQTT: subscription '${filter}' of client "${clientId}" not stored: ${r.detail}`)
   }
 
@@ -281,7 +298,9 @@ export class StreamsAccountStore implements MqttAccountStore {
         const m = yield* Effect.either(rm.load(st.last))
         if (m._tag === "Left") continue
         const topic = subjectToTopic(storedSubjectOf(subject))
-        self.retained.set(topic, { topic, payload: m.right.payload, qos: qosOfHeader(m.right.headers) })
+        const props = propsOf(m.right.headers, m.right.ts)
+        const qos = qosOfHeader(m.right.headers)
+        self.retained.set(topic, props === undefined ? { topic, payload: m.right.payload, qos } : { topic, payload: m.right.payload, qos, props })
       }
       const ids = (name: MqttStreamName): Map<string, Set<number>> => {
         const byHash = new Map<string, Set<number>>()
@@ -400,8 +419,9 @@ export class StreamsAccountStore implements MqttAccountStore {
         const grants: Array<Grant & { readonly from: number }> = []
         for (const s of subs) {
           if (s.q === 0) continue
-          const subjects = subscriptionSubjects(s.f)
-          if (subjects.ok) grants.push({ filter: s.f, subjects: subjects.value, qos: s.q, from: Math.max(rec.cursor, s.c) + 1 })
+          // a Shared Subscription's subjects are its inner filter's; any other `$share/…` filter is literal
+          const subjects = filterSubscription(s.f, s.s === 1)
+          if (subjects.ok) grants.push({ filter: s.f, subjects: subjects.subjects, qos: s.q, from: Math.max(rec.cursor, s.c) + 1 })
         }
         const filters = grants.flatMap((g) => g.subjects.map(msgSubject))
         const active: Array<Grant> = []
@@ -426,16 +446,18 @@ export class StreamsAccountStore implements MqttAccountStore {
         self.sessions.set(rec.id, {
           clientId: rec.id,
           owner: rec.u,
-          subscriptions: subs.map((s) => ({ filter: s.f, qos: s.q })),
+          subscriptions: subs.map((s) => ({ filter: s.f, qos: s.q, ...subscriptionOptionsOf(s) })),
           outbound,
           queued,
           inboundQos2: [...(qos2in.get(hash) ?? [])],
           lastPacketId: rec.pid,
           expiryInterval: rec.x,
-          endsAt: rec.e
+          endsAt: rec.e,
+          ...(rec.l === 5 ? { protocolVersion: 5 as const } : {}),
+          will: delayedWillOf(rec)
         })
         if (legacy) {
-          for (const s of subs) self.put(MqttStream.sess, sessSubscriptionSubject(hash, s.f), undefined, encodeSubscriptionRecord(s.f, s.q, s.c))
+          for (const s of subs) self.put(MqttStream.sess, sessSubscriptionSubject(hash, s.f), undefined, encodeSubscriptionRecord(s.f, s.q, s.c, subscriptionOptionsOf(s)))
           self.writeSession(self.sessions.get(rec.id)!)
         }
       }

@@ -9,19 +9,34 @@
 // (opening an account, reading stored messages back, a commit) is asked once per account,
 // per batch or per flush.
 import { Context } from "effect"
-import type { QoS, RetainedTree, SessionSnapshot } from "../../core/mqtt/index.js"
+import type { QoS, RetainedTree, SessionSnapshot, SubscriptionOptions } from "../../core/mqtt/index.js"
 import type { StoreError } from "../../services/store.js"
+
+/**
+ * What MQTT 5.0 properties a stored copy keeps: the reply subject and NATS header block
+ * they make (`publishToNats`; `natsToPublish` makes them properties again), and when the
+ * message was received (ms since the epoch), from which its Message Expiry Interval counts.
+ */
+export interface StoredProps {
+  readonly reply: string | undefined
+  readonly hdr: Buffer | undefined
+  readonly at: number
+}
 
 export interface RetainedMsg {
   readonly topic: string
   readonly payload: Uint8Array
   readonly qos: number
+  /** MQTT 5.0: the properties it was published with (a retained copy keeps them [MQTT-3.3.1-5]). */
+  readonly props?: StoredProps | undefined
 }
 
 /** A stored message read back: its payload and the QoS it was published with. */
 export interface LoadedMessage {
   readonly payload: Buffer
   readonly qos: QoS
+  /** MQTT 5.0: its properties, when it was stored with any. */
+  readonly props?: StoredProps | undefined
 }
 
 /** The sender of a QoS 2 message, stored with it so that a restart knows its resend as one. */
@@ -50,7 +65,7 @@ export interface MqttAccountStore {
    * turn, in the order stored, and `routed(ref)` says when; `inbound`: a persistent session's
    * QoS 2 PUBLISH, whose de-duplication record (`qos2State`) follows.
    */
-  storeMessage(subject: string, payload: Uint8Array, qos: QoS, routedLater?: boolean, inbound?: InboundId): number | StoreError | undefined
+  storeMessage(subject: string, payload: Uint8Array, qos: QoS, routedLater?: boolean, inbound?: InboundId, props?: StoredProps): number | StoreError | undefined
   /** A message stored with `routedLater` was routed. */
   routed(ref: number): void
   /** The stored size of a message (0 when it is gone), without reading it. */
@@ -65,14 +80,14 @@ export interface MqttAccountStore {
   releaseIfUnheld(ref: number): void
 
   /** A retained message for `topic` (its NATS subject `subject`), replacing the one before. */
-  setRetained(topic: string, subject: string, payload: Uint8Array, qos: QoS): void
+  setRetained(topic: string, subject: string, payload: Uint8Array, qos: QoS, props?: StoredProps): void
   /** The retained message of `topic` is removed; false when there was none. */
   deleteRetained(topic: string, subject: string): boolean
 
   /** A persistent session's record: its packet ids and what it still owes (`SessionSnapshot`). */
   writeSession(snap: SessionSnapshot): void
   /** One subscription of a persistent session, made (qos) or removed (undefined). */
-  writeSubscription(clientId: string, filter: string, qos: QoS | undefined): void
+  writeSubscription(clientId: string, filter: string, qos: QoS | undefined, options?: SubscriptionOptions): void
   /** A QoS 2 exchange: an inbound id awaiting PUBREL (`$MQTT_qos2in`) or an outbound one awaiting PUBCOMP (`$MQTT_out`). */
   qos2State(stream: "$MQTT_qos2in" | "$MQTT_out", clientId: string, packetId: number, present: boolean, copy?: number): void
   /** Forget a session: its record, subscriptions, QoS 2 state and its hold on stored messages. */

@@ -510,6 +510,64 @@ func caseCluster() map[string]interface{} {
 	}
 }
 
+// caseMqtt5 is the NATS side of the MQTT 5.0 bridge (test/clients/go/nats-go-mqtt5.test.ts),
+// whose MQTT 5.0 clients (mqtt.js) are connected before it starts: it takes a PUBLISH's
+// User Properties as headers, serves an MQTT request, makes a request an MQTT device
+// answers, and shares the queue group "G" with an MQTT `$share/G/m5/q` subscriber.
+func caseMqtt5() map[string]interface{} {
+	nc := connect()
+	defer nc.Close()
+	hdr := make(chan *nats.Msg, 4)
+	_, err := nc.ChanSubscribe("m5.hdr", hdr)
+	check(err, "subscribe")
+	served := make(chan string, 1)
+	_, err = nc.Subscribe("m5.svc", func(m *nats.Msg) {
+		reply := nats.NewMsg(m.Reply)
+		reply.Header.Set("X-Served-By", "nats.go")
+		reply.Data = []byte("re:" + string(m.Data))
+		check(m.RespondMsg(reply), "respond")
+		served <- m.Reply
+	})
+	check(err, "subscribe")
+	queue, err := nc.QueueSubscribeSync("m5.q", "G")
+	check(err, "queue subscribe")
+	check(nc.Flush(), "flush")
+	emit(map[string]interface{}{"event": "ready"})
+
+	// a request to a subject an MQTT 5.0 device serves: its answer on the Response Topic comes back here
+	req := nats.NewMsg("m5.dev")
+	req.Header.Set("K", "v")
+	req.Data = []byte("ping")
+	resp, err := nc.RequestMsg(req, wait)
+	check(err, "request to the MQTT device")
+	// the shared work: each message to exactly one member of G, MQTT or NATS
+	for i := 0; i < 40; i++ {
+		check(nc.Publish("m5.q", []byte(fmt.Sprint(i))), "publish")
+	}
+	check(nc.Flush(), "flush")
+	got := collect(hdr, 1)
+	if len(got) != 1 {
+		fatal("no message from the MQTT 5.0 publisher")
+	}
+	h := got[0].Header
+	var replyTo string
+	select {
+	case replyTo = <-served:
+	case <-time.After(wait):
+		fatal("the MQTT request never came")
+	}
+	// A round trip after the last publish: every message this member got is in.
+	check(nc.Flush(), "flush")
+	mine, _, err := queue.Pending()
+	check(err, "pending")
+	return map[string]interface{}{
+		"user_a": h.Values("a"), "user_b": h.Values("b"), "content_type": h.Get("Content-Type"),
+		"payload": string(got[0].Data), "request_reply_subject": replyTo,
+		"device_answer": string(resp.Data), "device_header": resp.Header.Get("Answered"),
+		"queue_mine": mine,
+	}
+}
+
 func main() {
 	if len(os.Args) < 3 {
 		fatal("usage: nats-go <case> <url> [key=value ...]")
@@ -523,7 +581,7 @@ func main() {
 		"connect": caseConnect, "pubsub": casePubsub, "queue": caseQueue, "request": caseRequest,
 		"no_responders": caseNoResponders, "autounsub": caseAutoUnsub, "payload": casePayload,
 		"drain": caseDrain, "reconnect": caseReconnect, "jetstream": caseJetStream, "kv": caseKV,
-		"objstore": caseObjectStore, "cluster": caseCluster,
+		"objstore": caseObjectStore, "cluster": caseCluster, "mqtt5": caseMqtt5,
 	}
 	run, ok := cases[os.Args[1]]
 	if !ok {

@@ -4,6 +4,9 @@
 // the packets with their reason codes ("received PUBACK (Mid: 1, RC:135)", "Subscribed
 // (mid: 1): 135, 1", "received CONNACK (140)"), warnings with the server's Reason String.
 import { spawn } from "node:child_process"
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { mqttOptions, type MqttServer, startMqttServer } from "../../helpers/mqtt.js"
 import { authorization, eventually, limitedUser } from "../../helpers/server.js"
@@ -68,6 +71,22 @@ describe("MQTT 5.0 with mosquitto_pub / mosquitto_sub 2.0.11 (-V mqttv5)", () =>
     expect(pub.out).toMatch(/not authorized to publish to this topic/)
     const sub = await run("mosquitto_sub", [...conn("mosq5-guest-sub", "guest"), "-t", "private/x", "-t", "public/x", "-q", "1", "-d", "-E"])
     expect(sub.out).toMatch(/Subscribed \(mid: 1\): 135, 1/)
+  })
+
+  it("reports PUBACK 0x10 for a PUBLISH nobody receives, and 0x99 for a payload its Payload Format Indicator misdescribes", async () => {
+    const none = await run("mosquitto_pub", [...conn("mosq5-nomatch"), "-t", "nobody/listens", "-m", "x", "-q", "1", "-d"])
+    expect(none.code).toBe(0) // a success code
+    expect(none.out).toMatch(/received PUBACK \(Mid: 1, RC:16\)/)
+    const dir = mkdtempSync(join(tmpdir(), "mosq5-"))
+    const file = join(dir, "payload.bin")
+    writeFileSync(file, Buffer.from([0x68, 0xc3, 0x28]))
+    try {
+      const bad = await run("mosquitto_pub", [...conn("mosq5-pfi"), "-t", "public/x", "-f", file, "-q", "1", "-d", "-D", "publish", "payload-format-indicator", "1"])
+      expect(bad.out).toMatch(/received PUBACK \(Mid: 1, RC:153\)/)
+      expect(bad.out).toMatch(/Payload format invalid/)
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
   })
 
   it("is refused with CONNACK 0x8C for an authentication method, 0x87 for a bad password, and by a 3.1.1-only listener", async () => {

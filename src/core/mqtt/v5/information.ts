@@ -2,6 +2,7 @@
 // Information (3.1.2.11.7) limits where the server puts Reason Strings and User
 // Properties; Request Response Information (3.1.2.11.6) allows Response Information in
 // the CONNACK; the Payload Format Indicator (3.3.2.3.2) says a payload is UTF-8.
+import { isUtf8 } from "node:buffer"
 import type { Packet } from "./types.js"
 
 /** Packets that may carry a Reason String or User Properties whatever the client asked [MQTT-3.1.2-29]. */
@@ -26,19 +27,11 @@ export const withProblemInformation = (p: Packet, requestProblemInformation: boo
 export const responseInformationFor = (requestResponseInformation: boolean | undefined, offered: string | undefined): string | undefined =>
   requestResponseInformation === true ? offered : undefined
 
-const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true })
-
 /**
  * Does a payload match its Payload Format Indicator? With 1 it must be well-formed UTF-8
  * (3.3.2.3.2); a server that checks answers 0x99 (Payload format invalid) in the PUBACK
- * or PUBREC, or a DISCONNECT for QoS 0 [MQTT-3.3.2-4]. Absent or 0: any bytes.
+ * or PUBREC, or a DISCONNECT for QoS 0 [MQTT-3.3.2-4]. Absent or 0: any bytes. Checked
+ * in place (no string is made of the payload).
  */
-export const payloadMatchesFormat = (payloadFormatIndicator: boolean | undefined, payload: Uint8Array): boolean => {
-  if (payloadFormatIndicator !== true) return true
-  try {
-    utf8.decode(payload)
-    return true
-  } catch {
-    return false
-  }
-}
+export const payloadMatchesFormat = (payloadFormatIndicator: boolean | undefined, payload: Uint8Array): boolean =>
+  payloadFormatIndicator !== true || isUtf8(payload)
