@@ -90,12 +90,24 @@ export class IdleTrim {
   }
 }
 
-/** V8's `gc` function (`--expose-gc`, set at run time, reaches only contexts created afterwards: this one); undefined where the runtime refuses. */
-const exposedGc = (): ((o: { type: string; flavor?: string }) => void) | undefined => {
+type GcFunction = (o: { type: string; flavor?: string }) => void
+let exposed: GcFunction | null | undefined
+
+/**
+ * V8's `gc` function (`--expose-gc`, set at run time, reaches only contexts created
+ * afterwards: the one made here, once, as each costs memory); undefined where the
+ * runtime refuses.
+ */
+const exposedGc = (): GcFunction | undefined => {
+  if (exposed === undefined) exposed = findGc() ?? null
+  return exposed ?? undefined
+}
+
+const findGc = (): GcFunction | undefined => {
   try {
     v8.setFlagsFromString("--expose-gc")
     const gc = vm.runInNewContext("gc") as unknown
-    return typeof gc === "function" ? (gc as (o: { type: string; flavor?: string }) => void) : undefined
+    return typeof gc === "function" ? (gc as GcFunction) : undefined
   } catch {
     return undefined
   }
