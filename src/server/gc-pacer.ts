@@ -36,6 +36,9 @@ export const TRIM_AFTER_BYTES = 4 * 1024 * 1024
 /** How long reads must have stopped before memory is given back. */
 export const QUIET_MS = 1000
 
+/** After less traffic than TRIM_AFTER_BYTES, a quiet spell trims when the last trim is this old. */
+export const TRIM_EVERY_MS = 30_000
+
 /** A heap this large is left to V8's own pace: its full collections would pause too long. */
 export const TRIM_MAX_HEAP = 128 * 1024 * 1024
 
@@ -46,19 +49,24 @@ export type After = (ms: number, f: () => void) => void
  * Memory given back once traffic stops. A burst grows V8's young generation to 12-16 MiB
  * and leaves freed pages pooled; V8 keeps both until its memory reducer runs, 8-30 s
  * later or not at all (measured: RSS 88 MiB after a burst, 52 MiB after the collection
- * below). So after a quiet second that follows at least TRIM_AFTER_BYTES read, one
- * memory-reducing collection. A timer runs only while reads go on (one per QUIET_MS),
- * none when the server is idle.
+ * below). So after a quiet second that follows at least TRIM_AFTER_BYTES read (or any
+ * reads, when the last trim is TRIM_EVERY_MS old), one memory-reducing collection. A
+ * timer runs only while reads go on (one per QUIET_MS), none when the server is idle.
  */
 export class IdleTrim {
   private sinceTrim = 0
   private recent = 0
   private armed = false
 
+  private lastTrim: number
+
   constructor(
     private readonly trim: () => void,
-    private readonly after: After
-  ) {}
+    private readonly after: After,
+    private readonly now: () => number
+  ) {
+    this.lastTrim = now()
+  }
 
   /** `bytes` were read from a socket. */
   add(bytes: number): void {
@@ -83,8 +91,10 @@ export class IdleTrim {
       return
     }
     this.armed = false
-    if (this.sinceTrim >= TRIM_AFTER_BYTES) {
+    const now = this.now()
+    if (this.sinceTrim >= TRIM_AFTER_BYTES || (this.sinceTrim > 0 && now - this.lastTrim >= TRIM_EVERY_MS)) {
       this.sinceTrim = 0
+      this.lastTrim = now
       this.trim()
     }
   }

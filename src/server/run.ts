@@ -78,7 +78,7 @@ export const startNatsServer = (
     const minorGc = nodeMinorGc()
     const pacer = minorGc === undefined ? undefined : new GcPacer(minorGc)
     const trimGc = nodeTrimGc()
-    const idle = trimGc === undefined ? undefined : new IdleTrim(trimGc, (ms, f) => setTimeout(f, ms).unref())
+    const idle = trimGc === undefined ? undefined : new IdleTrim(trimGc, (ms, f) => setTimeout(f, ms).unref(), () => performance.now())
     const server = new Server(options, {
       activity: (bytes) => {
         poll?.activity(bytes)

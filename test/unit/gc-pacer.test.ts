@@ -1,6 +1,6 @@
 // The scavenge pacing: one young-generation GC per PACE_BYTES read, whatever the chunk sizes.
 import { describe, expect, it } from "vitest"
-import { GcPacer, IdleTrim, nodeMinorGc, nodeTrimGc, PACE_BYTES, QUIET_MS, TRIM_AFTER_BYTES } from "../../src/server/gc-pacer.js"
+import { GcPacer, IdleTrim, nodeMinorGc, nodeTrimGc, PACE_BYTES, QUIET_MS, TRIM_AFTER_BYTES, TRIM_EVERY_MS } from "../../src/server/gc-pacer.js"
 
 describe("GcPacer", () => {
   it("asks for a scavenge once per PACE_BYTES read from sockets", () => {
@@ -24,14 +24,25 @@ describe("GcPacer", () => {
 /** A hand-run timer: what IdleTrim asked for, fired when the test says. */
 const manualTimer = () => {
   const due: Array<{ ms: number; f: () => void }> = []
-  return { after: (ms: number, f: () => void) => void due.push({ ms, f }), due, fire: () => due.shift()!.f() }
+  const t = {
+    clock: 0,
+    after: (ms: number, f: () => void) => void due.push({ ms, f }),
+    due,
+    /** The next timer fires, its time having passed. */
+    fire: () => {
+      const d = due.shift()!
+      t.clock += d.ms
+      d.f()
+    }
+  }
+  return t
 }
 
 describe("IdleTrim", () => {
   it("gives memory back once, after a quiet spell that follows enough traffic", () => {
     let trims = 0
     const t = manualTimer()
-    const idle = new IdleTrim(() => trims++, t.after)
+    const idle = new IdleTrim(() => trims++, t.after, () => t.clock)
     idle.add(TRIM_AFTER_BYTES)
     expect(t.due).toEqual([{ ms: QUIET_MS, f: expect.any(Function) }])
     t.fire() // reads happened in the last period: not quiet yet
@@ -45,7 +56,7 @@ describe("IdleTrim", () => {
   it("waits while reads go on, one timer at a time", () => {
     let trims = 0
     const t = manualTimer()
-    const idle = new IdleTrim(() => trims++, t.after)
+    const idle = new IdleTrim(() => trims++, t.after, () => t.clock)
     for (let period = 0; period < 5; period++) {
       for (let i = 0; i < 100; i++) idle.add(TRIM_AFTER_BYTES)
       expect(t.due.length).toBe(1)
@@ -59,7 +70,7 @@ describe("IdleTrim", () => {
   it("does nothing after a little traffic, and counts again from each trim", () => {
     let trims = 0
     const t = manualTimer()
-    const idle = new IdleTrim(() => trims++, t.after)
+    const idle = new IdleTrim(() => trims++, t.after, () => t.clock)
     idle.add(TRIM_AFTER_BYTES - 1)
     t.fire()
     t.fire()
@@ -76,11 +87,33 @@ describe("IdleTrim", () => {
   })
 })
 
+describe("IdleTrim after light traffic", () => {
+  it("trims after a quiet spell when the last trim is TRIM_EVERY_MS old, not more often", () => {
+    let trims = 0
+    const t = manualTimer()
+    const idle = new IdleTrim(() => trims++, t.after, () => t.clock)
+    idle.add(100)
+    t.fire()
+    t.fire()
+    expect(trims).toBe(0) // 2 s after the start: too soon
+    t.clock = TRIM_EVERY_MS
+    idle.add(100)
+    t.fire()
+    t.fire()
+    expect(trims).toBe(1)
+    idle.add(100)
+    t.fire()
+    t.fire()
+    expect(trims).toBe(1)
+    expect(t.due.length).toBe(0)
+  })
+})
+
 describe("IdleTrim after start", () => {
   it("trims at the first quiet spell after start-up, once", () => {
     let trims = 0
     const t = manualTimer()
-    const idle = new IdleTrim(() => trims++, t.after)
+    const idle = new IdleTrim(() => trims++, t.after, () => t.clock)
     idle.started()
     t.fire()
     expect(trims).toBe(1)
