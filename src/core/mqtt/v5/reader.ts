@@ -143,7 +143,11 @@ export class TopicMemo {
   /** The remembered topic when buf[start, end) holds its bytes. */
   recall(buf: Buffer, start: number, end: number): string | undefined {
     const n = end - start
-    return n > 0 && n === this.bytes.length && this.bytes.compare(buf, start, end) === 0 ? this.text : undefined
+    const bytes = this.bytes
+    if (n === 0 || n !== bytes.length) return undefined
+    // a byte loop: for topics this short, Buffer#compare's call into C++ costs more (5% of a v5 QoS 0 server's time)
+    for (let i = 0; i < n; i++) if (buf[start + i] !== bytes[i]) return undefined
+    return this.text
   }
 
   remember(text: string, buf: Buffer, start: number, end: number): void {
