@@ -106,15 +106,33 @@ export const runCase = (program: ReadonlyArray<string>, c: string, url: string, 
   runProgram([...program, c, url, ...Object.entries(args).map(([k, v]) => `${k}=${v}`)], opts)
 
 /** A free port outside the ephemeral range (so no outgoing connection takes it while the server is down). */
+/**
+ * A port for a server a test starts, free when asked. A port is checked free and
+ * released before the server binds it, so two test files running at once must not draw
+ * from the same ports: each vitest worker (VITEST_POOL_ID) has its own slice of
+ * 20000-31999, below the kernel's ephemeral range, and a worker does not hand out a port
+ * again while it is among its last RECENT ones (a port drawn twice by chance made
+ * leaf-nodes.test.ts fail with EADDRINUSE once).
+ */
+const SLICE = 1000
+const RECENT = 400
+const recent: Array<number> = []
 export const freePort = async (): Promise<number> => {
-  for (let i = 0; i < 50; i++) {
-    const port = 20_000 + Math.floor(Math.random() * 12_000)
+  const worker = Number(process.env.VITEST_POOL_ID ?? 1)
+  const base = 20_000 + (((Number.isInteger(worker) && worker > 0 ? worker : 1) - 1) % 12) * SLICE
+  for (let i = 0; i < 200; i++) {
+    const port = base + Math.floor(Math.random() * SLICE)
+    if (recent.includes(port)) continue
     const free = await new Promise<boolean>((res) => {
       const s = net.createServer()
       s.once("error", () => res(false))
       s.listen(port, "127.0.0.1", () => s.close(() => res(true)))
     })
-    if (free) return port
+    if (free) {
+      recent.push(port)
+      if (recent.length > RECENT) recent.shift()
+      return port
+    }
   }
   throw new Error("no free port found")
 }
