@@ -56,8 +56,8 @@ const noopHandlers: ConnHandlers = { onData: () => {}, onDrain: () => {}, onClos
 
 /** The routes of this server, as leaf nodes' interest reaches them (Cluster implements it). */
 export interface LeafInterestToRoutes {
-  /** This server's interest in a subject grew or shrank by `delta` (a queue group by its weight). */
-  announce(account: string, subject: string, queue: string, delta: number): void
+  /** This server's interest in a subject grew or shrank by `delta` (a queue group by its weight), by the interest of a leaf node of cluster `origin`. */
+  announce(account: string, subject: string, queue: string, delta: number, origin: string): void
 }
 
 export class LeafNodes implements RemoteRouting, InterestWatcher, LeafMesh, LeafInterestSink<object>, RouteInterestSink {
@@ -338,7 +338,7 @@ export class LeafNodes implements RemoteRouting, InterestWatcher, LeafMesh, Leaf
       const account = l.account.name
       // The routes forget what this connection wanted.
       if (this.routes !== undefined) {
-        for (const e of this.interest.entries(l)) this.routes.announce(account, e.subject, e.queue ?? "", -e.weight)
+        for (const e of this.interest.entries(l)) this.routes.announce(account, e.subject, e.queue ?? "", -e.weight, l.originCluster)
       }
       this.interest.dropRemote(l)
       this.server.router.remoteInterestChanged(account)
@@ -480,7 +480,7 @@ export class LeafNodes implements RemoteRouting, InterestWatcher, LeafMesh, Leaf
     }
     if (change === "unchanged") return
     const weight = i.queue === "" ? 1 : i.weight
-    this.routes?.announce(account, i.subject, i.queue, weight - this.book.weightOf(account, l, i.subject, i.queue))
+    this.routes?.announce(account, i.subject, i.queue, weight - this.book.weightOf(account, l, i.subject, i.queue), l.originCluster)
     this.book.remote(account, l, i.subject, i.queue, weight, this)
     this.server.router.remoteInterestChanged(account)
   }
@@ -489,7 +489,7 @@ export class LeafNodes implements RemoteRouting, InterestWatcher, LeafMesh, Leaf
   remoteUnsub(l: Leaf, i: PeerInterest): void {
     const account = l.account.name
     if (this.interest.remove(l, { account, subject: i.subject, queue: i.queue, fromLeaf: false })) {
-      this.routes?.announce(account, i.subject, i.queue, -this.book.weightOf(account, l, i.subject, i.queue))
+      this.routes?.announce(account, i.subject, i.queue, -this.book.weightOf(account, l, i.subject, i.queue), l.originCluster)
       this.book.remote(account, l, i.subject, i.queue, 0, this)
       this.server.router.remoteInterestChanged(account)
     }
