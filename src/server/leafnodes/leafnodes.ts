@@ -131,7 +131,22 @@ export class LeafNodes implements RemoteRouting, InterestWatcher, LeafMesh, Leaf
     return this.handlers(l)
   }
 
-  private hubFields(l: Leaf): HubInfoFields {
+  /**
+   * A leaf connection on the websocket listener's `/leafnode` path: as on the leaf
+   * listener, but TLS is the WebSocket's (wss), never started inside it, so the INFO asks
+   * for none.
+   */
+  acceptWebSocket(conn: Conn): ConnHandlers {
+    if (this.shuttingDown || this.server.shuttingDown) {
+      conn.destroy()
+      return noopHandlers
+    }
+    const l = this.open(conn, undefined, this.server.router.account(GLOBAL_ACCOUNT))
+    l.writeRaw(encodeInfo(hubInfo(this.hubFields(l, false), this.server.randomId(16))))
+    return this.handlers(l)
+  }
+
+  private hubFields(l: Leaf, tls = this.options.tls !== undefined): HubInfoFields {
     const s = this.server
     const auth = this.options.authorization
     return {
@@ -142,7 +157,7 @@ export class LeafNodes implements RemoteRouting, InterestWatcher, LeafMesh, Leaf
       port: this.port,
       headers: !s.options.noHeaderSupport,
       auth_required: auth?.user !== undefined || (auth?.users.length ?? 0) > 0 || s.authRequired,
-      ...(this.options.tls !== undefined && { tls_required: true, tls_verify: this.options.tls.verify }),
+      ...(tls && this.options.tls !== undefined && { tls_required: true, tls_verify: this.options.tls.verify }),
       max_payload: s.options.maxPayload,
       client_id: l.lid,
       leafnode_urls: this.options.noAdvertise ? [] : this.advertised()
