@@ -54,6 +54,9 @@ const hostPort = (host: string, port: number): string => (host.includes(":") ? `
 
 const noopHandlers: ConnHandlers = { onData: () => {}, onDrain: () => {}, onClose: () => {} }
 
+/** A connection this server solicited: the other side is its hub. */
+const isHub = (l: Leaf): boolean => l.solicit !== undefined
+
 /** The routes of this server, as leaf nodes' interest reaches them (Cluster implements it). */
 export interface LeafInterestToRoutes {
   /** This server's interest in a subject grew or shrank by `delta` (a queue group by its weight), by the interest of a leaf node of cluster `origin`. */
@@ -335,7 +338,7 @@ export class LeafNodes implements RemoteRouting, InterestWatcher, LeafMesh, Leaf
       this.lds.set(account, subject)
       this.book.local(account, subject, "", 1, this)
     }
-    this.book.attach(account, l, this)
+    this.book.attach(account, l, this, l.solicit === undefined)
     server.log.info(
       `${l.logPrefix()} - Leafnode connection created${l.didSolicit ? ` for account: ${account}${l.remoteAccount === "" ? "" : ` (bound to "${l.remoteAccount}" on the hub)`}` : ` for account: ${account}`}${l.remoteName === "" ? "" : ` (${l.remoteName})`}`
     )
@@ -352,7 +355,7 @@ export class LeafNodes implements RemoteRouting, InterestWatcher, LeafMesh, Leaf
       l.registered = false
       const account = l.account.name
       // The routes forget what this connection wanted.
-      if (this.routes !== undefined) {
+      if (this.routes !== undefined && l.solicit === undefined) {
         for (const e of this.interest.entries(l)) this.routes.announce(account, e.subject, e.queue ?? "", -e.weight, l.originCluster)
       }
       this.interest.dropRemote(l)
@@ -495,7 +498,8 @@ export class LeafNodes implements RemoteRouting, InterestWatcher, LeafMesh, Leaf
     }
     if (change === "unchanged") return
     const weight = i.queue === "" ? 1 : i.weight
-    this.routes?.announce(account, i.subject, i.queue, weight - this.book.weightOf(account, l, i.subject, i.queue), l.originCluster)
+    // A hub's interest (a connection we solicited) stays off the routes, as a nats-server spoke keeps it.
+    if (l.solicit === undefined) this.routes?.announce(account, i.subject, i.queue, weight - this.book.weightOf(account, l, i.subject, i.queue), l.originCluster)
     this.book.remote(account, l, i.subject, i.queue, weight, this)
     this.server.router.remoteInterestChanged(account)
   }
@@ -504,7 +508,7 @@ export class LeafNodes implements RemoteRouting, InterestWatcher, LeafMesh, Leaf
   remoteUnsub(l: Leaf, i: PeerInterest): void {
     const account = l.account.name
     if (this.interest.remove(l, { account, subject: i.subject, queue: i.queue, fromLeaf: false })) {
-      this.routes?.announce(account, i.subject, i.queue, -this.book.weightOf(account, l, i.subject, i.queue), l.originCluster)
+      if (l.solicit === undefined) this.routes?.announce(account, i.subject, i.queue, -this.book.weightOf(account, l, i.subject, i.queue), l.originCluster)
       this.book.remote(account, l, i.subject, i.queue, 0, this)
       this.server.router.remoteInterestChanged(account)
     }
@@ -534,7 +538,9 @@ export class LeafNodes implements RemoteRouting, InterestWatcher, LeafMesh, Leaf
   forward(d: Delivery, served: Array<string>): number {
     const from = d.origin.publisher
     // From another server (a leaf connection, a route): only the queue groups it named.
-    return forwardOnce(this.interest, d, served, d.origin.queues, from instanceof Leaf ? from : undefined, this.touched, this.server.env.random)
+    // A route's message goes to no hub of ours (a nats-server spoke sends it none either).
+    const fromRoute = from !== undefined && from.remote && !(from instanceof Leaf)
+    return forwardOnce(this.interest, d, served, d.origin.queues, from instanceof Leaf ? from : undefined, this.touched, this.server.env.random, fromRoute ? isHub : undefined)
   }
 
   // ---- monitoring and shutdown ----
