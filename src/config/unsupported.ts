@@ -33,10 +33,11 @@ export const findUnsupported = (o: ServerOptions): UnsupportedFindings => {
   if (ws !== undefined && !ws.noTls && ws.tls === undefined) {
     errors.push({ path: ["websocket"], message: "websocket: tls is required unless no_tls is true" })
   }
-  if (ws !== undefined && o.mqtt === undefined) {
+  // It serves MQTT at /mqtt and leaf connections at /leafnode (to a server that accepts them, as nats-server).
+  if (ws !== undefined && o.mqtt === undefined && o.leafnodes?.port === undefined) {
     warnings.push({
       path: ["websocket"],
-      message: "websocket: this version serves only MQTT over WebSocket and MQTT is disabled, so the WebSocket listener stays off"
+      message: "websocket: MQTT is disabled and leafnodes has no listen, so the WebSocket listener (MQTT at /mqtt, leaf nodes at /leafnode) stays off"
     })
   }
   return { errors, warnings }

@@ -14,7 +14,8 @@ import type { JetStream } from "./jetstream/jetstream.js"
 import { startJetStreamOnDisk } from "./jetstream/start.js"
 import type { MqttBridge } from "./mqtt/bridge.js"
 import { startMqtt } from "./mqtt/listener.js"
-import { MQTT_WS_PATH, startMqttWebSocket } from "./mqtt/websocket.js"
+import { MQTT_WS_PATH, startMqttWebSocket, WS_HANDSHAKE_TIMEOUT_MS } from "./mqtt/websocket.js"
+import { alsoServing, leafWebSocketRoute, startLeafWebSocket } from "./leafnodes/websocket.js"
 import { listenerUrls, machineAddresses, type PortsInfo, ProcessFiles } from "./process-files.js"
 
 export class StartupError extends Error {
@@ -24,7 +25,7 @@ export class StartupError extends Error {
 export interface Serving extends RunningServer {
   readonly monitor: MonitorHandle | undefined
   readonly mqtt: MqttBridge | undefined
-  /** The MQTT-over-WebSocket listener, when the `websocket` block asks for one. */
+  /** The WebSocket listener (MQTT at /mqtt, leaf nodes at /leafnode), when the `websocket` block asks for one. */
   readonly websocket: Listener | undefined
   /** The pid file and ports file, kept to the configuration. */
   readonly files: ProcessFiles
@@ -49,7 +50,7 @@ const portsInfo = (
     nats: at("nats", running.host, running.port),
     ...(monitoring.length > 0 ? { monitoring } : {}),
     ...(mqtt === undefined ? {} : { mqtt: at(options.mqtt?.tls === undefined ? "mqtt" : "mqtts", mqtt.host, mqtt.port) }),
-    ...(websocket === undefined
+    ...(websocket === undefined || mqtt === undefined
       ? {}
       : { mqtt_websocket: at(options.websocket?.noTls === true ? "ws" : "wss", websocket.host, websocket.port, MQTT_WS_PATH) })
   }
@@ -89,9 +90,20 @@ export const serve = (
     if (mqtt !== undefined) {
       log.info(`Listening for MQTT clients on ${hostPort(mqtt.host, mqtt.port)}${options.mqtt?.tls === undefined ? "" : " (TLS)"}`)
     }
-    // The WebSocket listener serves MQTT only (checkUnsupported warns when MQTT is off).
+    // The WebSocket listener serves MQTT at /mqtt and, on a server that accepts leaf
+    // connections, leaf nodes at /leafnode (checkUnsupported warns when it serves neither).
     const ws = options.websocket
-    const websocket = mqtt === undefined || ws === undefined ? undefined : yield* startMqttWebSocket(mqtt, ws)
+    const leafnodes = running.server.leafnodes
+    const leafWs = ws === undefined ? undefined : leafWebSocketRoute(leafnodes, options)
+    const websocket = ws === undefined
+      ? undefined
+      : mqtt !== undefined
+      ? yield* startMqttWebSocket(mqtt, ws).pipe(alsoServing(leafWs))
+      : leafWs !== undefined
+      ? yield* startLeafWebSocket(running.server, leafWs, ws, WS_HANDSHAKE_TIMEOUT_MS)
+      : undefined
+    // Runs before the listener closes (which waits for its connections to end), as for the leaf listener.
+    if (websocket !== undefined && leafWs !== undefined) yield* Effect.addFinalizer(() => Effect.sync(() => leafnodes!.shutdown()))
     if (websocket !== undefined) {
       log.info(`Listening for websocket clients on ${ws!.noTls ? "ws" : "wss"}://${hostPort(websocket.host, websocket.port)}`)
       if (ws!.noTls) log.warn("Websocket not configured with TLS. DO NOT USE IN PRODUCTION!")

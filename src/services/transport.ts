@@ -93,23 +93,38 @@ export interface ListenEvents {
   readonly onTlsFailure?: (peer: Peer, error: TlsHandshakeError) => void
 }
 
-/**
- * A WebSocket listener serving one subprotocol on one path (MQTT at `/mqtt`). Each
- * binary message received is one `onData` chunk; each `write`/`writev` is one message
- * sent. Requests for another path get HTTP 404, upgrades that do not offer `protocol`
- * get HTTP 400, both before any upgrade.
- */
-export interface WebSocketListen {
+/** A path a WebSocket listener serves. */
+export interface WebSocketPath {
+  /** The request path (the query aside). */
   readonly path: string
-  readonly protocol: string
-  /** Offer permessage-deflate to clients that ask for it. */
-  readonly compression: boolean
+  /** Every path that starts with `path` (nats-server takes leaf connections on any path starting with `/leafnode`). */
+  readonly prefix?: boolean
+  /** The subprotocol an upgrade must offer (MQTT's `mqtt`); undefined: none is asked for or answered. */
+  readonly protocol: string | undefined
   /** A larger message closes the connection (close code 1009) before it is buffered whole. */
   readonly maxMessageBytes: number
+}
+
+/** A further path on the same listener, with the connections it accepts. */
+export interface WebSocketRoute extends WebSocketPath {
+  readonly accept: (conn: Conn) => ConnHandlers
+}
+
+/**
+ * A WebSocket listener serving one subprotocol on one path (MQTT at `/mqtt`), and any paths
+ * in `also` (a hub's `/leafnode`), each with its own connections. Each binary message
+ * received is one `onData` chunk; each `write`/`writev` is one message sent. Requests for
+ * another path get HTTP 404, upgrades that do not offer the path's `protocol` get HTTP 400,
+ * both before any upgrade.
+ */
+export interface WebSocketListen extends WebSocketPath {
+  /** Offer permessage-deflate to clients that ask for it. */
+  readonly compression: boolean
   /** A connection that has not completed its upgrade this long after connecting (after TLS) is dropped. */
   readonly handshakeTimeoutMs: number
   /** HTTPS from the first byte; undefined = plain (`no_tls`). */
   readonly tls: TlsListen | undefined
+  readonly also?: ReadonlyArray<WebSocketRoute>
 }
 
 /** The error a connection closes with when its TLS handshake failed or timed out. */

@@ -19,7 +19,8 @@ import {
   type TlsDial,
   TlsHandshakeError,
   TransportError,
-  type WebSocketListen
+  type WebSocketListen,
+  type WebSocketPath
 } from "./transport.js"
 
 /** Close code for a text frame where only binary is spoken (RFC 6455 "unsupported data"). */
@@ -36,15 +37,29 @@ const pathOf = (url: string | undefined): string => {
   return q < 0 ? u : u.slice(0, q)
 }
 
-/** Why a request may not become a WebSocket of this listener, checked before the upgrade. */
-const refusal = (req: http.IncomingMessage, o: WebSocketListen, upgrade: boolean): Refusal | undefined => {
-  if (pathOf(req.url) !== o.path) return { status: 404, text: `Not Found: WebSocket clients connect to ${o.path}` }
+/** One path of the listener: where its upgrades go. */
+interface Served {
+  readonly path: WebSocketPath
+  readonly wss: WebSocketServer
+  readonly accept: (conn: Conn) => ConnHandlers
+}
+
+const matches = (p: WebSocketPath, path: string): boolean => (p.prefix === true ? path.startsWith(p.path) : path === p.path)
+
+/** The path a request is for, or why it may not become a WebSocket of this listener, checked before the upgrade. */
+const route = (req: http.IncomingMessage, served: ReadonlyArray<Served>, upgrade: boolean): Served | Refusal => {
+  const path = pathOf(req.url)
+  const s = served.find((x) => matches(x.path, path))
+  if (s === undefined) return { status: 404, text: `Not Found: WebSocket clients connect to ${served.map((x) => x.path.path).join(" or ")}` }
+  const o = s.path
   if (!upgrade) return { status: 400, text: `Bad Request: ${o.path} expects a WebSocket upgrade` }
-  const offered = String(req.headers["sec-websocket-protocol"] ?? "").split(",").map((p) => p.trim())
-  if (!offered.includes(o.protocol)) {
-    return { status: 400, text: `Bad Request: the Sec-WebSocket-Protocol header must offer "${o.protocol}"` }
+  if (o.protocol !== undefined) {
+    const offered = String(req.headers["sec-websocket-protocol"] ?? "").split(",").map((p) => p.trim())
+    if (!offered.includes(o.protocol)) {
+      return { status: 400, text: `Bad Request: the Sec-WebSocket-Protocol header must offer "${o.protocol}"` }
+    }
   }
-  return undefined
+  return s
 }
 
 const refuseSocket = (socket: Duplex, r: Refusal): void => {
@@ -91,6 +106,7 @@ const attachWebSocket = (ws: WebSocket, socket: Duplex, handlers: ConnHandlers):
   ws.on("message", (data, isBinary) => {
     if (refused) return
     // MQTT control packets travel in binary frames only; anything else closes [MQTT-6.0.0-1].
+    // Leaf connections are binary too (nats-server 2.9.10 sends and expects binary messages).
     if (!isBinary) {
       refused = true
       lastError = new Error("text frame received where only binary frames are allowed")
@@ -124,15 +140,19 @@ export const listenWebSocketNode = (
           resume(Effect.fail(new TransportError({ reason: "Listen", message: `tls: ${(e as Error).message}` })))
           return
         }
-        const wss = new WebSocketServer({
-          noServer: true,
-          clientTracking: false,
-          perMessageDeflate: o.compression,
-          maxPayload: o.maxMessageBytes,
-          handleProtocols: () => o.protocol
-        })
+        // One ws server per path: each has its own message limit and subprotocol.
+        const served: Array<Served> = [{ path: o, accept }, ...(o.also ?? []).map((r) => ({ path: r, accept: r.accept }))].map((x) => ({
+          ...x,
+          wss: new WebSocketServer({
+            noServer: true,
+            clientTracking: false,
+            perMessageDeflate: o.compression,
+            maxPayload: x.path.maxMessageBytes,
+            handleProtocols: () => x.path.protocol ?? false
+          })
+        }))
         server.on("request", (req: http.IncomingMessage, res: http.ServerResponse) => {
-          const r = refusal(req, o, false)!
+          const r = route(req, served, false) as Refusal
           res.writeHead(r.status, { "Content-Type": "text/plain; charset=utf-8", Connection: "close" })
           res.end(`${r.text}\n`)
         })
@@ -144,11 +164,11 @@ export const listenWebSocketNode = (
         server.on("upgrade", (req: http.IncomingMessage, socket: Duplex, head: Buffer) => {
           clearTimeout(deadlines.get(socket))
           socket.on("error", () => {})
-          const r = refusal(req, o, true)
-          if (r !== undefined) return refuseSocket(socket, r)
-          wss.handleUpgrade(req, socket, head, (ws) => {
+          const r = route(req, served, true)
+          if ("status" in r) return refuseSocket(socket, r)
+          r.wss.handleUpgrade(req, socket, head, (ws) => {
             try {
-              attachWebSocket(ws, socket, accept(wrapWebSocket(ws, req.socket, socket)))
+              attachWebSocket(ws, socket, r.accept(wrapWebSocket(ws, req.socket, socket)))
             } catch {
               ws.terminate()
             }

@@ -315,11 +315,11 @@ describe("websocket block checks", () => {
       .toEqual(["websocket: tls is required unless no_tls is true"])
   })
 
-  it("leaves the WebSocket listener off, with a warning, when MQTT is disabled", async () => {
+  it("leaves the WebSocket listener off, with a warning, when MQTT is disabled and no leaf connections are accepted", async () => {
     const s = await startMonitoredServer({ mqtt: undefined, websocket: websocketOptions() })
     try {
       expect(s.serving.websocket).toBeUndefined()
-      expect(s.lines.some((l) => l.includes("[WRN] websocket: this version serves only MQTT over WebSocket and MQTT is disabled"))).toBe(true)
+      expect(s.lines.some((l) => l.includes("[WRN] websocket: MQTT is disabled and leafnodes has no listen, so the WebSocket listener"))).toBe(true)
       expect((await getJson(s.base, "/varz")).json.websocket).toEqual({})
     } finally {
       await s.close()

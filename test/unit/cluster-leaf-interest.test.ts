@@ -109,4 +109,28 @@ describe("LeafInterestBook: sources that are told nothing (the other servers, be
     expect(r.take()).toEqual(["L1 LS- x", "L1 LS+ q G 1"])
     expect([b.size("A"), b.size("B")]).toEqual([1, 0])
   })
+
+  it("tells a hub connection (attached without routes) local and other leaves' interest, never the routes'", () => {
+    const b = new LeafInterestBook<string>()
+    const r = recorder()
+    b.attach("A", "HUB", r.sink, false)
+    b.attach("A", "DOWN", r.sink)
+    // a route's interest: the accepted leaf hears it, the hub does not
+    b.source("A", "R1", "x", "", 1, r.sink)
+    b.source("A", "R1", "work", "W", 2, r.sink)
+    expect(r.take()).toEqual(["DOWN LS+ x", "DOWN LS+ work W 2"])
+    // a local member and a downstream leaf's: the hub hears those, counted without the route's
+    b.local("A", "work", "W", 1, r.sink)
+    b.remote("A", "DOWN", "work", "W", 1, r.sink)
+    expect(r.take()).toEqual(["HUB LS+ work W 1", "DOWN LS+ work W 3", "HUB LS+ work W 2"])
+    expect(b.viewOf("A", "HUB", "work", "W")).toBe(2)
+    expect(b.viewOf("A", "HUB", "x")).toBe(0)
+    // the route goes: nothing changes for the hub
+    b.dropSource("R1", r.sink)
+    expect(r.take()).toEqual(["DOWN LS- x", "DOWN LS+ work W 1"])
+    // a hub that attaches late is told no route's interest either
+    b.source("A", "R2", "late", "", 1, r.sink)
+    b.attach("A", "HUB2", r.sink, false)
+    expect(r.take()).toEqual(["DOWN LS+ late", "HUB2 LS+ work W 2"])
+  })
 })

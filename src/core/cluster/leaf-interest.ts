@@ -5,7 +5,9 @@
 // plain subject is announced once (LS+) while anyone wants it and withdrawn (LS-) when
 // nobody does; a queue group is announced with its weight, the number of members behind
 // this server as that connection sees it, sent again whenever it changes (absolute, as
-// nats-server sends it). Pure bookkeeping: the caller hands a sink that writes the ops.
+// nats-server sends it). A connection this server solicited (its hub) hears no interest of
+// the routes' (`source`), as a nats-server spoke keeps its hub connection and its routes
+// apart. Pure bookkeeping: the caller hands a sink that writes the ops.
 
 /** Where the book's LS+/LS- for one leaf connection go. */
 export interface LeafInterestSink<L> {
@@ -29,15 +31,20 @@ class Entry<L> {
     readonly queue: string
   ) {}
 
-  /** What `leaf` is told: everyone's interest but its own. */
-  viewOf(leaf: L): number {
-    return this.total - (this.byLeaf.get(leaf) ?? 0)
+  /** What `leaf` is told: everyone's interest but its own (and, with `routes`, but theirs). */
+  viewOf(leaf: L, routes: ReadonlySet<L> | undefined): number {
+    if (routes === undefined) return this.total - (this.byLeaf.get(leaf) ?? 0)
+    let n = this.local
+    for (const [k, w] of this.byLeaf) if (k !== leaf && !routes.has(k)) n += w
+    return n
   }
 }
 
 class AccountBook<L> {
   /** The leaf connections bound to the account, in the order they came. */
   readonly leafs = new Set<L>()
+  /** Those of them that hear no route's interest (connections this server solicited). */
+  readonly noRoutes = new Set<L>()
   readonly entries = new Map<string, Entry<L>>()
 }
 
@@ -45,19 +52,25 @@ const keyOf = (subject: string, queue: string): string => (queue === "" ? subjec
 
 export class LeafInterestBook<L> {
   private readonly accounts = new Map<string, AccountBook<L>>()
+  /** The sources that are routes (`source`), as opposed to leaf connections (`remote`). */
+  private readonly routes = new Set<L>()
 
   /** The leaf connections bound to an account. */
   leafs(account: string): ReadonlySet<L> {
     return this.accounts.get(account)?.leafs ?? new Set()
   }
 
-  /** A leaf connection is bound to `account` and ready: it is told everything the account wants but its own interest (none yet). */
-  attach(account: string, leaf: L, sink: LeafInterestSink<L>): void {
+  /**
+   * A leaf connection is bound to `account` and ready: it is told everything the account
+   * wants but its own interest (none yet), and the routes' only when `hearsRoutes`.
+   */
+  attach(account: string, leaf: L, sink: LeafInterestSink<L>, hearsRoutes = true): void {
     const book = this.book(account)
     if (book.leafs.has(leaf)) return
     book.leafs.add(leaf)
+    if (!hearsRoutes) book.noRoutes.add(leaf)
     for (const e of book.entries.values()) {
-      const w = e.viewOf(leaf)
+      const w = this.view(book, e, leaf)
       if (w > 0) sink.sub(leaf, e.subject, e.queue, e.queue === "" ? 1 : w)
     }
   }
@@ -66,6 +79,7 @@ export class LeafInterestBook<L> {
   detach(account: string, leaf: L, sink: LeafInterestSink<L>): void {
     const book = this.accounts.get(account)
     if (book === undefined || !book.leafs.delete(leaf)) return
+    book.noRoutes.delete(leaf)
     for (const e of [...book.entries.values()]) {
       if (e.byLeaf.has(leaf)) this.change(book, e, leaf, 0, sink)
     }
@@ -91,7 +105,7 @@ export class LeafInterestBook<L> {
   /** A leaf connection's LS+ (`weight` > 0; 1 for a plain subject) or LS- (`weight` 0). */
   remote(account: string, leaf: L, subject: string, queue: string, weight: number, sink: LeafInterestSink<L>): void {
     if (this.accounts.get(account)?.leafs.has(leaf) !== true) return
-    this.source(account, leaf, subject, queue, weight, sink)
+    this.contribute(account, leaf, subject, queue, weight, sink)
   }
 
   /**
@@ -100,6 +114,11 @@ export class LeafInterestBook<L> {
    * withdraws it.
    */
   source(account: string, src: L, subject: string, queue: string, weight: number, sink: LeafInterestSink<L>): void {
+    this.routes.add(src)
+    this.contribute(account, src, subject, queue, weight, sink)
+  }
+
+  private contribute(account: string, src: L, subject: string, queue: string, weight: number, sink: LeafInterestSink<L>): void {
     const book = this.book(account)
     const key = keyOf(subject, queue)
     let e = book.entries.get(key)
@@ -120,6 +139,8 @@ export class LeafInterestBook<L> {
         this.prune(account, book, e, key)
       }
     }
+    // Only now: while it still counted, the connections that do not hear routes had not heard it.
+    this.routes.delete(src)
   }
 
   /** What `src` contributes to a subject (its weight; 0 when nothing). */
@@ -129,7 +150,9 @@ export class LeafInterestBook<L> {
 
   /** What `leaf` was told about a subject (0: nothing); for tests and monitoring. */
   viewOf(account: string, leaf: L, subject: string, queue = ""): number {
-    return this.accounts.get(account)?.entries.get(keyOf(subject, queue))?.viewOf(leaf) ?? 0
+    const book = this.accounts.get(account)
+    const e = book?.entries.get(keyOf(subject, queue))
+    return e === undefined ? 0 : this.view(book!, e, leaf)
   }
 
   /** Entries held in an account (bounded by what local subscriptions and capped leaf interest hold). */
@@ -147,7 +170,7 @@ export class LeafInterestBook<L> {
 
   private views(book: AccountBook<L>, e: Entry<L>): Map<L, number> {
     const m = new Map<L, number>()
-    for (const l of book.leafs) m.set(l, e.viewOf(l))
+    for (const l of book.leafs) m.set(l, this.view(book, e, l))
     return m
   }
 
@@ -156,12 +179,16 @@ export class LeafInterestBook<L> {
     for (const l of book.leafs) {
       if (l === source) continue
       const was = before.get(l) ?? 0
-      const now = e.viewOf(l)
+      const now = this.view(book, e, l)
       if (now === was) continue
       if (now === 0) sink.unsub(l, e.subject, e.queue)
       else if (e.queue !== "") sink.sub(l, e.subject, e.queue, now)
       else if (was === 0) sink.sub(l, e.subject, "", 1)
     }
+  }
+
+  private view(book: AccountBook<L>, e: Entry<L>, leaf: L): number {
+    return e.viewOf(leaf, book.noRoutes.has(leaf) ? this.routes : undefined)
   }
 
   private prune(account: string, book: AccountBook<L>, e: Entry<L>, key: string): void {

@@ -511,8 +511,11 @@ export class Cluster implements RemoteRouting, InterestWatcher, RouteMesh {
    * This server's interest in a subject of an account grew or shrank by `delta` (a local
    * subscription, or the interest of a leaf node behind this server, a queue group by its
    * weight): the routes hear RS+ for the first, a queue group's new count, RS- for the last.
+   * A change made by a leaf node's interest names the leaf's cluster (`origin`): it goes as
+   * `LS+ <origin>` (LS- for the last), as nats-server 2.9.10 sends it; a route that joins
+   * later hears everything as RS+, as from nats-server.
    */
-  announce(account: string, subject: string, queue: string, delta: number): void {
+  announce(account: string, subject: string, queue: string, delta: number, origin = ""): void {
     let entries = this.local.get(account)
     if (entries === undefined) {
       if (delta <= 0) return
@@ -529,9 +532,9 @@ export class Cluster implements RemoteRouting, InterestWatcher, RouteMesh {
     if (e.n <= 0) {
       entries.delete(key)
       if (entries.size === 0) this.local.delete(account)
-      for (const r of this.byId.values()) r.sendUnsub(account, subject, queue)
+      for (const r of this.byId.values()) r.sendUnsub(account, subject, queue, origin !== "")
     } else if (queue !== "" ? e.n !== was : was === 0) {
-      for (const r of this.byId.values()) r.sendSub(account, subject, queue, e.n)
+      for (const r of this.byId.values()) r.sendSub(account, subject, queue, e.n, origin)
     }
   }
 

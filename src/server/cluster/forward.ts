@@ -31,7 +31,9 @@ export interface ForwardPeer {
  * never back); `served` lists the groups already taken (a local member, a peer picked
  * by another forwarder), to which this adds the groups it picks a peer for, and `named`
  * (when the message came from another server) the only groups it may still serve.
- * `touched` is the caller's scratch array. Returns how many peers it was sent to.
+ * `touched` is the caller's scratch array; `skip` (when given) rules out peers this message
+ * may not go to (a hub connection, for a message from a route). Returns how many peers it
+ * was sent to.
  */
 export const forwardOnce = <R extends ForwardPeer>(
   interest: RemoteInterest<R>,
@@ -40,7 +42,8 @@ export const forwardOnce = <R extends ForwardPeer>(
   named: ReadonlyArray<string> | undefined,
   from: Principal | R | undefined,
   touched: Array<R | undefined>,
-  random: () => number
+  random: () => number,
+  skip: ((peer: R) => boolean) | undefined = undefined
 ): number => {
   const account = d.origin.publisher!.account.name
   const r = interest.match(account, d.subject)
@@ -51,7 +54,7 @@ export const forwardOnce = <R extends ForwardPeer>(
   let n = 0
   for (let i = 0; i < psubs.length; i++) {
     const peer = psubs[i].remote
-    if (peer.mark === seq || !peer.registered || peer === from) continue
+    if (peer.mark === seq || !peer.registered || peer === from || (skip !== undefined && skip(peer))) continue
     peer.mark = seq
     peer.nq = 0
     touched[n++] = peer
@@ -64,14 +67,14 @@ export const forwardOnce = <R extends ForwardPeer>(
     let total = 0
     for (let k = 0; k < group.length; k++) {
       const p = group[k].remote
-      if (p.registered && p !== from) total += group[k].weight
+      if (p.registered && p !== from && (skip === undefined || !skip(p))) total += group[k].weight
     }
     if (total === 0) continue
     let at = random() * total
     let pick: R | undefined
     for (let k = 0; k < group.length; k++) {
       const e = group[k]
-      if (!e.remote.registered || e.remote === from) continue
+      if (!e.remote.registered || e.remote === from || (skip !== undefined && skip(e.remote))) continue
       pick = e.remote
       at -= e.weight
       if (at < 0) break

@@ -226,15 +226,22 @@ export class Route extends PeerLink<RouteClosed> {
 
   // ---- what the cluster sends through it ----
 
-  sendSub(account: string, subject: string, queue: string, weight: number): void {
-    if (this.tracing) this.traceOut(`RS+ ${account} ${subject}${queue === "" ? "" : ` ${queue} ${weight}`}`)
-    writeRouteSub(this.out, account, subject, queue, weight)
+  /**
+   * RS+, or `LS+ <origin>` when the change came from a leaf node's cluster `origin` and the
+   * peer understands it (lnoc), as nats-server 2.9.10 sends it.
+   */
+  sendSub(account: string, subject: string, queue: string, weight: number, origin = ""): void {
+    const o = origin !== "" && this.remoteInfo?.lnoc === true ? origin : ""
+    if (this.tracing) this.traceOut(`${o === "" ? "RS+" : `LS+ ${o}`} ${account} ${subject}${queue === "" ? "" : ` ${queue} ${weight}`}`)
+    writeRouteSub(this.out, account, subject, queue, weight, o)
     this.cluster.server.outbound.markDirty(this)
   }
 
-  sendUnsub(account: string, subject: string, queue: string): void {
-    if (this.tracing) this.traceOut(`RS- ${account} ${subject}${queue === "" ? "" : ` ${queue}`}`)
-    writeRouteUnsub(this.out, account, subject, queue)
+  /** RS-, or LS- (naming no origin) when the last interest withdrawn was a leaf node's and the peer understands it. */
+  sendUnsub(account: string, subject: string, queue: string, fromLeaf = false): void {
+    const leaf = fromLeaf && this.remoteInfo?.lnoc === true
+    if (this.tracing) this.traceOut(`${leaf ? "LS-" : "RS-"} ${account} ${subject}${queue === "" ? "" : ` ${queue}`}`)
+    writeRouteUnsub(this.out, account, subject, queue, leaf)
     this.cluster.server.outbound.markDirty(this)
   }
 

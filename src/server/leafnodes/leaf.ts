@@ -108,6 +108,12 @@ export class Leaf extends PeerLink<LeafClosed> {
   originCluster = ""
   /** What the other side may send (publish) and ask for (subscribe): an accepted leaf's user's permissions, a remote's deny_imports/deny_exports. */
   permissions: ClientPermissions | undefined = undefined
+  /**
+   * Our hub's messages go to no route (set for a connection we solicited): a nats-server
+   * spoke keeps its hub connection and its routes apart, and each server of a leaf
+   * cluster has its own connection to the hub, so passing them on would deliver twice.
+   */
+  override readonly remote: boolean
 
   constructor(
     readonly mesh: LeafMesh,
@@ -119,6 +125,7 @@ export class Leaf extends PeerLink<LeafClosed> {
     now: number
   ) {
     super(account, mesh.server, "leaf", mesh.handshakeTimeoutMs, now)
+    this.remote = solicit !== undefined
   }
 
   protected writeMsgOp(out: OutBuf, m: PeerMsg): void {

@@ -54,10 +54,13 @@ const hostPort = (host: string, port: number): string => (host.includes(":") ? `
 
 const noopHandlers: ConnHandlers = { onData: () => {}, onDrain: () => {}, onClose: () => {} }
 
+/** A connection this server solicited: the other side is its hub. */
+const isHub = (l: Leaf): boolean => l.solicit !== undefined
+
 /** The routes of this server, as leaf nodes' interest reaches them (Cluster implements it). */
 export interface LeafInterestToRoutes {
-  /** This server's interest in a subject grew or shrank by `delta` (a queue group by its weight). */
-  announce(account: string, subject: string, queue: string, delta: number): void
+  /** This server's interest in a subject grew or shrank by `delta` (a queue group by its weight), by the interest of a leaf node of cluster `origin`. */
+  announce(account: string, subject: string, queue: string, delta: number, origin: string): void
 }
 
 export class LeafNodes implements RemoteRouting, InterestWatcher, LeafMesh, LeafInterestSink<object>, RouteInterestSink {
@@ -131,7 +134,22 @@ export class LeafNodes implements RemoteRouting, InterestWatcher, LeafMesh, Leaf
     return this.handlers(l)
   }
 
-  private hubFields(l: Leaf): HubInfoFields {
+  /**
+   * A leaf connection on the websocket listener's `/leafnode` path: as on the leaf
+   * listener, but TLS is the WebSocket's (wss), never started inside it, so the INFO asks
+   * for none.
+   */
+  acceptWebSocket(conn: Conn): ConnHandlers {
+    if (this.shuttingDown || this.server.shuttingDown) {
+      conn.destroy()
+      return noopHandlers
+    }
+    const l = this.open(conn, undefined, this.server.router.account(GLOBAL_ACCOUNT))
+    l.writeRaw(encodeInfo(hubInfo(this.hubFields(l, false), this.server.randomId(16))))
+    return this.handlers(l)
+  }
+
+  private hubFields(l: Leaf, tls = this.options.tls !== undefined): HubInfoFields {
     const s = this.server
     const auth = this.options.authorization
     return {
@@ -142,7 +160,7 @@ export class LeafNodes implements RemoteRouting, InterestWatcher, LeafMesh, Leaf
       port: this.port,
       headers: !s.options.noHeaderSupport,
       auth_required: auth?.user !== undefined || (auth?.users.length ?? 0) > 0 || s.authRequired,
-      ...(this.options.tls !== undefined && { tls_required: true, tls_verify: this.options.tls.verify }),
+      ...(tls && this.options.tls !== undefined && { tls_required: true, tls_verify: this.options.tls.verify }),
       max_payload: s.options.maxPayload,
       client_id: l.lid,
       leafnode_urls: this.options.noAdvertise ? [] : this.advertised()
@@ -320,7 +338,7 @@ export class LeafNodes implements RemoteRouting, InterestWatcher, LeafMesh, Leaf
       this.lds.set(account, subject)
       this.book.local(account, subject, "", 1, this)
     }
-    this.book.attach(account, l, this)
+    this.book.attach(account, l, this, l.solicit === undefined)
     server.log.info(
       `${l.logPrefix()} - Leafnode connection created${l.didSolicit ? ` for account: ${account}${l.remoteAccount === "" ? "" : ` (bound to "${l.remoteAccount}" on the hub)`}` : ` for account: ${account}`}${l.remoteName === "" ? "" : ` (${l.remoteName})`}`
     )
@@ -337,8 +355,8 @@ export class LeafNodes implements RemoteRouting, InterestWatcher, LeafMesh, Leaf
       l.registered = false
       const account = l.account.name
       // The routes forget what this connection wanted.
-      if (this.routes !== undefined) {
-        for (const e of this.interest.entries(l)) this.routes.announce(account, e.subject, e.queue ?? "", -e.weight)
+      if (this.routes !== undefined && l.solicit === undefined) {
+        for (const e of this.interest.entries(l)) this.routes.announce(account, e.subject, e.queue ?? "", -e.weight, l.originCluster)
       }
       this.interest.dropRemote(l)
       this.server.router.remoteInterestChanged(account)
@@ -480,7 +498,8 @@ export class LeafNodes implements RemoteRouting, InterestWatcher, LeafMesh, Leaf
     }
     if (change === "unchanged") return
     const weight = i.queue === "" ? 1 : i.weight
-    this.routes?.announce(account, i.subject, i.queue, weight - this.book.weightOf(account, l, i.subject, i.queue))
+    // A hub's interest (a connection we solicited) stays off the routes, as a nats-server spoke keeps it.
+    if (l.solicit === undefined) this.routes?.announce(account, i.subject, i.queue, weight - this.book.weightOf(account, l, i.subject, i.queue), l.originCluster)
     this.book.remote(account, l, i.subject, i.queue, weight, this)
     this.server.router.remoteInterestChanged(account)
   }
@@ -489,7 +508,7 @@ export class LeafNodes implements RemoteRouting, InterestWatcher, LeafMesh, Leaf
   remoteUnsub(l: Leaf, i: PeerInterest): void {
     const account = l.account.name
     if (this.interest.remove(l, { account, subject: i.subject, queue: i.queue, fromLeaf: false })) {
-      this.routes?.announce(account, i.subject, i.queue, -this.book.weightOf(account, l, i.subject, i.queue))
+      if (l.solicit === undefined) this.routes?.announce(account, i.subject, i.queue, -this.book.weightOf(account, l, i.subject, i.queue), l.originCluster)
       this.book.remote(account, l, i.subject, i.queue, 0, this)
       this.server.router.remoteInterestChanged(account)
     }
@@ -519,7 +538,9 @@ export class LeafNodes implements RemoteRouting, InterestWatcher, LeafMesh, Leaf
   forward(d: Delivery, served: Array<string>): number {
     const from = d.origin.publisher
     // From another server (a leaf connection, a route): only the queue groups it named.
-    return forwardOnce(this.interest, d, served, d.origin.queues, from instanceof Leaf ? from : undefined, this.touched, this.server.env.random)
+    // A route's message goes to no hub of ours (a nats-server spoke sends it none either).
+    const fromRoute = from !== undefined && from.remote && !(from instanceof Leaf)
+    return forwardOnce(this.interest, d, served, d.origin.queues, from instanceof Leaf ? from : undefined, this.touched, this.server.env.random, fromRoute ? isHub : undefined)
   }
 
   // ---- monitoring and shutdown ----
