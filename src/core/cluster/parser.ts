@@ -430,21 +430,19 @@ export class PeerParser {
 
   /** Splits b[s, e) on blanks into argv (start, end pairs); returns the token count. */
   private split(b: Buffer, s: number, e: number): number {
+    let argv = this.argv
     let n = 0
-    let from = -1
-    for (let j = s; j <= e; j++) {
-      const blank = j === e || isBlank(b[j])
-      if (from < 0) {
-        if (!blank) from = j
-        continue
-      }
-      if (!blank) continue
-      if (2 * n + 2 > this.argv.length) this.argv = doubled(this.argv)
-      this.argv[2 * n++] = from
-      this.argv[2 * n - 1] = j
-      from = -1
+    let j = s
+    for (;;) {
+      while (j < e && isBlank(b[j])) j++
+      if (j === e) return n
+      const from = j
+      while (j < e && !isBlank(b[j])) j++
+      if (2 * n + 2 > argv.length) this.argv = argv = doubled(argv)
+      argv[2 * n] = from
+      argv[2 * n + 1] = j
+      n++
     }
-    return n
   }
 
   private token(b: Buffer, i: number): string {
@@ -514,7 +512,8 @@ export class PeerParser {
     if (total > this.limits.maxPayload) return this.maxPayloadError(total)
 
     const m = this.rec
-    m.queues.length = 0
+    // Writing an array's length costs a runtime call even when it does not change.
+    if (m.queues.length !== 0) m.queues.length = 0
     m.reply = ""
     if (middle === 1) {
       const r = lead
