@@ -167,7 +167,8 @@ export class Router {
       let served: Array<string> | undefined
       if (remote !== undefined || edge !== undefined) {
         served = this.served[depth] ??= []
-        served.length = 0
+        // (a length write is a runtime call even when it is 0 already: once per message)
+        if (served.length !== 0) served.length = 0
       }
       for (let g = 0; g < qsubs.length; g++) {
         const group = qsubs[g]

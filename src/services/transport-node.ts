@@ -31,6 +31,36 @@ const writevTo = (socket: net.Socket, bufs: ReadonlyArray<Buffer>, done: (() => 
   socket.uncork()
 }
 
+/** The parts of a socket `unsentBytes` reads (Node's internals where it has them). */
+export interface UnsentView {
+  readonly writableLength: number
+  readonly encrypted?: boolean
+  readonly _writableState?: { readonly writing?: boolean; readonly writelen?: number }
+  readonly _handle?: { readonly writeQueueSize?: number } | null
+}
+
+/**
+ * Bytes handed to a socket that the kernel has not taken: what max_pending and the write
+ * deadline judge. Node's writableLength counts the write request in flight whole until all
+ * of it is sent, the part the kernel took too; and once a backlog forms Node sends all that
+ * is buffered as one request, so a peer merely behind looked up to twice as far behind as it
+ * was (a route to a server busy with a fan-out was cut off at max_pending, about half of it
+ * already sent, and what it carried was lost). Where the socket shows the request in flight
+ * (`_writableState.writelen`) and libuv's count of its unsent bytes (`_handle.writeQueueSize`),
+ * the request counts by those; otherwise (TLS, figures that do not add up) writableLength,
+ * which errs toward more.
+ */
+export const unsentBytes = (socket: UnsentView): number => {
+  const queued = socket.writableLength
+  if (queued === 0 || socket.encrypted === true) return queued
+  const state = socket._writableState
+  const left = socket._handle?.writeQueueSize
+  if (state?.writing !== true || typeof state.writelen !== "number" || typeof left !== "number") return queued
+  const inFlight = state.writelen
+  if (inFlight > queued || left < 0 || left > inFlight) return queued
+  return queued - inFlight + left
+}
+
 const wrap = (socket: net.Socket): Conn => ({
   remoteAddress: normalizeAddress(socket.remoteAddress),
   remotePort: socket.remotePort ?? 0,
@@ -39,7 +69,7 @@ const wrap = (socket: net.Socket): Conn => ({
     if (!socket.destroyed) socket.write(buf, done)
   },
   writev: (bufs, done) => writevTo(socket, bufs, done),
-  writableLength: () => socket.writableLength,
+  writableLength: () => unsentBytes(socket),
   end: () => {
     if (socket.destroyed) return
     socket.end()
@@ -195,7 +225,7 @@ const wrapSwitching = (socket: () => net.Socket, details: () => Conn["tls"], raw
       if (!s.destroyed) s.write(buf, done)
     },
     writev: (bufs, done) => writevTo(socket(), bufs, done),
-    writableLength: () => socket().writableLength,
+    writableLength: () => unsentBytes(socket()),
     end: () => {
       const s = socket()
       if (s.destroyed) return

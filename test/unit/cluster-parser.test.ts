@@ -105,6 +105,58 @@ describe("route protocol", () => {
     expect(parse("route", "RMSG $G a 4\r\n\r\n\r\n\r\nRMSG $G b 0\r\n\r\n")).toEqual([msg("$G", "a", "\r\n\r\n"), msg("$G", "b", "")])
   })
 
+  // The parser takes a message line that repeats the last one (before the sizes) from
+  // what it parsed then: each message must still come out as parsed alone.
+  it("messages repeating the line before their sizes: each as parsed alone", () => {
+    const lines =
+      "RMSG $G foo 1\r\na\r\n" +
+      "RMSG $G foo 2\r\nbb\r\n" + // the same line, another size
+      "RMSG  $G\tfoo  3 \r\nccc\r\n" + // other blanks: parsed again, the same fields
+      "RMSG $G foo 12 1\r\nd\r\n" + // a reply made of digits
+      "RMSG $G foo 12 1\r\ne\r\n" +
+      "RMSG $G foo 1\r\nf\r\n" + // without it again
+      `HMSG $G foo 22 23\r\n${HDR}g\r\n` + // the same words under another op: headers
+      `HMSG $G foo 22 22\r\n${HDR}\r\n` +
+      "RMSG $G foo | Q 1\r\nh\r\n" + // queue groups are never taken from the last line
+      "RMSG $G foo | Q 1\r\ni\r\n" +
+      "RMSG $G foo 1\r\nj\r\n" +
+      "LMSG O $G foo 0 1\r\nk\r\n" + // 0 header bytes: none
+      `LMSG O $G foo 22 23\r\n${HDR}l\r\n` +
+      "RMSG $G bar 1\r\nm\r\n" +
+      "RMSG $G foo 1\r\nn\r\n"
+    expect(parse("route", lines)).toEqual([
+      msg("$G", "foo", "a"),
+      msg("$G", "foo", "bb"),
+      msg("$G", "foo", "ccc"),
+      msg("$G", "foo", "d", { reply: "12" }),
+      msg("$G", "foo", "e", { reply: "12" }),
+      msg("$G", "foo", "f"),
+      msg("$G", "foo", `${HDR}g`, { hdrLen: 22 }),
+      msg("$G", "foo", HDR, { hdrLen: 22 }),
+      msg("$G", "foo", "h", { queues: ["Q"] }),
+      msg("$G", "foo", "i", { queues: ["Q"] }),
+      msg("$G", "foo", "j"),
+      msg("$G", "foo", "k", { origin: "O" }),
+      msg("$G", "foo", `${HDR}l`, { hdrLen: 22, origin: "O" }),
+      msg("$G", "bar", "m"),
+      msg("$G", "foo", "n")
+    ])
+    // Byte by byte (lines kept across chunks) it is the same.
+    const ops: Array<PeerRec> = []
+    const p = new PeerParser("route", peerRecorder(ops), LIMITS)
+    const bytes = Buffer.from(lines, "latin1")
+    for (let i = 0; i < bytes.length; i++) p.feed(bytes.subarray(i, i + 1))
+    expect(ops).toEqual(parse("route", lines))
+  })
+
+  it("a repeated message line still has its sizes checked", () => {
+    const limits = { maxControlLine: 4096, maxPayload: 10 }
+    expect(parse("route", "RMSG $G foo 1\r\na\r\nRMSG $G foo 11\r\n", limits)).toEqual([msg("$G", "foo", "a"), ["error", "MaxPayload"]])
+    expect(parse("route", `HMSG $G foo 22 22\r\n${HDR}\r\nHMSG $G foo 5 3\r\n`)).toEqual([msg("$G", "foo", HDR, { hdrLen: 22 }), ["error", "BadHeaderSize"]])
+    expect(parse("route", "RMSG $G foo 1\r\na\r\nRMSG $G foo 1x\r\n")).toEqual([msg("$G", "foo", "a"), ["error", "BadArgs"]])
+    expect(parse("route", "RMSG $G foo 1\r\na\r\nRMSG $G foo\r\n")).toEqual([msg("$G", "foo", "a"), ["error", "BadArgs"]])
+  })
+
   it("many queue groups on one message", () => {
     const queues = Array.from({ length: 40 }, (_, i) => `q${i}`)
     expect(parse("route", `RMSG $G s + r ${queues.join(" ")} 1\r\nx\r\n`)).toEqual([msg("$G", "s", "x", { reply: "r", queues })])

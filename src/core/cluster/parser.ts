@@ -90,6 +90,8 @@ const Ch = {
   MINUS: 45,
   PIPE: 124,
   QUOTE: 39,
+  ZERO: 48,
+  NINE: 57,
   LOWER: 0x20, // OR-ing it into an ASCII letter gives the lower-case letter
   a_c: 0x63,
   a_h: 0x68,
@@ -136,6 +138,9 @@ type State = (typeof State)[keyof typeof State]
 
 const EMPTY = Buffer.alloc(0)
 
+/** Longest message line (before its sizes) remembered for the next message to repeat. */
+const REPEAT_MAX = 256
+
 /** A keyword byte matches case-insensitively when it is a letter, exactly otherwise (`+`, `-`). */
 const keywordByte = (b: number, k: number): boolean => (k >= 0x61 ? (b | Ch.LOWER) === k : b === k)
 
@@ -180,6 +185,17 @@ export class PeerParser {
   private filled = 0
 
   private readonly strings = new StringCache()
+
+  /** The size tokens `sizesAt` found: start, end of the last, then of the one before it. */
+  private readonly sz = new Int32Array(4)
+  /** The last message line (what came before its sizes) and what it parsed to; lastOp -1: none. */
+  private lastLine: Buffer = EMPTY
+  private lastLen = 0
+  private lastOp: Op | -1 = -1
+  private lastOrigin = ""
+  private lastAccount = ""
+  private lastSubject = ""
+  private lastReply = ""
 
   constructor(
     readonly kind: PeerKind,
@@ -430,21 +446,19 @@ export class PeerParser {
 
   /** Splits b[s, e) on blanks into argv (start, end pairs); returns the token count. */
   private split(b: Buffer, s: number, e: number): number {
+    let argv = this.argv
     let n = 0
-    let from = -1
-    for (let j = s; j <= e; j++) {
-      const blank = j === e || isBlank(b[j])
-      if (from < 0) {
-        if (!blank) from = j
-        continue
-      }
-      if (!blank) continue
-      if (2 * n + 2 > this.argv.length) this.argv = doubled(this.argv)
-      this.argv[2 * n++] = from
-      this.argv[2 * n - 1] = j
-      from = -1
+    let j = s
+    for (;;) {
+      while (j < e && isBlank(b[j])) j++
+      if (j === e) return n
+      const from = j
+      while (j < e && !isBlank(b[j])) j++
+      if (2 * n + 2 > argv.length) this.argv = argv = doubled(argv)
+      argv[2 * n] = from
+      argv[2 * n + 1] = j
+      n++
     }
-    return n
   }
 
   private token(b: Buffer, i: number): string {
@@ -497,9 +511,27 @@ export class PeerParser {
   /**
    * RMSG / LMSG / HMSG: `lead` tokens (origin, account, subject as the op has them), then
    * nothing, `<reply>`, `| <queue>...` or `+ <reply> [<queue>...]`, then `sizes` sizes
-   * (`<#bytes>`, or `<#header bytes> <#total bytes>`).
+   * (`<#bytes>`, or `<#header bytes> <#total bytes>`). What comes before the sizes repeats
+   * from message to message on a route (the same account, subject and reply): when it is
+   * byte for byte the last one parsed for this op, its fields are taken again and only the
+   * sizes are read.
    */
   private message(b: Buffer, s: number, e: number, lead: number, sizes: 1 | 2, chunk: Buffer, next: number): number {
+    const cut = this.sizesAt(b, s, e, sizes)
+    const m = this.rec
+    if (cut >= 0 && this.op === this.lastOp && this.sameLine(b, s, cut)) {
+      const sz = this.sz
+      const total = parseSize(b, sz[0], sz[1])
+      const hdr = sizes === 2 ? parseSize(b, sz[2], sz[3]) : -1
+      if (!this.sizesOk(total, hdr, b, s, e)) return -1
+      if (m.queues.length !== 0) m.queues.length = 0
+      m.origin = this.lastOrigin
+      m.account = this.lastAccount
+      m.subject = this.lastSubject
+      m.reply = this.lastReply
+      m.hdrLen = sizes === 1 || (this.op === Op.LMSG && hdr === 0) ? -1 : hdr
+      return this.payload(total, chunk, next)
+    }
     const n = this.split(b, s, e)
     const middle = n - lead - sizes
     if (middle < 0) return this.badArgs(`${this.opText()} has too few arguments`, b, s, e)
@@ -507,14 +539,10 @@ export class PeerParser {
     const total = parseSize(b, argv[2 * n - 2], argv[2 * n - 1])
     const hdr = sizes === 2 ? parseSize(b, argv[2 * n - 4], argv[2 * n - 3]) : -1
     if (total < 0 || (sizes === 2 && hdr < 0)) return this.badArgs(`${this.opText()} has a bad or missing size`, b, s, e)
-    if (hdr > total) {
-      this.fail("BadHeaderSize", `header size ${hdr} larger than total size ${total}`, b, s, e)
-      return -1
-    }
-    if (total > this.limits.maxPayload) return this.maxPayloadError(total)
+    if (!this.sizesOk(total, hdr, b, s, e)) return -1
 
-    const m = this.rec
-    m.queues.length = 0
+    // Writing an array's length costs a runtime call even when it does not change.
+    if (m.queues.length !== 0) m.queues.length = 0
     m.reply = ""
     if (middle === 1) {
       const r = lead
@@ -538,7 +566,66 @@ export class PeerParser {
     m.subject = this.token(b, lead - 1)
     // A route's LMSG always has two sizes; a header size of 0 means no headers.
     m.hdrLen = sizes === 1 || (this.op === Op.LMSG && hdr === 0) ? -1 : hdr
+    if (cut >= 0 && m.queues.length === 0) this.remember(b, s, cut)
     return this.payload(total, chunk, next)
+  }
+
+  /** The header and total sizes agree and are within max_payload; else the parser fails. */
+  private sizesOk(total: number, hdr: number, b: Buffer, s: number, e: number): boolean {
+    if (hdr > total) {
+      this.fail("BadHeaderSize", `header size ${hdr} larger than total size ${total}`, b, s, e)
+      return false
+    }
+    if (total > this.limits.maxPayload) {
+      this.maxPayloadError(total)
+      return false
+    }
+    return true
+  }
+
+  /**
+   * Where what comes before a message's `sizes` size tokens ends in b[s, e) (its last
+   * non-blank byte + 1), the sizes' bounds going to `sz` (the last one first); -1 when the
+   * line does not end in that many blank-separated digit strings after something else.
+   */
+  private sizesAt(b: Buffer, s: number, e: number, sizes: 1 | 2): number {
+    const sz = this.sz
+    let j = e
+    for (let k = 0; k < sizes; k++) {
+      while (j > s && isBlank(b[j - 1])) j--
+      const te = j
+      while (j > s && b[j - 1] >= Ch.ZERO && b[j - 1] <= Ch.NINE) j--
+      if (j === te || j === s || !isBlank(b[j - 1])) return -1
+      sz[2 * k] = j
+      sz[2 * k + 1] = te
+    }
+    while (j > s && isBlank(b[j - 1])) j--
+    return j > s && j - s <= REPEAT_MAX ? j : -1
+  }
+
+  /** b[s, cut) is the line remembered by `remember`. */
+  private sameLine(b: Buffer, s: number, cut: number): boolean {
+    const n = cut - s
+    if (n !== this.lastLen) return false
+    const last = this.lastLine
+    for (let j = 0; j < n; j++) if (b[s + j] !== last[j]) return false
+    return true
+  }
+
+  /** The message just parsed (no queue groups) as what the next one with the same b[s, cut) repeats. */
+  private remember(b: Buffer, s: number, cut: number): void {
+    const m = this.rec
+    if (this.lastLine === EMPTY) this.lastLine = Buffer.allocUnsafe(REPEAT_MAX)
+    const last = this.lastLine
+    const n = cut - s
+    // (a loop: a native copy of so few bytes costs more)
+    for (let j = 0; j < n; j++) last[j] = b[s + j]
+    this.lastLen = n
+    this.lastOp = this.op
+    this.lastOrigin = m.origin
+    this.lastAccount = m.account
+    this.lastSubject = m.subject
+    this.lastReply = m.reply
   }
 
   /**

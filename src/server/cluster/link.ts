@@ -355,8 +355,10 @@ export abstract class PeerLink<Reason extends string> extends Connection<Reason>
     m.subject = d.subject
     m.reply = d.reply
     const q = m.queues
-    q.length = this.nq
-    for (let i = 0; i < this.nq; i++) q[i] = this.queueSlots[i]
+    const nq = this.nq
+    // Writing an array's length costs a runtime call even when it does not change (0 mostly).
+    if (q.length !== nq) q.length = nq
+    for (let i = 0; i < nq; i++) q[i] = this.queueSlots[i]
     m.hdrLen = h
     m.buf = buf
     m.start = from
