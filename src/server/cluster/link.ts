@@ -30,6 +30,11 @@ export interface ClusterHost {
   readonly options: ServerOptions
   readonly serverId: string
   readonly serverName: string
+  /**
+   * Switchyard's own messages between its servers (core/cluster/own-subjects.ts): a
+   * route hands them here instead of routing them; undefined: they are dropped.
+   */
+  readonly peerOwn?: PeerOwnHandler | undefined
   /** The client listener. */
   readonly host: string
   readonly port: number
@@ -47,6 +52,14 @@ export interface ClusterHost {
   machineAddresses(): ReadonlyArray<{ readonly address: string; readonly family: string }>
   /** The cluster's client URLs changed: clients hear of it (INFO connect_urls). */
   connectUrlsChanged(): void
+}
+
+/** Where Switchyard's own server-to-server messages go (the MQTT bridge's retained sync). */
+export interface PeerOwnHandler {
+  /** One came from `link` (whose peer may or may not be a Switchyard server: the handler checks). */
+  message(link: PeerLink<string>, account: string, m: PeerMsg): void
+  /** `link` is past its handshake. */
+  linkUp(link: PeerLink<string>): void
 }
 
 const EMPTY = Buffer.alloc(0)
@@ -374,6 +387,34 @@ export abstract class PeerLink<Reason extends string> extends Connection<Reason>
     host.outBytes += size
     this.countOut(size)
     host.outbound.queued(this)
+    return true
+  }
+
+  /**
+   * A message of this server's own to the other server (`isOwnSubject`), in `account`,
+   * outside the router: no subscription draws it and no client sees it. False when it is
+   * over the peer's max_payload.
+   */
+  sendOwn(account: string, subject: string, body: Buffer): boolean {
+    if (body.length > this.peerMaxPayload || this.closed) return false
+    const m = this.outMsg
+    m.account = account
+    m.subject = subject
+    m.reply = ""
+    m.queues.length = 0
+    m.hdrLen = -1
+    m.buf = body
+    m.start = 0
+    m.end = body.length
+    m.origin = ""
+    this.writeMsgOp(this.out, m)
+    m.buf = EMPTY
+    if (this.tracing) this.traceOut(`${this.msgOp} ${account === "" ? "" : `${account} `}${subject} ${body.length}`)
+    this.outMsgs++
+    this.outBytes += body.length
+    this.host.outMsgs++
+    this.host.outBytes += body.length
+    this.host.outbound.queued(this)
     return true
   }
 

@@ -21,6 +21,7 @@ import type { ClientPermissions } from "../../engine/permissions.js"
 import type { Account, Delivery } from "../../engine/principal.js"
 import type { Conn } from "../../services/transport.js"
 import type { LeafRemote } from "../../config/options.js"
+import { isOwnSubject } from "../../core/cluster/own-subjects.js"
 import type { ClusterHost } from "../cluster/link.js"
 import { PeerLink } from "../cluster/link.js"
 import { ClosedReason, ErrText } from "../reasons.js"
@@ -269,6 +270,8 @@ export class Leaf extends PeerLink<LeafClosed> {
     const acc = this.account
     acc.inMsgs++
     acc.inBytes += size
+    // Switchyard's own subjects are not taken over leaf connections (only routes carry them).
+    if (isOwnSubject(m.subject)) return
     if (this.permissions !== undefined && !this.permissions.canPublish(m.subject, this.host.env)) {
       this.host.log.debug(`${this.logPrefix()} - Leafnode message on "${m.subject}" outside its user's publish permissions dropped`)
       return
