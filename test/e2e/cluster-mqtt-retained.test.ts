@@ -6,6 +6,7 @@
 // node holds is read the way a user would: mqtt.js subscribing on that node and reporting
 // the retained messages it gets.
 import type { NatsConnection } from "@nats-io/transport-node"
+import type mqtt from "mqtt"
 import { beforeAll, describe, expect, it } from "vitest"
 import { useMqttClients } from "../helpers/cluster-mqtt.js"
 import { type ClusterNode, collect, routeUrl, startNode, useCluster } from "../helpers/cluster-nodes.js"
@@ -55,8 +56,8 @@ const permissionErrors = (nc: NatsConnection): Array<string> => {
 
 describe("retained messages across Switchyard routes", () => {
   const cluster = useCluster({
-    seed: { name: "RA", extra: ["--mqtt_port", "-1"] },
-    nodes: [{ name: "RB", extra: config('mqtt { port: -1 }\njetstream { store_dir: "{dir}/js" }\n') }]
+    seed: { name: "RA", extra: config("mqtt { port: -1, protocol_versions: [4, 5] }\n") },
+    nodes: [{ name: "RB", extra: config('mqtt { port: -1, protocol_versions: [4, 5] }\njetstream { store_dir: "{dir}/js" }\n') }]
   })
   let a: ClusterNode
   let b: ClusterNode
@@ -81,6 +82,30 @@ describe("retained messages across Switchyard routes", () => {
     await c.subscribeAsync("home/#", { qos: 1 })
     await eventually(() => got.length > 0, "the retained message on RB")
     expect(got).toEqual(["home/kitchen/temp 21.5 retain=true q1"])
+  })
+
+  it("an MQTT 5.0 retained message keeps its properties on the other node", async () => {
+    const pub = await connect(a, "v5-pub", { protocolVersion: 5 })
+    await pub.publishAsync("v5/state", "on", {
+      qos: 1,
+      retain: true,
+      properties: { messageExpiryInterval: 3600, contentType: "text/plain", userProperties: { site: "north" }, responseTopic: "v5/answers", correlationData: Buffer.from("c1") }
+    })
+    await becomes(b, "v5/state", "on")
+    const sub = await connect(b, "v5-sub", { protocolVersion: 5 })
+    const got: Array<mqtt.IPublishPacket> = []
+    sub.on("message", (_t, _p, packet) => got.push(packet))
+    await sub.subscribeAsync("v5/state", { qos: 1 })
+    await eventually(() => got.length > 0, "the retained message on RB")
+    const p = got[0].properties ?? {}
+    // What mqtt.js reports: the properties as published, the expiry counted down.
+    expect(got[0].retain).toBe(true)
+    expect(p.contentType).toBe("text/plain")
+    expect(p.userProperties).toEqual({ site: "north" })
+    expect(p.responseTopic).toBe("v5/answers")
+    expect(Buffer.from(p.correlationData ?? []).toString()).toBe("c1")
+    expect(p.messageExpiryInterval).toBeGreaterThan(3500)
+    expect(p.messageExpiryInterval).toBeLessThanOrEqual(3600)
   })
 
   it("an empty retained payload on one node removes the message on the other", async () => {
@@ -123,6 +148,13 @@ describe("retained messages across Switchyard routes", () => {
       nc.publish("$MQTT.rmsg.sync", "")
       await nc.flush()
     }
+    // An MQTT 5.0 client on `$MQTT/rmsg/put`: PUBACK 0x87, as mqtt.js reports it.
+    const m5 = await connect(a, "forger", { protocolVersion: 5 })
+    const refused = await m5.publishAsync("$MQTT/rmsg/put", forged("keep/x", true), { qos: 1 }).then(
+      (p) => `ok ${(p as { reasonCode?: number } | undefined)?.reasonCode}`,
+      (e: unknown) => String(e)
+    )
+    expect(refused).toMatch(/Not authorized|135/)
     // Nothing changed on either node: a retained message set after the fakes is seen first.
     await retain(a, "keep/after", "1")
     await becomes(b, "keep/after", "1")
