@@ -7,16 +7,17 @@
 // the retained messages it gets.
 import type { NatsConnection } from "@nats-io/transport-node"
 import type mqtt from "mqtt"
-import { beforeAll, describe, expect, it } from "vitest"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { useMqttClients } from "../helpers/cluster-mqtt.js"
-import { type ClusterNode, collect, routeUrl, startNode, useCluster } from "../helpers/cluster-nodes.js"
+import { type ClusterNode, collect, routeUrl, startNode, type TestServerNode, useCluster } from "../helpers/cluster-nodes.js"
+import { type LeafServer, leafsUp, startLeafServer } from "../helpers/leaf-nodes.js"
 import { eventuallyAsync } from "../helpers/jetstream.js"
 import { eventually } from "../helpers/server.js"
 import { encodeAnnouncement } from "../../src/core/mqtt/retained-sync.js"
 
 const { config, connect } = useMqttClients()
 
-const retain = async (n: ClusterNode, topic: string, payload: string): Promise<void> => {
+const retain = async (n: TestServerNode, topic: string, payload: string): Promise<void> => {
   const c = await connect(n, `setter-${n.name}-${seq++}`)
   await c.publishAsync(topic, payload, { qos: 1, retain: true })
   await c.endAsync()
@@ -29,7 +30,7 @@ let seq = 0
  * retained message comes after those of the first (they keep the order of the SUBSCRIBEs),
  * so once it is in, whatever the first had is in too.
  */
-const retainedOn = async (n: ClusterNode, topic: string): Promise<string | undefined> => {
+const retainedOn = async (n: TestServerNode, topic: string): Promise<string | undefined> => {
   const c = await connect(n, `probe-${n.name}-${seq++}`)
   const got: Array<[string, string]> = []
   c.on("message", (t, p, packet) => {
@@ -42,7 +43,7 @@ const retainedOn = async (n: ClusterNode, topic: string): Promise<string | undef
   return got.find(([t]) => t === topic)?.[1]
 }
 
-const becomes = (n: ClusterNode, topic: string, want: string | undefined, timeoutMs = 20_000) =>
+const becomes = (n: TestServerNode, topic: string, want: string | undefined, timeoutMs = 20_000) =>
   eventuallyAsync(async () => (await retainedOn(n, topic)) === want, `${topic} on ${n.name} to be ${want ?? "gone"}`, timeoutMs)
 
 /** What a nats.js client is told of its publish permission errors. */
@@ -227,5 +228,39 @@ describe("retained messages in a mixed cluster (nats-server 2.9.10 seed, two Swi
     expect(seenOnNs.filter((m) => m.subject.startsWith("$MQTT.rmsg"))).toEqual([])
     // nats-server logged nothing about them.
     expect(cluster.ns().log()).not.toMatch(/rmsg/)
+  })
+})
+
+describe("retained messages across leaf connections between Switchyard servers", () => {
+  const servers: Array<LeafServer> = []
+  afterAll(async () => {
+    for (const s of servers.reverse()) await s.stop()
+  })
+  const edge = (name: string, hubPort: number) =>
+    startLeafServer("switchyard", name, `leafnodes { remotes: [ { url: "nats-leaf://127.0.0.1:${hubPort}" } ] }\nmqtt { port: -1 }\n`)
+
+  it("cross hub and leaf both ways, from one leaf to another through the hub, and reach a leaf that connects later", async () => {
+    const hub = await startLeafServer("switchyard", "LHUB", "leafnodes { listen: 127.0.0.1:{leaf} }\nmqtt { port: -1 }\n")
+    servers.push(hub)
+    const e1 = await edge("LEDGE1", hub.leafPort)
+    servers.push(e1)
+    await leafsUp(hub, 1)
+    await leafsUp(e1, 1)
+    for (const s of [hub, e1]) await retain(s, `marker/${s.name}`, s.name)
+    await retain(e1, "edge/one", "from-edge")
+    await becomes(hub, "edge/one", "from-edge")
+    await retain(hub, "hub/one", "from-hub")
+    await becomes(e1, "hub/one", "from-hub")
+    // A second leaf, connected later: caught up with the hub's set, then hears the first leaf through the hub.
+    const e2 = await edge("LEDGE2", hub.leafPort)
+    servers.push(e2)
+    await leafsUp(hub, 2)
+    await retain(e2, "marker/LEDGE2", "LEDGE2")
+    await becomes(e2, "edge/one", "from-edge")
+    await becomes(e2, "hub/one", "from-hub")
+    await retain(e1, "edge/one", "")
+    await becomes(e2, "edge/one", undefined)
+    await retain(e2, "edge/two", "from-edge2")
+    await becomes(e1, "edge/two", "from-edge2")
   })
 })

@@ -6,10 +6,10 @@ import * as os from "node:os"
 import * as path from "node:path"
 import mqtt from "mqtt"
 import { afterAll } from "vitest"
-import type { ClusterNode } from "./cluster-nodes.js"
+import type { TestServerNode } from "./cluster-nodes.js"
 import { loggedPort } from "./process.js"
 
-export const mqttUrl = (n: ClusterNode) => `mqtt://127.0.0.1:${loggedPort({ log: () => n.log() } as any, /Listening for MQTT clients on [^\s]+:(\d+)/)}`
+export const mqttUrl = (n: TestServerNode) => `mqtt://127.0.0.1:${loggedPort({ log: () => n.log() } as any, /Listening for MQTT clients on [^\s]+:(\d+)/)}`
 
 export const useMqttClients = () => {
   const dirs: Array<string> = []
@@ -28,7 +28,7 @@ export const useMqttClients = () => {
       return ["-c", file]
     },
     /** A client connected to `n` (closed after the file). */
-    connect: async (n: ClusterNode, clientId: string, opts: mqtt.IClientOptions = {}): Promise<mqtt.MqttClient> => {
+    connect: async (n: TestServerNode, clientId: string, opts: mqtt.IClientOptions = {}): Promise<mqtt.MqttClient> => {
       const c = await mqtt.connectAsync(mqttUrl(n), { clientId, reconnectPeriod: 0, ...opts })
       clients.push(c)
       return c

@@ -1,5 +1,5 @@
 // Subjects only Switchyard servers speak on between themselves (the MQTT retained-message
-// sync, docs/cluster-protocol.md): a route hands a message on one to the server instead of
+// sync, docs/cluster-protocol.md): a route or leaf connection hands a message on one to the server instead of
 // routing it, and no client may publish on one (it could otherwise say what only a server
 // may). They lie apart from nats-server's `$MQTT.sess.`, `$MQTT.msgs.` and `$MQTT.JSA.`.
 

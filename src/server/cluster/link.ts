@@ -32,7 +32,7 @@ export interface ClusterHost {
   readonly serverName: string
   /**
    * Switchyard's own messages between its servers (core/cluster/own-subjects.ts): a
-   * route hands them here instead of routing them; undefined: they are dropped.
+   * route or leaf connection hands them here instead of routing them; undefined: dropped.
    */
   readonly peerOwn?: PeerOwnHandler | undefined
   /** The client listener. */

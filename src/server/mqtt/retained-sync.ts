@@ -1,16 +1,17 @@
-// Retained messages cluster-wide, among Switchyard servers joined by routes. A retained
-// message (or its removal) kept here — by a PUBLISH with RETAIN, a will, a delayed will —
-// is announced to every Switchyard peer on `$MQTT.rmsg.put` in its account; each peer
+// Retained messages cluster-wide, among Switchyard servers joined by routes or leaf
+// connections. A retained message (or its removal) kept here — by a PUBLISH with RETAIN, a
+// will, a delayed will — is announced to every Switchyard peer on `$MQTT.rmsg.put` in its
+// account (a leaf connection: the account it is bound to), passed on by a hub; each peer
 // keeps it in its own store (persisted with the stream subsystem on) when its version is
 // newer than what it holds (core/mqtt/retained-sync.ts: last writer by (ts, server id)).
-// A route coming up starts a catch-up in both directions: each end asks (`$MQTT.rmsg.sync`)
+// A route or leaf connection coming up starts a catch-up in both directions: each end asks (`$MQTT.rmsg.sync`)
 // and the other sends its retained set and remembered removals in bounded batches, each
 // ended by `$MQTT.rmsg.more` (ask again) or `$MQTT.rmsg.done`.
 //
-// These subjects are the servers' own (core/cluster/own-subjects.ts): sent on the routes
-// directly, never through the router, so no client sees them; a route hands them here
-// instead of routing them; no client may publish on them; and only those from a route to
-// a Switchyard server are read (a nats-server peer never sends any: nobody announces
+// These subjects are the servers' own (core/cluster/own-subjects.ts): sent on the links
+// directly, never through the router, so no client sees them; a route or leaf connection
+// hands them here instead of routing them; no client may publish on them; and only those
+// from a link to a Switchyard server are read (a nats-server peer never sends any: nobody announces
 // interest in them). A server on its own announces nothing and keeps no versions.
 import type { PeerMsg } from "../../core/cluster/parser.js"
 import {
@@ -27,6 +28,7 @@ import type { QoS } from "../../core/mqtt/index.js"
 import { topicToSubject } from "../../core/mqtt/topic.js"
 import type { PeerLink, PeerOwnHandler } from "../cluster/link.js"
 import { Route } from "../cluster/route.js"
+import { Leaf } from "../leafnodes/leaf.js"
 import type { Server } from "../server.js"
 import type { MqttAccountStore, MqttStoreService, StoredProps } from "./store.js"
 
@@ -68,12 +70,12 @@ export class RetainedSync implements PeerOwnHandler {
   ) {
     // Routes that came up before the MQTT bridge did: what they asked went unanswered (and
     // their announcements unheard), so both ends catch up now.
-    for (const r of this.peers()) r.sendOwn(server.options.systemAccount, RMSG_SYNC, START_ASK_BACK)
+    for (const r of this.peers(undefined)) r.sendOwn(server.options.systemAccount, RMSG_SYNC, START_ASK_BACK)
   }
 
-  /** In a cluster (a server on its own keeps no versions and announces nothing). */
+  /** With routes or leaf connections (a server on its own keeps no versions and announces nothing). */
   private get clustered(): boolean {
-    return this.server.cluster !== undefined
+    return this.server.cluster !== undefined || this.server.leafnodes !== undefined
   }
 
   private versionsOf(account: string): RetainedVersions {
@@ -85,12 +87,18 @@ export class RetainedSync implements PeerOwnHandler {
     return v
   }
 
-  /** The routes to Switchyard servers, past their handshake. */
-  private peers(): Array<Route> {
-    const out: Array<Route> = []
+  /**
+   * The connections to Switchyard servers past their handshake that carry `account`: every
+   * route, and the leaf connections bound to it (undefined: any account).
+   */
+  private peers(account: string | undefined): Array<PeerLink<string>> {
+    const out: Array<PeerLink<string>> = []
     const cluster = this.server.cluster
-    if (cluster === undefined) return out
-    for (const r of cluster.byId.values()) if (isSwitchyardRoute(r)) out.push(r)
+    if (cluster !== undefined) for (const r of cluster.byId.values()) if (isSwitchyardPeer(r)) out.push(r)
+    const leafs = this.server.leafnodes
+    if (leafs !== undefined) {
+      for (const l of leafs.leafs.values()) if (isSwitchyardPeer(l) && (account === undefined || l.account.name === account)) out.push(l)
+    }
     return out
   }
 
@@ -115,11 +123,18 @@ export class RetainedSync implements PeerOwnHandler {
     this.announce(account, { version, topic, deleted: true, qos: 0, payload: EMPTY })
   }
 
-  private announce(account: string, a: RetainedAnnouncement): void {
-    const peers = this.peers()
+  /**
+   * To the Switchyard peers, except where it came from (`from`); what came over a route goes
+   * on to leaf connections only (the other routes' servers heard it from its own: a full
+   * mesh), what came over a leaf connection to the routes and the other leaf connections.
+   */
+  private announce(account: string, a: RetainedAnnouncement, from?: PeerLink<string>): void {
+    const peers = this.peers(account)
     if (peers.length === 0) return
-    const body = encodeAnnouncement(a)
+    let body: Buffer | undefined
     for (const r of peers) {
+      if (r === from || (from instanceof Route && r instanceof Route)) continue
+      body ??= encodeAnnouncement(a)
       if (!r.sendOwn(account, RMSG_PUT, body)) this.server.log.warn(`${r.logPrefix()} - MQTT retained message on '${a.topic}' not announced: larger than the peer's max_payload`)
     }
   }
@@ -127,11 +142,11 @@ export class RetainedSync implements PeerOwnHandler {
   // ---- what the other servers say ----
 
   linkUp(link: PeerLink<string>): void {
-    if (isSwitchyardRoute(link)) link.sendOwn(this.server.options.systemAccount, RMSG_SYNC, START)
+    if (isSwitchyardPeer(link)) link.sendOwn(this.server.options.systemAccount, RMSG_SYNC, START)
   }
 
   message(link: PeerLink<string>, account: string, m: PeerMsg): void {
-    if (!isSwitchyardRoute(link)) {
+    if (!isSwitchyardPeer(link)) {
       this.server.log.debug(`${link.logPrefix()} - '${m.subject}' from a server that is not Switchyard ignored`)
       return
     }
@@ -142,7 +157,7 @@ export class RetainedSync implements PeerOwnHandler {
           this.server.log.warn(`${link.logPrefix()} - malformed MQTT retained message announcement ignored`)
           return
         }
-        return this.heard(account, a)
+        return this.heard(account, a, link)
       }
       case RMSG_SYNC: {
         const body = m.buf.toString("latin1", m.start + Math.max(0, m.hdrLen), m.end)
@@ -161,17 +176,17 @@ export class RetainedSync implements PeerOwnHandler {
   }
 
   /** Another server's announcement: kept here when newer than what is held. */
-  private heard(account: string, a: RetainedAnnouncement): void {
+  private heard(account: string, a: RetainedAnnouncement, from: PeerLink<string>): void {
     if (!this.server.accounts.has(account)) return
     const store = this.store.ready(account)
-    if (store !== undefined) return this.merge(account, store, a)
+    if (store !== undefined) return this.merge(account, store, a, from)
     this.store.open(account).then(
-      (s) => this.merge(account, s, a),
+      (s) => this.merge(account, s, a, from),
       (e: unknown) => this.server.log.error(`MQTT: retained message on '${a.topic}' from another server not kept: ${String(e)}`)
     )
   }
 
-  private merge(account: string, store: MqttAccountStore, a: RetainedAnnouncement): void {
+  private merge(account: string, store: MqttAccountStore, a: RetainedAnnouncement, from: PeerLink<string>): void {
     // The subject is this server's own reading of the topic (a peer's is not taken on trust).
     const subject = topicToSubject(a.topic)
     if (!subject.ok) {
@@ -188,6 +203,8 @@ export class RetainedSync implements PeerOwnHandler {
       store.setRetained(a.topic, subject.value, a.payload, a.qos, a.props)
       vs.kept(a.topic, a.version)
     }
+    // On to the servers that may not have heard it (behind leaf connections).
+    this.announce(account, a, from)
     if (store.durable && !this.commitDue) {
       // One commit for what this turn kept.
       this.commitDue = true
@@ -200,10 +217,11 @@ export class RetainedSync implements PeerOwnHandler {
 
   // ---- catch-up: this server's retained set to a peer that asks ----
 
-  private serve(link: Route, fromStart: boolean): void {
+  private serve(link: PeerLink<string>, fromStart: boolean): void {
     let s = this.serving.get(link)
     if (s === undefined || fromStart) {
-      s = this.snapshot()
+      // A leaf connection carries its account only.
+      s = this.snapshot(link instanceof Leaf ? link.account.name : undefined)
       this.serving.set(link, s)
     }
     const sys = this.server.options.systemAccount
@@ -228,9 +246,10 @@ export class RetainedSync implements PeerOwnHandler {
   }
 
   /** Every topic held (kept or removed), by account: read again when its turn comes. */
-  private snapshot(): Serving {
+  private snapshot(only: string | undefined): Serving {
     const s: Serving = { accounts: [], topics: [], pos: 0 }
     for (const account of this.server.accounts.keys()) {
+      if (only !== undefined && account !== only) continue
       const store = this.store.ready(account)
       if (store !== undefined) {
         for (const m of store.retained.values()) {
@@ -264,5 +283,6 @@ export class RetainedSync implements PeerOwnHandler {
   }
 }
 
-const isSwitchyardRoute = (link: PeerLink<string>): link is Route =>
-  link instanceof Route && link.registered && !link.closed && link.remoteInfo?.switchyard !== undefined
+/** A route or leaf connection to a Switchyard server, past its handshake. */
+const isSwitchyardPeer = (link: PeerLink<string>): boolean =>
+  link.registered && !link.closed && (link instanceof Route ? link.remoteInfo?.switchyard !== undefined : link instanceof Leaf && link.peerSwitchyard)
