@@ -5,6 +5,7 @@
 // forge an announcement, and no client (nor a nats-server peer's) ever sees one. What each
 // node holds is read the way a user would: mqtt.js subscribing on that node and reporting
 // the retained messages it gets.
+import { AckPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream"
 import type { NatsConnection } from "@nats-io/transport-node"
 import type mqtt from "mqtt"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -167,6 +168,32 @@ describe("retained messages across Switchyard routes", () => {
     await eventually(() => errA.length >= 3 && errB.length >= 3, "the permission errors")
     expect(errA[0]).toContain('Permissions Violation for Publish to "$MQTT.rmsg.put"')
     expect(seenOnB.filter((m) => m.subject.startsWith("$MQTT.rmsg")).map((m) => m.subject)).toEqual([])
+  })
+
+  it("a stream consumer delivering to $MQTT.rmsg.put forges nothing on another node", async () => {
+    await retain(a, "keep/js", "kept")
+    await becomes(b, "keep/js", "kept")
+    // A subscriber of everything on RA draws whatever RB's clients publish over the route.
+    const seenOnA = collect(await a.client(), ">")
+    const natsB = await b.client()
+    await eventuallyAsync(async () => {
+      natsB.publish("probe.js", "p")
+      await natsB.flush()
+      return seenOnA.some((m) => m.subject === "probe.js")
+    }, "RA's interest to reach RB", 20_000)
+    const jsm = await jetstreamManager(natsB)
+    await jsm.streams.add({ name: "FORGE", subjects: ["forge.>"] })
+    const body = encodeAnnouncement({ version: { ts: Date.now() + 3_600_000, server: "NFORGED" }, topic: "keep/js", deleted: true, qos: 0, payload: Buffer.alloc(0) })
+    await jetstream(natsB).publish("forge.1", body)
+    // The stream's own consumer delivers the stored body to `$MQTT.rmsg.put` on RB.
+    await jsm.consumers.add("FORGE", { durable_name: "F", deliver_subject: "$MQTT.rmsg.put", ack_policy: AckPolicy.None })
+    await eventuallyAsync(async () => (await jsm.consumers.info("FORGE", "F")).delivered.stream_seq >= 1, "the consumer's delivery", 20_000)
+    // It never crossed the route: RA neither saw it nor took it as RB's word.
+    await retain(b, "keep/js-after", "1")
+    await becomes(a, "keep/js-after", "1")
+    expect(await retainedOn(a, "keep/js")).toBe("kept")
+    expect(seenOnA.filter((m) => m.subject.startsWith("$MQTT.rmsg"))).toEqual([])
+    await jsm.streams.delete("FORGE")
   })
 
   it("a node restarted catches up: what was kept and removed meanwhile, and keeps what it had", async () => {

@@ -9,6 +9,7 @@ import { PING, PONG } from "../../core/cluster/encode.js"
 import type { HandshakeError } from "../../core/cluster/handshake.js"
 import { type ParseError, type PeerKind, PeerParser, type PeerMsg, type PeerOpHandler, type PeerInterest } from "../../core/cluster/parser.js"
 import { mqttQosOf, withMqttQos } from "../../core/cluster/mqtt-qos.js"
+import { isOwnSubject } from "../../core/cluster/own-subjects.js"
 import { writeErr } from "../../core/nats/encode.js"
 import { OutBuf, type SlabPool } from "../../core/outbuf.js"
 import { NATS_POLICY, type Outbound, type SlowConsumer } from "../../engine/outbound.js"
@@ -341,7 +342,9 @@ export abstract class PeerLink<Reason extends string> extends Connection<Reason>
 
   /** `d` once, in `account`, naming the `nq` queue groups picked for the other server (`queueSlots`). False when it could not go. */
   sendMsg(d: Delivery, account: string): boolean {
-    if (this.refuses(d)) return false
+    // Switchyard's own subjects leave only through sendOwn, whatever routed one here (a
+    // stream consumer's deliver subject, say): the other server would take it as ours.
+    if (this.refuses(d) || isOwnSubject(d.subject)) return false
     let h = d.hdrLen
     let from = d.start
     let buf = d.buf
