@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { useMqttClients } from "../helpers/cluster-mqtt.js"
 import { type ClusterNode, collect, routeUrl, startNode, type TestServerNode, useCluster } from "../helpers/cluster-nodes.js"
 import { type LeafServer, leafsUp, startLeafServer } from "../helpers/leaf-nodes.js"
+import { freePort } from "../clients/run.js"
 import { eventuallyAsync } from "../helpers/jetstream.js"
 import { eventually } from "../helpers/server.js"
 import { encodeAnnouncement } from "../../src/core/mqtt/retained-sync.js"
@@ -289,5 +290,39 @@ describe("retained messages across leaf connections between Switchyard servers",
     await becomes(e2, "edge/one", undefined)
     await retain(e2, "edge/two", "from-edge2")
     await becomes(e1, "edge/two", "from-edge2")
+  })
+})
+
+describe("retained messages in a leaf cluster (two Switchyard spokes, each with its remote to a Switchyard hub)", () => {
+  const servers: Array<LeafServer> = []
+  afterAll(async () => {
+    for (const s of servers.reverse()) await s.stop()
+  })
+
+  it("reach every server from the hub and from either spoke", async () => {
+    const hub = await startLeafServer("switchyard", "SHUB", "leafnodes { listen: 127.0.0.1:{leaf} }\nmqtt { port: -1 }\n")
+    servers.push(hub)
+    const [r1, r2] = [await freePort(), await freePort()]
+    const spoke = (name: string, me: number, other: number) =>
+      startLeafServer(
+        "switchyard",
+        name,
+        `cluster { name: SPOKES, listen: 127.0.0.1:${me}, routes: ["nats-route://127.0.0.1:${other}"] }\nleafnodes { remotes: [ { url: "nats-leaf://127.0.0.1:${hub.leafPort}" } ] }\nmqtt { port: -1 }\n`
+      )
+    const s1 = await spoke("SP1", r1, r2)
+    servers.push(s1)
+    const s2 = await spoke("SP2", r2, r1)
+    servers.push(s2)
+    await leafsUp(hub, 2)
+    await eventually(() => /Route connection created/.test(s2.log()) && /Route connection created/.test(s1.log()), "the route between the spokes", 30_000)
+    for (const s of [hub, s1, s2]) await retain(s, `marker/${s.name}`, s.name)
+    await retain(hub, "from/hub", "h")
+    await retain(s1, "from/sp1", "1")
+    for (const s of [hub, s1, s2]) {
+      await becomes(s, "from/hub", "h")
+      await becomes(s, "from/sp1", "1")
+    }
+    await retain(s2, "from/hub", "")
+    for (const s of [hub, s1, s2]) await becomes(s, "from/hub", undefined)
   })
 })

@@ -126,14 +126,16 @@ export class RetainedSync implements PeerOwnHandler {
   /**
    * To the Switchyard peers, except where it came from (`from`); what came over a route goes
    * on to leaf connections only (the other routes' servers heard it from its own: a full
-   * mesh), what came over a leaf connection to the routes and the other leaf connections.
+   * mesh), what came over a leaf connection to the routes and the other leaf connections,
+   * except that a spoke keeps its hub connection and its routes apart, as it does for
+   * messages (every server of a leaf cluster has its own connection to the hub).
    */
   private announce(account: string, a: RetainedAnnouncement, from?: PeerLink<string>): void {
     const peers = this.peers(account)
     if (peers.length === 0) return
     let body: Buffer | undefined
     for (const r of peers) {
-      if (r === from || (from instanceof Route && r instanceof Route)) continue
+      if (r === from || (from instanceof Route && r instanceof Route) || apart(from, r)) continue
       body ??= encodeAnnouncement(a)
       if (!r.sendOwn(account, RMSG_PUT, body)) this.server.log.warn(`${r.logPrefix()} - MQTT retained message on '${a.topic}' not announced: larger than the peer's max_payload`)
     }
@@ -282,6 +284,10 @@ export class RetainedSync implements PeerOwnHandler {
     return { version: gone, topic, deleted: true, qos: 0, payload: EMPTY }
   }
 }
+
+/** A route and a connection this server solicited to a hub: kept apart (a spoke's rule). */
+const apart = (from: PeerLink<string> | undefined, to: PeerLink<string>): boolean =>
+  (from instanceof Route && to instanceof Leaf && to.didSolicit) || (from instanceof Leaf && from.didSolicit && to instanceof Route)
 
 /** A route or leaf connection to a Switchyard server, past its handshake. */
 const isSwitchyardPeer = (link: PeerLink<string>): boolean =>
