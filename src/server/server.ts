@@ -17,6 +17,7 @@ import { Router } from "../engine/router.js"
 import { type Authenticator, makeAuthenticator, makeNonce } from "./nats/auth.js"
 import { ClosedRing } from "./closed.js"
 import type { Cluster, ClusterHost } from "./cluster/cluster.js"
+import type { PeerOwnHandler } from "./cluster/link.js"
 import type { LeafHost, LeafNodes } from "./leafnodes/leafnodes.js"
 import { machineAddresses } from "./process-files.js"
 import { Client, type ClientDoor } from "./nats/client.js"
@@ -86,6 +87,8 @@ export class Server implements ClientDoor, ClusterHost, LeafHost {
   cluster: Cluster | undefined = undefined
   /** Leaf-node connections (to hubs, from leaf nodes); undefined on a server without a leafnodes block. */
   leafnodes: LeafNodes | undefined = undefined
+  /** Switchyard's own messages from other servers (the MQTT bridge's retained sync); undefined: dropped. */
+  peerOwn: PeerOwnHandler | undefined = undefined
 
   private nextCid = 1
 

@@ -4,38 +4,16 @@
 // DISCONNECT 0x8E, Session taken over; 3.1.1: the connection is closed), as it does for a
 // takeover on one node. A QoS 1/2 message from another node for a persistent session of
 // this node is stored like one published here, so it survives a restart of the node.
-import * as fs from "node:fs"
-import * as os from "node:os"
-import * as path from "node:path"
 import mqtt from "mqtt"
-import { afterAll, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
+import { mqttUrl, useMqttClients } from "../helpers/cluster-mqtt.js"
 import { type ClusterNode, collect, routez, useCluster } from "../helpers/cluster-nodes.js"
 import { eventuallyAsync } from "../helpers/jetstream.js"
 import { killProcess, loggedPort, startServerProcess } from "../helpers/process.js"
 import { connect as natsConnect } from "@nats-io/transport-node"
 import { eventually } from "../helpers/server.js"
 
-const dirs: Array<string> = []
-const config = (text: string): Array<string> => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "cluster-mqtt-"))
-  dirs.push(dir)
-  const file = path.join(dir, "server.conf")
-  fs.writeFileSync(file, text.replaceAll("{dir}", dir))
-  return ["-c", file]
-}
-const clients: Array<mqtt.MqttClient> = []
-afterAll(async () => {
-  await Promise.all(clients.map((c) => c.endAsync(true).catch(() => {})))
-  for (const d of dirs) fs.rmSync(d, { recursive: true, force: true })
-})
-
-const mqttUrl = (n: ClusterNode) => `mqtt://127.0.0.1:${loggedPort({ log: () => n.log() } as any, /Listening for MQTT clients on [^\s]+:(\d+)/)}`
-
-const connect = async (n: ClusterNode, clientId: string, opts: mqtt.IClientOptions = {}): Promise<mqtt.MqttClient> => {
-  const c = await mqtt.connectAsync(mqttUrl(n), { clientId, reconnectPeriod: 0, ...opts })
-  clients.push(c)
-  return c
-}
+const { config, connect, track } = useMqttClients()
 
 /** `to` has heard of `from`'s interest in client id announcements (a route's `$MQTT.owner.*`). */
 const ownersHeard = (from: ClusterNode, to: ClusterNode) =>
@@ -125,7 +103,7 @@ describe("a persistent session's QoS 1/2 messages from another node", () => {
     await pb.restart()
     const got: Array<string> = []
     const back = mqtt.connect(mqttUrl(pb), { clientId: "keeper", clean: false, reconnectPeriod: 0 })
-    clients.push(back)
+    track(back)
     back.on("message", (t, p, packet) => got.push(`${t} ${p} q${packet.qos}`))
     await eventually(() => got.length >= 3, "the three messages after the restart", 20_000)
     expect(got).toEqual(["stock/s1 one q1", "stock/s2 two q1", "stock/s3 three q1"])
@@ -140,7 +118,7 @@ describe("a server without routes or leaf connections", () => {
       const seen = collect(nc, ">")
       await nc.flush()
       const c = await mqtt.connectAsync(`mqtt://127.0.0.1:${loggedPort(p, /Listening for MQTT clients on [^\s]+:(\d+)/)}`, { clientId: "alone", reconnectPeriod: 0 })
-      clients.push(c)
+      track(c)
       await c.publishAsync("alone/done", "x", { qos: 1 })
       await eventually(() => seen.some((m) => m.subject === "alone.done"), "the marker")
       expect(seen.map((m) => m.subject)).toEqual(["alone.done"])

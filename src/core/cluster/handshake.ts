@@ -112,7 +112,9 @@ export const LeafInfoOp = Schema.Struct({
   /** the hub account the connection is bound to */
   remote_account: Schema.optional(Schema.String),
   compression: Schema.optional(Schema.String),
-  xkey: Schema.optional(Schema.String)
+  xkey: Schema.optional(Schema.String),
+  /** the hub is a Switchyard server (its version) */
+  switchyard: Schema.optional(Schema.String)
 })
 export type LeafInfoOp = typeof LeafInfoOp.Type
 
@@ -141,7 +143,9 @@ export const LeafConnectOp = Schema.Struct({
   deny_pub: Schema.optional(Strings),
   deny_sub: Schema.optional(Strings),
   proto: Schema.optional(Int),
-  compression: Schema.optional(Schema.String)
+  compression: Schema.optional(Schema.String),
+  /** the leaf is a Switchyard server (its version) */
+  switchyard: Schema.optional(Schema.String)
 })
 export type LeafConnectOp = typeof LeafConnectOp.Type
 
@@ -194,6 +198,8 @@ export interface HubInfoFields {
   readonly leafnode_urls: ReadonlyArray<string>
   readonly cluster?: string
   readonly domain?: string
+  /** the hub is a Switchyard server (its version) */
+  readonly switchyard?: string
 }
 
 /**
@@ -221,7 +227,8 @@ export const hubInfo = (f: HubInfoFields, nonce: string): LeafInfoOp => {
     ...(f.cluster === undefined ? {} : { cluster: f.cluster }),
     ...(f.domain === undefined ? {} : { domain: f.domain }),
     info_on_connect: true,
-    leafnode_urls: f.leafnode_urls
+    leafnode_urls: f.leafnode_urls,
+    ...(f.switchyard === undefined ? {} : { switchyard: f.switchyard })
   }
 }
 

@@ -350,6 +350,7 @@ export class Cluster implements RemoteRouting, InterestWatcher, RouteMesh {
     const gossip = this.gossipFor(r)
     if (gossip !== undefined) for (const o of this.byId.values()) if (o !== r) o.writeInfo(gossip)
     this.clientUrlsChanged()
+    server.peerOwn?.linkUp(r)
   }
 
   /**

@@ -9,6 +9,7 @@ import { PING, PONG } from "../../core/cluster/encode.js"
 import type { HandshakeError } from "../../core/cluster/handshake.js"
 import { type ParseError, type PeerKind, PeerParser, type PeerMsg, type PeerOpHandler, type PeerInterest } from "../../core/cluster/parser.js"
 import { mqttQosOf, withMqttQos } from "../../core/cluster/mqtt-qos.js"
+import { isOwnSubject } from "../../core/cluster/own-subjects.js"
 import { writeErr } from "../../core/nats/encode.js"
 import { OutBuf, type SlabPool } from "../../core/outbuf.js"
 import { NATS_POLICY, type Outbound, type SlowConsumer } from "../../engine/outbound.js"
@@ -30,6 +31,11 @@ export interface ClusterHost {
   readonly options: ServerOptions
   readonly serverId: string
   readonly serverName: string
+  /**
+   * Switchyard's own messages between its servers (core/cluster/own-subjects.ts): a
+   * route or leaf connection hands them here instead of routing them; undefined: dropped.
+   */
+  readonly peerOwn?: PeerOwnHandler | undefined
   /** The client listener. */
   readonly host: string
   readonly port: number
@@ -47,6 +53,14 @@ export interface ClusterHost {
   machineAddresses(): ReadonlyArray<{ readonly address: string; readonly family: string }>
   /** The cluster's client URLs changed: clients hear of it (INFO connect_urls). */
   connectUrlsChanged(): void
+}
+
+/** Where Switchyard's own server-to-server messages go (the MQTT bridge's retained sync). */
+export interface PeerOwnHandler {
+  /** One came from `link` (whose peer may or may not be a Switchyard server: the handler checks). */
+  message(link: PeerLink<string>, account: string, m: PeerMsg): void
+  /** `link` is past its handshake. */
+  linkUp(link: PeerLink<string>): void
 }
 
 const EMPTY = Buffer.alloc(0)
@@ -328,7 +342,9 @@ export abstract class PeerLink<Reason extends string> extends Connection<Reason>
 
   /** `d` once, in `account`, naming the `nq` queue groups picked for the other server (`queueSlots`). False when it could not go. */
   sendMsg(d: Delivery, account: string): boolean {
-    if (this.refuses(d)) return false
+    // Switchyard's own subjects leave only through sendOwn, whatever routed one here (a
+    // stream consumer's deliver subject, say): the other server would take it as ours.
+    if (this.refuses(d) || isOwnSubject(d.subject)) return false
     let h = d.hdrLen
     let from = d.start
     let buf = d.buf
@@ -374,6 +390,34 @@ export abstract class PeerLink<Reason extends string> extends Connection<Reason>
     host.outBytes += size
     this.countOut(size)
     host.outbound.queued(this)
+    return true
+  }
+
+  /**
+   * A message of this server's own to the other server (`isOwnSubject`), in `account`,
+   * outside the router: no subscription draws it and no client sees it. False when it is
+   * over the peer's max_payload.
+   */
+  sendOwn(account: string, subject: string, body: Buffer): boolean {
+    if (body.length > this.peerMaxPayload || this.closed) return false
+    const m = this.outMsg
+    m.account = account
+    m.subject = subject
+    m.reply = ""
+    m.queues.length = 0
+    m.hdrLen = -1
+    m.buf = body
+    m.start = 0
+    m.end = body.length
+    m.origin = ""
+    this.writeMsgOp(this.out, m)
+    m.buf = EMPTY
+    if (this.tracing) this.traceOut(`${this.msgOp} ${account === "" ? "" : `${account} `}${subject} ${body.length}`)
+    this.outMsgs++
+    this.outBytes += body.length
+    this.host.outMsgs++
+    this.host.outBytes += body.length
+    this.host.outbound.queued(this)
     return true
   }
 

@@ -15,6 +15,7 @@ import type { Account, Delivery } from "../../engine/principal.js"
 import type { Conn } from "../../services/transport.js"
 import { ClosedReason, ErrText } from "../reasons.js"
 import type { RemoteInterest } from "../../core/cluster/interest.js"
+import { isOwnSubject } from "../../core/cluster/own-subjects.js"
 import { type ClusterHost, PeerLink } from "./link.js"
 
 export type { ClusterHost } from "./link.js"
@@ -206,6 +207,11 @@ export class Route extends PeerLink<RouteClosed> {
 
   protected messageIn(m: PeerMsg, size: number): void {
     const server = this.cluster.server
+    // Switchyard's own messages are the server's, not a client's: handed over, never routed.
+    if (isOwnSubject(m.subject)) {
+      server.peerOwn?.message(this, m.account, m)
+      return
+    }
     if (this.permissions !== undefined && !this.permissions.canPublish(m.subject, server.env)) {
       server.log.debug(`${this.logPrefix()} - Route message on "${m.subject}" outside cluster import permissions dropped`)
       return

@@ -21,6 +21,7 @@ import type { ClientPermissions } from "../../engine/permissions.js"
 import type { Account, Delivery } from "../../engine/principal.js"
 import type { Conn } from "../../services/transport.js"
 import type { LeafRemote } from "../../config/options.js"
+import { isOwnSubject } from "../../core/cluster/own-subjects.js"
 import type { ClusterHost } from "../cluster/link.js"
 import { PeerLink } from "../cluster/link.js"
 import { ClosedReason, ErrText } from "../reasons.js"
@@ -99,6 +100,8 @@ export class Leaf extends PeerLink<LeafClosed> {
 
   /** The hub's INFO (on a connection we solicited). */
   remoteInfo: LeafInfoOp | undefined = undefined
+  /** The other side is a Switchyard server (its INFO or CONNECT says `switchyard`). */
+  peerSwitchyard = false
   /** The hub's account this connection is bound to on its side (its second INFO), for logs. */
   remoteAccount = ""
   connectSent = false
@@ -209,6 +212,7 @@ export class Leaf extends PeerLink<LeafClosed> {
         return
       }
       this.remoteInfo = info
+      this.peerSwitchyard = info.switchyard !== undefined
       if (info.leafnode_urls !== undefined) this.mesh.hubUrls(this, info.leafnode_urls)
       this.remoteId = info.server_id
       this.remoteName = info.server_name ?? info.server_id
@@ -247,6 +251,7 @@ export class Leaf extends PeerLink<LeafClosed> {
     this.remoteId = c.server_id ?? ""
     this.remoteName = c.name ?? c.server_id ?? ""
     this.originCluster = c.cluster ?? this.remoteName
+    this.peerSwitchyard = c.switchyard !== undefined
     this.peerHeaders = c.headers === true && !this.host.options.noHeaderSupport
     this.writeRaw(this.mesh.connectInfoFor(this))
     this.mesh.register(this)
@@ -269,6 +274,11 @@ export class Leaf extends PeerLink<LeafClosed> {
     const acc = this.account
     acc.inMsgs++
     acc.inBytes += size
+    // Switchyard's own messages are the server's, not a client's: handed over, never routed.
+    if (isOwnSubject(m.subject)) {
+      this.host.peerOwn?.message(this, acc.name, m)
+      return
+    }
     if (this.permissions !== undefined && !this.permissions.canPublish(m.subject, this.host.env)) {
       this.host.log.debug(`${this.logPrefix()} - Leafnode message on "${m.subject}" outside its user's publish permissions dropped`)
       return

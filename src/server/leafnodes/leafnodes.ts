@@ -29,7 +29,7 @@ import type { RemoteRouting } from "../../engine/router.js"
 import { parseCredentials } from "../../core/cluster/credentials.js"
 import type { LeafInfoOp } from "../../core/cluster/handshake.js"
 import { type Conn, type ConnHandlers, type TlsDial, TlsHandshakeError } from "../../services/transport.js"
-import { NATS_COMPAT_VERSION } from "../../version.js"
+import { NATS_COMPAT_VERSION, VERSION } from "../../version.js"
 import { type ClusterEnv, reconnectDelay, type RouteInterestSink } from "../cluster/cluster.js"
 import { forwardOnce, MAX_PEER_INTEREST } from "../cluster/forward.js"
 import type { ClusterHost } from "../cluster/link.js"
@@ -163,7 +163,8 @@ export class LeafNodes implements RemoteRouting, InterestWatcher, LeafMesh, Leaf
       ...(tls && this.options.tls !== undefined && { tls_required: true, tls_verify: this.options.tls.verify }),
       max_payload: s.options.maxPayload,
       client_id: l.lid,
-      leafnode_urls: this.options.noAdvertise ? [] : this.advertised()
+      leafnode_urls: this.options.noAdvertise ? [] : this.advertised(),
+      switchyard: VERSION
     }
   }
 
@@ -283,7 +284,8 @@ export class LeafNodes implements RemoteRouting, InterestWatcher, LeafMesh, Leaf
       server_id: server.serverId,
       name: server.serverName,
       cluster: server.cluster?.name ?? server.serverName,
-      headers: !server.options.noHeaderSupport
+      headers: !server.options.noHeaderSupport,
+      switchyard: VERSION
     }
   }
 
@@ -345,6 +347,7 @@ export class LeafNodes implements RemoteRouting, InterestWatcher, LeafMesh, Leaf
     l.sendPing()
     l.nextPingAt = server.env.now() + server.options.pingIntervalMs
     this.env.wakeAt(l.nextPingAt)
+    server.peerOwn?.linkUp(l)
   }
 
   /** A leaf connection is gone (either side closed it). */

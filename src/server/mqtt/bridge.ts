@@ -40,6 +40,7 @@ import { closedRecord, MqttConnection, type MqttDriver, mqttLogPrefix } from "./
 import type { MalformedPacket } from "../../core/mqtt/codec.js"
 import { HELD_MAX, HeldPayloads } from "./held.js"
 import { BacklogPump, RetainedLookups } from "./pacing.js"
+import { RetainedSync } from "./retained-sync.js"
 import { type OwnerAnnouncement, givesWay, MqttOwners } from "./owners.js"
 import { MqttRegistry } from "./registry.js"
 import type { MqttAccountStore, MqttStoreService } from "./store.js"
@@ -113,6 +114,8 @@ export class MqttBridge implements MqttDriver {
   private readonly owners: MqttOwners
   private readonly gate: MqttCommitGate
   private readonly retained: RetainedLookups
+  /** Retained messages cluster-wide, among Switchyard servers (retained-sync.ts). */
+  private readonly retainedSync: RetainedSync
   private readonly backlog: BacklogPump
 
   constructor(
@@ -148,6 +151,8 @@ export class MqttBridge implements MqttDriver {
     }
     this.gate = new MqttCommitGate(server, store, this)
     this.retained = new RetainedLookups(server, this)
+    this.retainedSync = new RetainedSync(server, store)
+    server.peerOwn = this.retainedSync
     this.backlog = new BacklogPump(store, this)
     server.router.durable = { hold: (d) => this.holdRouted(d), release: (d) => this.releaseRouted(d) }
     this.owners = new MqttOwners(server, (account, a) => this.takenElsewhere(account, a))
@@ -323,12 +328,20 @@ export class MqttBridge implements MqttDriver {
         return this.publish(c, a.subject, a.payload, a.qos, a.confirm, now, a.reply === undefined && a.hdr === undefined && !a.retain ? undefined : { reply: a.reply, hdr: a.hdr, retain: a.retain })
       // The account's store is open from `sessionReady` on; before it, only a will can be
       // retained, which no session of the account could read yet: it is not kept.
-      case "storeRetained":
-        this.gate.storeOf(c.account.name)?.setRetained(a.topic, a.subject, a.payload, a.qos, a.reply === undefined && a.hdr === undefined ? undefined : { reply: a.reply, hdr: a.hdr, at: now })
+      case "storeRetained": {
+        const store = this.gate.storeOf(c.account.name)
+        const props = a.reply === undefined && a.hdr === undefined ? undefined : { reply: a.reply, hdr: a.hdr, at: now }
+        store?.setRetained(a.topic, a.subject, a.payload, a.qos, props)
+        // Cluster-wide (retained-sync.ts).
+        if (store !== undefined) this.retainedSync.kept(c.account.name, a.topic, a.payload, a.qos, props, now)
         return
-      case "deleteRetained":
-        this.gate.storeOf(c.account.name)?.deleteRetained(a.topic, a.subject)
+      }
+      case "deleteRetained": {
+        const store = this.gate.storeOf(c.account.name)
+        store?.deleteRetained(a.topic, a.subject)
+        if (store !== undefined) this.retainedSync.removed(c.account.name, a.topic, now)
         return
+      }
       case "accept":
         return this.onAccept(c, a.clientId, a.cleanSession, a.persistent)
       case "subscribe":
@@ -880,6 +893,10 @@ export class MqttBridge implements MqttDriver {
     if (will.retain) {
       if (will.payload.length === 0) store?.deleteRetained(will.topic, will.subject)
       else store?.setRetained(will.topic, will.subject, will.payload, will.qos, props)
+      if (store !== undefined) {
+        if (will.payload.length === 0) this.retainedSync.removed(account, will.topic, now)
+        else this.retainedSync.kept(account, will.topic, will.payload, will.qos, props, now)
+      }
     }
     const from = this.registry.internal(account)
     const buf = Buffer.from(will.payload.buffer, will.payload.byteOffset, will.payload.byteLength)

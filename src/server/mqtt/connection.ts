@@ -1,6 +1,7 @@
 // One MQTT connection: a Principal of the engine (its account, user, permissions and
 // subscriptions), its session and parser, and what /connz shows of it while open and
 // after it closed. A message routed to it goes to the bridge, which drives the session.
+import { isOwnSubject } from "../../core/cluster/own-subjects.js"
 import {
   type AuthResult,
   CloseReason,
@@ -54,7 +55,8 @@ const sessionDeps = (server: Server, c: MqttConnection, held: HeldPayloads): Ses
       c.perms = res.permissions === undefined ? undefined : new ClientPermissions(res.permissions)
       return ConnackCode.Accepted
     },
-    canPublish: (_topic, subject) => c.perms === undefined || c.perms.canPublish(subject, server),
+    // Never on the servers' own subjects (core/cluster/own-subjects.ts), whatever the permissions.
+    canPublish: (_topic, subject) => !isOwnSubject(subject) && (c.perms === undefined || c.perms.canPublish(subject, server)),
     canReceive: (subject) => c.perms === undefined || c.perms.canSubscribe(subject),
     canSubscribe: (filter) => mayHold(c, filter, c.session.protocolVersion === 5)
   }

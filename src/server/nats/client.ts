@@ -8,6 +8,7 @@ import type { ConnSnapshot } from "../../core/monitor/source.js"
 import { noRespondersHmsg, OK, PING, PONG, writeErr, writeMsg } from "../../core/nats/encode.js"
 import { OutBuf, type SlabPool } from "../../core/outbuf.js"
 import { NatsParser, type NatsOpHandler, type ParseError } from "../../core/nats/parser.js"
+import { isOwnSubject } from "../../core/cluster/own-subjects.js"
 import { isValidLiteralSubject, isValidQueueName, isValidSubject } from "../../core/subject/subject.js"
 import { ClientPermissions, publishViolation, subscribeViolation } from "../../engine/permissions.js"
 import { NATS_POLICY, type Outbound, type SlowConsumer } from "../../engine/outbound.js"
@@ -288,7 +289,8 @@ export class Client extends Connection<ClosedReason> implements NatsOpHandler {
       this.sendErr(ErrText.InvalidPublishSubject)
       return
     }
-    if (this.perms !== undefined && !this.perms.canPublish(subject, door.env)) {
+    // A client never speaks on the servers' own subjects (it could forge what only a server says).
+    if ((this.perms !== undefined && !this.perms.canPublish(subject, door.env)) || isOwnSubject(subject)) {
       door.log.error(`${this.logPrefix()} - Publish Violation - User "${this.user}", Subject "${subject}"`)
       this.sendErr(publishViolation(subject))
       return
