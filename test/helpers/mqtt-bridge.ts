@@ -65,17 +65,18 @@ export const bridgeWorld = (
     serverId: "NTEST"
   })
   const { account, store, settle } = pendingStore(over.durable ?? true)
-  const options: MqttOptions = { ...defaultOptions.mqtt!, host: "127.0.0.1", port: 0 }
+  const options: MqttOptions = { ...defaultOptions.mqtt!, host: "127.0.0.1", port: 0, protocolVersions: [4, 5] }
   const bridge = new MqttBridge(server, options, store)
   /** Run the flushes asked for (and those they ask for in turn). */
   const flush = () => {
     for (let i = 0; i < 10 && flushes.length > 0; i++) for (const f of flushes.splice(0)) f()
   }
   /** A client connection: what the server wrote to it, parsed. */
-  /** A CONNECT, and `then` in the same chunk. */
-  const connect = (clientId: string, clean = false, then: ReadonlyArray<Record<string, unknown>> = []) => {
+  /** A CONNECT, and `then` in the same chunk; `v5`: an MQTT 5.0 one, with these CONNECT fields (properties, will). */
+  const connect = (clientId: string, clean = false, then: ReadonlyArray<Record<string, unknown>> = [], v5?: Record<string, unknown>) => {
+    const protocolVersion = v5 === undefined ? 4 : 5
     const packets: Array<MqttPacket.Packet> = []
-    const parser = MqttPacket.parser({ protocolVersion: 4 })
+    const parser = MqttPacket.parser({ protocolVersion })
     parser.on("packet", (p) => packets.push(p))
     let handlers: ConnHandlers | undefined
     let closed = false
@@ -97,9 +98,9 @@ export const bridgeWorld = (
       destroy: close
     }
     handlers = bridge.accept(conn)
-    const bytes = (p: Record<string, unknown>) => MqttPacket.generate(p as unknown as MqttPacket.Packet)
+    const bytes = (p: Record<string, unknown>) => MqttPacket.generate(p as unknown as MqttPacket.Packet, { protocolVersion })
     const send = (p: Record<string, unknown>) => handlers!.onData(bytes(p))
-    const connect = { cmd: "connect", protocolId: "MQTT", protocolVersion: 4, clean, clientId, keepalive: 0 }
+    const connect = { cmd: "connect", protocolId: "MQTT", protocolVersion, clean, clientId, keepalive: 0, ...v5 }
     handlers.onData(Buffer.concat([connect, ...then].map(bytes)))
     return {
       packets,
@@ -122,6 +123,6 @@ export const bridgeWorld = (
   const tick = (ms: number) => {
     t += ms
   }
-  return { account, bridge, connect, turn, tick, lines }
+  return { account, bridge, connect, turn, tick, now: () => t, lines }
 }
 
