@@ -18,9 +18,12 @@ interface Msg {
   accepted: boolean
   /** The server life it was first sent in. */
   readonly life: number
-  /** MQTT 5.0 Message Expiry Interval (seconds) it was published with, and when (simulated ms). */
+  /**
+   * MQTT 5.0 Message Expiry Interval (seconds) it was published with, and when (simulated
+   * ms): its last send, since the server counts a resent copy's interval from its receipt.
+   */
   readonly expiry?: number | undefined
-  readonly at: number
+  at: number
 }
 
 /** A delivery this long past its Message Expiry Interval (network and ticks included) is late. */
@@ -96,6 +99,9 @@ export class MqttModel {
     if (m === undefined) return
     m.resent = true
     if (m.life !== this.life) m.resentAfterRestart = true
+    // The resend carries the interval it was published with, counted from when it arrives
+    // (seed 1332367462 found the device resending without it, and the copy delivered bare).
+    if (m.expiry !== undefined) m.at = this.now()
   }
 
   readonly subacked = (d: MqttDevice, list: ReadonlyArray<{ filter: string; qos: number }>): void => {
@@ -195,6 +201,9 @@ export class MqttModel {
     this.excusedSince = this.life
     this.excusedLosses++
     this.owed.clear()
+    // Subscriptions confirmed before may be gone from a session that comes back present:
+    // owed again from the SUBACK of the device's next SUBSCRIBE (see MqttSim.restarted).
+    this.subs.clear()
     // What was delivered before may come again (the record of its delivery was not promised).
     this.got.clear()
     for (const r of this.retained.values()) r.acked = -1
