@@ -148,7 +148,8 @@ export class MqttModel {
     const d = c.device
     if (m.expiry !== undefined && d.v5 !== undefined && !dup) {
       // MQTT 5.0: never sent once it ran out [MQTT-3.3.2-5], and with no more than is left [MQTT-3.3.2-6].
-      // (A resend after reconnecting carries the interval it first went with: not checked.)
+      // (A resend after reconnecting is counted down too, but a QoS 2 one goes even once its
+      // interval ran out [MQTT-4.3.3-7]: not checked.)
       this.expiryChecked++
       const late = this.now() - (m.at + m.expiry * 1000)
       if (late > EXPIRY_SLACK_MS) this.violations.push(`${c.name} received M${no} ${late} ms after its Message Expiry Interval (${m.expiry}s) ran out [MQTT-3.3.2-5]`)
