@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest"
 import { bridgeWorld as world } from "../helpers/mqtt-bridge.js"
 
 const presence = (packets: ReadonlyArray<MqttPacket.Packet>) => packets.flatMap((p) => (p.cmd === "connack" ? [p.sessionPresent] : []))
-const expiring = (seconds: number, more: Record<string, unknown> = {}) => ({ properties: { sessionExpiryInterval: seconds }, ...more })
+const expiring = (seconds: number, more: Record<string, unknown> = {}) => ({ protocolVersion: 5, properties: { sessionExpiryInterval: seconds }, ...more })
 
 describe("an away session whose Session Expiry Interval ran out before the bridge's tick", () => {
   // Found by the simulator (seed 1758060521): the server restarted for longer than a

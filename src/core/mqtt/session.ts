@@ -89,7 +89,8 @@ export interface SessionDeps {
    */
   readonly randomBytes: (n: number) => Uint8Array
   readonly authenticate?: (connect: ConnectPacket) => AuthResult
-  readonly canSubscribe?: (filter: string) => boolean
+  /** Whether the client may hold the subscription `filter`; `shared`: a `$share/G/…` filter made as a Shared Subscription (its inner filter is what is checked), else the filter as it is. */
+  readonly canSubscribe?: (filter: string, shared: boolean) => boolean
   /**
    * Whether the client may receive a message on the literal `subject` (its subscribe
    * permissions, deny included). Live messages are filtered by the router; this is asked
@@ -417,6 +418,11 @@ export class MqttSession {
    */
   get endsStored(): boolean {
     return this.clean && this.storedValue
+  }
+
+  /** Whether the subscription `filter` was made as a Shared Subscription (a 3.1.1 session's `$share/…` filter is literal). */
+  isShared(filter: string): boolean {
+    return this.subs.get(filter)?.shared === true
   }
 
   /**
@@ -835,7 +841,8 @@ export class MqttSession {
     for (const sub of s.subscriptions) {
       const subjects = filterSubscription(sub.filter, sub.shared === true)
       if (!subjects.ok) continue
-      if (!(this.deps.canSubscribe?.(sub.filter) ?? true)) {
+      // As it was made: a 3.1.1 session's `$share/…` filter stays literal, also for a v5 connection resuming it.
+      if (!(this.deps.canSubscribe?.(sub.filter, sub.shared === true) ?? true)) {
         this.emit({ type: "denied", op: "subscribe", topic: sub.filter })
         this.persistSubscription(sub.filter, undefined)
         continue
@@ -1129,7 +1136,7 @@ export class MqttSession {
         refused(ReasonCode.TopicFilterInvalid)
         continue
       }
-      if (!(this.deps.canSubscribe?.(filter) ?? true)) {
+      if (!(this.deps.canSubscribe?.(filter, subjects.queue !== undefined) ?? true)) {
         this.emit({ type: "denied", op: "subscribe", topic: filter })
         refused(ReasonCode.NotAuthorized)
         continue

@@ -56,7 +56,7 @@ const sessionDeps = (server: Server, c: MqttConnection, held: HeldPayloads): Ses
     },
     canPublish: (_topic, subject) => c.perms === undefined || c.perms.canPublish(subject, server),
     canReceive: (subject) => c.perms === undefined || c.perms.canSubscribe(subject),
-    canSubscribe: (filter) => mayHold(c, filter, c.session.protocolVersion === 5)
+    canSubscribe: (filter, shared) => mayHold(c, filter, shared)
   }
 }
 
