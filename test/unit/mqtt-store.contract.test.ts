@@ -211,6 +211,23 @@ export const mqttStoreContract = (label: string, make: () => Promise<Backend>) =
       expect(back?.queued.map((q) => [q.ref, q.topic, q.qos])).toEqual([[later, "late/x", 1], [other, "elsewhere", 1]])
     })
 
+    it("MQTT 5.0: the messages a restored session finds by its cursor carry the Subscription Identifiers of the subscriptions that had them", async () => {
+      const { svc, store } = await start()
+      store.writeSubscription("dev-1", "late/#", 1, { id: 3 })
+      store.writeSubscription("dev-1", "late/+", 0, { id: 7 }) // QoS 0: no grant, but its identifier goes with the message
+      store.writeSubscription("dev-1", "other/#", 1)
+      store.writeSession(snapshot({ protocolVersion: 5, subscriptions: [{ filter: "late/#", qos: 1, id: 3 }, { filter: "late/+", qos: 0, id: 7 }, { filter: "other/#", qos: 1 }] }))
+      const late = keep(store, "late.x", "after the record", 1)
+      const other = keep(store, "other.y", "no identifier", 1)
+      // made after both were stored and routed: not theirs
+      store.writeSubscription("dev-1", "late/x", 1, { id: 9 })
+      expect(await committed(svc)).toBe(true)
+      const after = await restart()
+      const back = after.store.takeSessions().get("dev-1")
+      if (!store.durable) return expect(back).toBeUndefined()
+      expect(back?.queued.map((q) => [q.ref, q.topic, q.properties?.subscriptionIdentifiers])).toEqual([[late, "late/x", [3, 7]], [other, "other/y", undefined]])
+    })
+
     it("forgets a deleted session: record, subscriptions, QoS 2 state and its hold on stored messages", async () => {
       const { svc, store } = await start()
       const ref = keep(store, "d.x", "x", 1)

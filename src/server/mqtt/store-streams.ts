@@ -417,11 +417,16 @@ export class StreamsAccountStore implements MqttAccountStore {
         // Messages stored after the record was written that its QoS 1/2 subscriptions match
         // (each from when it was made), at the QoS they grant, as a live session would choose it.
         const grants: Array<Grant & { readonly from: number }> = []
+        // MQTT 5.0: the subscriptions with a Subscription Identifier, QoS 0 ones included (a
+        // message goes once, with the identifiers of every subscription that matches it).
+        const identified: Array<Grant & { readonly from: number; readonly id: number }> = []
         for (const s of subs) {
-          if (s.q === 0) continue
           // a Shared Subscription's subjects are its inner filter's; any other `$share/…` filter is literal
           const subjects = filterSubscription(s.f, s.s === 1)
-          if (subjects.ok) grants.push({ filter: s.f, subjects: subjects.subjects, qos: s.q, from: Math.max(rec.cursor, s.c) + 1 })
+          if (!subjects.ok) continue
+          const g = { filter: s.f, subjects: subjects.subjects, qos: s.q, from: Math.max(rec.cursor, s.c) + 1 }
+          if (s.q > 0) grants.push(g)
+          if (s.i !== undefined) identified.push({ ...g, id: s.i })
         }
         const filters = grants.flatMap((g) => g.subjects.map(msgSubject))
         const active: Array<Grant> = []
@@ -439,7 +444,13 @@ export class StreamsAccountStore implements MqttAccountStore {
           const best = bestGrant(active, storedSubjectOf(e.subject))
           if (best <= 0) continue
           seen.add(seq)
-          queued.push({ qos: best as 1 | 2, topic: subjectToTopic(storedSubjectOf(e.subject)), payload: undefined, size: e.size, retain: false, ref: seq })
+          const topic = subjectToTopic(storedSubjectOf(e.subject))
+          let ids: Array<number> | undefined
+          for (const g of identified) if (seq >= g.from && bestGrant([g], storedSubjectOf(e.subject)) >= 0) (ids ??= []).push(g.id)
+          queued.push(ids === undefined
+            ? { qos: best as 1 | 2, topic, payload: undefined, size: e.size, retain: false, ref: seq }
+            // its other properties come with its payload (`fetched` keeps these beside them)
+            : { qos: best as 1 | 2, topic, payload: undefined, size: e.size, retain: false, ref: seq, properties: { subscriptionIdentifiers: ids } })
         }
         for (const o of outbound) if (typeof o.ref === "number") self.ref(o.ref)
         for (const q of queued) if (typeof q.ref === "number") self.ref(q.ref)
