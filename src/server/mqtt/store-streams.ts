@@ -45,7 +45,7 @@ import type { LogService } from "../../services/log.js"
 import type { StoreError, StreamStore } from "../../services/store.js"
 import type { JetStream } from "../jetstream/jetstream.js"
 import type { JsStream } from "../jetstream/stream.js"
-import { type InboundId, type LoadedMessage, type MqttAccountStore, MqttStore, type MqttStoreService, type RetainedMsg, type StoredProps } from "./store.js"
+import { type InboundId, type LoadedMessage, type MqttAccountStore, MqttStore, type MqttStoreService, type RetainedMsg, storedExpired, type StoredProps } from "./store.js"
 import { MemoryAccountStore } from "./store-memory.js"
 
 /** Every stream keeps one record per subject, except `$MQTT_msgs` (removed when delivered). */
@@ -299,6 +299,11 @@ export class StreamsAccountStore implements MqttAccountStore {
         if (m._tag === "Left") continue
         const topic = subjectToTopic(storedSubjectOf(subject))
         const props = propsOf(m.right.headers, m.right.ts)
+        // MQTT 5.0: one whose Message Expiry Interval ran out (while the server was down, say) is gone.
+        if (storedExpired(props, self.owner.now())) {
+          self.drop(MqttStream.rmsgs, subject)
+          continue
+        }
         const qos = qosOfHeader(m.right.headers)
         self.retained.set(topic, props === undefined ? { topic, payload: m.right.payload, qos } : { topic, payload: m.right.payload, qos, props })
       }
