@@ -121,6 +121,13 @@ describe("simulation: MQTT", () => {
     }
   })
 
+  // Found by sweeping fresh seeds (2000 steps, disk): a store failure during the end check's
+  // wait cut off a device draining its backlog, and the check came before it reconnected.
+  it("regression: a device cut off while the end check waits comes back first (seed 653215563)", async () => {
+    const r = await runSim({ seed: 653_215_563, steps: 2000, faults: "disk", mqtt: true })
+    if (!r.ok) expect.fail(explain(r, "disk"))
+  })
+
   // Found by sweeping fresh seeds (2000 steps, disk): a restart took longer than an MQTT 5.0
   // session's Session Expiry Interval and its client connected before the bridge's first
   // tick: it heard "session present" (targeted test: test/unit/mqtt5-away-expiry.test.ts).
