@@ -15,6 +15,8 @@ export interface OutMsg {
   readonly retain: boolean
   readonly pid: number
   phase: "publish" | "pubrel"
+  /** MQTT 5.0: the Message Expiry Interval it was published with (a resend carries it too). */
+  readonly expiry?: number | undefined
 }
 
 /** What a device tells the model. */
@@ -166,7 +168,7 @@ export class MqttConn implements ClientEnd {
     const props = expiry === undefined || this.level !== 5 ? {} : { properties: { messageExpiryInterval: expiry } }
     if (qos === 0) return this.send({ cmd: "publish", topic, payload, qos, retain, dup: false, ...props })
     const pid = d.nextPid()
-    d.outflight.set(pid, { no, topic, payload, qos, retain, pid, phase: "publish" })
+    d.outflight.set(pid, { no, topic, payload, qos, retain, pid, phase: "publish", expiry: props.properties?.messageExpiryInterval })
     this.send({ cmd: "publish", topic, payload, qos, retain, dup: false, messageId: pid, ...props })
   }
 
@@ -228,7 +230,8 @@ export class MqttConn implements ClientEnd {
         // Unacknowledged publishes go out again with DUP, PUBRELs again [MQTT-4.4.0-1].
         for (const m of d.outflight.values()) {
           if (m.phase === "pubrel") this.send({ cmd: "pubrel", messageId: m.pid })
-          else this.send({ cmd: "publish", topic: m.topic, payload: m.payload, qos: m.qos, retain: m.retain, dup: true, messageId: m.pid })
+          // The same PUBLISH, properties included, as client libraries resend what they stored.
+          else this.send({ cmd: "publish", topic: m.topic, payload: m.payload, qos: m.qos, retain: m.retain, dup: true, messageId: m.pid, ...(m.expiry === undefined || this.level !== 5 ? {} : { properties: { messageExpiryInterval: m.expiry } }) })
         }
         if (!d.subscribed && d.subs.length > 0) this.send({ cmd: "subscribe", messageId: d.nextPid(), subscriptions: d.subs.map((s) => ({ topic: s.filter, qos: s.qos })) })
         return

@@ -18,9 +18,12 @@ interface Msg {
   accepted: boolean
   /** The server life it was first sent in. */
   readonly life: number
-  /** MQTT 5.0 Message Expiry Interval (seconds) it was published with, and when (simulated ms). */
+  /**
+   * MQTT 5.0 Message Expiry Interval (seconds) it was published with, and when (simulated
+   * ms): its last send, since the server counts a resent copy's interval from its receipt.
+   */
   readonly expiry?: number | undefined
-  readonly at: number
+  at: number
 }
 
 /** A delivery this long past its Message Expiry Interval (network and ticks included) is late. */
@@ -96,6 +99,9 @@ export class MqttModel {
     if (m === undefined) return
     m.resent = true
     if (m.life !== this.life) m.resentAfterRestart = true
+    // The resend carries the interval it was published with, counted from when it arrives
+    // (seed 1332367462 found the device resending without it, and the copy delivered bare).
+    if (m.expiry !== undefined) m.at = this.now()
   }
 
   readonly subacked = (d: MqttDevice, list: ReadonlyArray<{ filter: string; qos: number }>): void => {
@@ -142,7 +148,8 @@ export class MqttModel {
     const d = c.device
     if (m.expiry !== undefined && d.v5 !== undefined && !dup) {
       // MQTT 5.0: never sent once it ran out [MQTT-3.3.2-5], and with no more than is left [MQTT-3.3.2-6].
-      // (A resend after reconnecting carries the interval it first went with: not checked.)
+      // (A resend after reconnecting is counted down too, but a QoS 2 one goes even once its
+      // interval ran out [MQTT-4.3.3-7]: not checked.)
       this.expiryChecked++
       const late = this.now() - (m.at + m.expiry * 1000)
       if (late > EXPIRY_SLACK_MS) this.violations.push(`${c.name} received M${no} ${late} ms after its Message Expiry Interval (${m.expiry}s) ran out [MQTT-3.3.2-5]`)
@@ -195,6 +202,9 @@ export class MqttModel {
     this.excusedSince = this.life
     this.excusedLosses++
     this.owed.clear()
+    // Subscriptions confirmed before may be gone from a session that comes back present:
+    // owed again from the SUBACK of the device's next SUBSCRIBE (see MqttSim.restarted).
+    this.subs.clear()
     // What was delivered before may come again (the record of its delivery was not promised).
     this.got.clear()
     for (const r of this.retained.values()) r.acked = -1

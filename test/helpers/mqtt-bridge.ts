@@ -2,7 +2,7 @@
 // test settles (`ok` or failed): the engine's flushes and the store's commits run when the
 // test says, one at a time, so what a client is told around a commit is exact.
 import * as MqttPacket from "mqtt-packet"
-import { defaultOptions, type MqttOptions } from "../../src/config/options.js"
+import { defaultOptions, type MqttOptions, type ServerOptions } from "../../src/config/options.js"
 import type { SessionSnapshot } from "../../src/core/mqtt/index.js"
 import { MqttBridge } from "../../src/server/mqtt/bridge.js"
 import type { MqttAccountStore, MqttStoreService } from "../../src/server/mqtt/store.js"
@@ -47,7 +47,7 @@ const pendingStore = (durable: boolean) => {
 
 /** A server and its bridge; `entropy`: the server's unguessable bytes (seeded by default). */
 export const bridgeWorld = (
-  over: { readonly random?: () => number; readonly entropy?: EntropyService; readonly durable?: boolean } = {}
+  over: { readonly random?: () => number; readonly entropy?: EntropyService; readonly durable?: boolean; readonly options?: Partial<ServerOptions> } = {}
 ) => {
   let t = 1_000
   const flushes: Array<() => void> = []
@@ -55,7 +55,7 @@ export const bridgeWorld = (
   const random = over.random ?? (() => ((seed = (seed * 16807) % 2147483647) / 2147483647))
   const entropy = over.entropy ?? seededEntropy(random)
   const lines: Array<string> = []
-  const server = new Server({ ...defaultOptions, mqtt: { ...defaultOptions.mqtt!, host: "127.0.0.1", port: 0 } }, {
+  const server = new Server({ ...defaultOptions, mqtt: { ...defaultOptions.mqtt!, host: "127.0.0.1", port: 0 }, ...over.options }, {
     now: () => t,
     nanos: () => t * 1_000_000,
     random,
@@ -65,17 +65,18 @@ export const bridgeWorld = (
     serverId: "NTEST"
   })
   const { account, store, settle } = pendingStore(over.durable ?? true)
-  const options: MqttOptions = { ...defaultOptions.mqtt!, host: "127.0.0.1", port: 0 }
+  const options: MqttOptions = { ...defaultOptions.mqtt!, host: "127.0.0.1", port: 0, protocolVersions: [4, 5] }
   const bridge = new MqttBridge(server, options, store)
   /** Run the flushes asked for (and those they ask for in turn). */
   const flush = () => {
     for (let i = 0; i < 10 && flushes.length > 0; i++) for (const f of flushes.splice(0)) f()
   }
   /** A client connection: what the server wrote to it, parsed. */
-  /** A CONNECT, and `then` in the same chunk. */
-  const connect = (clientId: string, clean = false, then: ReadonlyArray<Record<string, unknown>> = []) => {
+  /** A CONNECT, and `then` in the same chunk; `fields`: more CONNECT fields (`protocolVersion: 5`, properties, will, username, password). */
+  const connect = (clientId: string, clean = false, then: ReadonlyArray<Record<string, unknown>> = [], fields: Record<string, unknown> = {}) => {
+    const protocolVersion = fields.protocolVersion === 5 ? 5 : 4
     const packets: Array<MqttPacket.Packet> = []
-    const parser = MqttPacket.parser({ protocolVersion: 4 })
+    const parser = MqttPacket.parser({ protocolVersion })
     parser.on("packet", (p) => packets.push(p))
     let handlers: ConnHandlers | undefined
     let closed = false
@@ -97,9 +98,9 @@ export const bridgeWorld = (
       destroy: close
     }
     handlers = bridge.accept(conn)
-    const bytes = (p: Record<string, unknown>) => MqttPacket.generate(p as unknown as MqttPacket.Packet)
+    const bytes = (p: Record<string, unknown>) => MqttPacket.generate(p as unknown as MqttPacket.Packet, { protocolVersion })
     const send = (p: Record<string, unknown>) => handlers!.onData(bytes(p))
-    const connect = { cmd: "connect", protocolId: "MQTT", protocolVersion: 4, clean, clientId, keepalive: 0 }
+    const connect = { cmd: "connect", protocolId: "MQTT", protocolVersion, clean, clientId, keepalive: 0, ...fields }
     handlers.onData(Buffer.concat([connect, ...then].map(bytes)))
     return {
       packets,
@@ -122,6 +123,6 @@ export const bridgeWorld = (
   const tick = (ms: number) => {
     t += ms
   }
-  return { account, bridge, connect, turn, tick, lines }
+  return { account, bridge, connect, turn, tick, now: () => t, lines }
 }
 

@@ -9,6 +9,7 @@ import type { SessionSnapshot } from "../../src/core/mqtt/index.js"
 import { type MqttAccountStore, MqttStore, type MqttStoreService } from "../../src/server/mqtt/store.js"
 import { layerMemory } from "../../src/server/mqtt/store-memory.js"
 import { layerStreams } from "../../src/server/mqtt/store-streams.js"
+import { headerBlock, NatsHeader } from "../../src/core/mqtt/v5/nats.js"
 import { type JsTestServer, startJsServer } from "../helpers/jetstream.js"
 
 interface Backend {
@@ -16,6 +17,8 @@ interface Backend {
   layer(): Layer.Layer<MqttStore>
   /** Stop and start again (the same directory for streams; memory starts over). */
   restart(): Promise<void>
+  /** The clock of the servers started from now on runs this much ahead (ms). */
+  later(ms: number): void
   close(): Promise<void>
 }
 
@@ -211,6 +214,36 @@ export const mqttStoreContract = (label: string, make: () => Promise<Backend>) =
       expect(back?.queued.map((q) => [q.ref, q.topic, q.qos])).toEqual([[later, "late/x", 1], [other, "elsewhere", 1]])
     })
 
+    it("MQTT 5.0: the messages a restored session finds by its cursor carry the Subscription Identifiers of the subscriptions that had them", async () => {
+      const { svc, store } = await start()
+      store.writeSubscription("dev-1", "late/#", 1, { id: 3 })
+      store.writeSubscription("dev-1", "late/+", 0, { id: 7 }) // QoS 0: no grant, but its identifier goes with the message
+      store.writeSubscription("dev-1", "other/#", 1)
+      store.writeSession(snapshot({ protocolVersion: 5, subscriptions: [{ filter: "late/#", qos: 1, id: 3 }, { filter: "late/+", qos: 0, id: 7 }, { filter: "other/#", qos: 1 }] }))
+      const late = keep(store, "late.x", "after the record", 1)
+      const other = keep(store, "other.y", "no identifier", 1)
+      // made after both were stored and routed: not theirs
+      store.writeSubscription("dev-1", "late/x", 1, { id: 9 })
+      expect(await committed(svc)).toBe(true)
+      const after = await restart()
+      const back = after.store.takeSessions().get("dev-1")
+      if (!store.durable) return expect(back).toBeUndefined()
+      expect(back?.queued.map((q) => [q.ref, q.topic, q.properties?.subscriptionIdentifiers])).toEqual([[late, "late/x", [3, 7]], [other, "other/y", undefined]])
+    })
+
+    it("MQTT 5.0: a retained message whose Message Expiry Interval ran out while the server was down is not loaded back", async () => {
+      const { svc, store } = await start()
+      const expiring = (seconds: number) => ({ reply: undefined, hdr: headerBlock([[NatsHeader.messageExpiry, String(seconds)]]), at: Date.now() })
+      store.setRetained("r/short", "r.short", Buffer.from("s"), 1, expiring(5))
+      store.setRetained("r/long", "r.long", Buffer.from("l"), 1, expiring(60))
+      store.setRetained("r/plain", "r.plain", Buffer.from("p"), 1)
+      expect(await committed(svc)).toBe(true)
+      backend!.later(10_000)
+      const after = await restart()
+      if (!store.durable) return expect(after.store.retained.size).toBe(0)
+      expect(after.store.retained.values().map((m) => m.topic).sort()).toEqual(["r/long", "r/plain"])
+    })
+
     it("forgets a deleted session: record, subscriptions, QoS 2 state and its hold on stored messages", async () => {
       const { svc, store } = await start()
       const ref = keep(store, "d.x", "x", 1)
@@ -234,14 +267,28 @@ export const mqttStoreContract = (label: string, make: () => Promise<Backend>) =
 mqttStoreContract("memory", async () => ({
   layer: () => layerMemory,
   restart: async () => {},
+  later: () => {},
   close: async () => {}
 }))
 
 mqttStoreContract("streams", async () => {
   const js: JsTestServer = await startJsServer()
+  let ahead = 0
   return {
-    layer: () => layerStreams(js.srv.serving.jetstream!),
+    layer: () => {
+      const jetstream = js.srv.serving.jetstream!
+      if (ahead !== 0) {
+        // the store reads the server's clock: this server's runs `ahead` of the wall clock
+        const server = jetstream.server as { now: () => number }
+        const real = server.now.bind(server)
+        server.now = () => real() + ahead
+      }
+      return layerStreams(jetstream)
+    },
     restart: () => js.restart(),
+    later: (ms) => {
+      ahead += ms
+    },
     close: () => js.close()
   }
 })

@@ -8,7 +8,7 @@ import * as MqttPacket from "mqtt-packet"
 import { MalformedPacket, MqttParser } from "../../src/core/mqtt/codec.js"
 import { encodeIntoV5, toV5Packet } from "../../src/core/mqtt/codec5.js"
 import { MqttSession, defaultSessionConfig, type SessionConfig } from "../../src/core/mqtt/session.js"
-import type { ClientPacket, ServerPacket, SessionAction } from "../../src/core/mqtt/types.js"
+import type { ClientPacket, ServerPacket, SessionAction, SessionSnapshot } from "../../src/core/mqtt/types.js"
 import { OutBuf } from "../../src/core/outbuf.js"
 import { decodeSessionRecord, decodeSubscriptionRecord, delayedWillOf, encodeSessionRecord, encodeSubscriptionRecord, qosHeader, subscriptionOptionsOf, qosOfHeader, storedHeader, storedParts } from "../../src/core/mqtt/record.js"
 import { connected, ofType, pkt, seededBytes, sent } from "../helpers/mqtt-session.js"
@@ -618,25 +618,69 @@ describe("MQTT 5.0 Message Expiry on kept copies", () => {
     ])
   })
 
-  it("a stored message read back (fetched): its stored properties, its interval counted from when it was stored", () => {
-    // a session resumed from the store: its queued messages wait there, not in memory
+  /**
+   * A session resumed from the store at t=30 s with stored messages 7 and 8 (in flight or
+   * queued: their payloads wait in the store), read back: 7 stored at 0 with 20 s to live,
+   * 8 with 40 s and a Content Type.
+   */
+  const readBack = (stored: Pick<SessionSnapshot, "outbound" | "queued" | "lastPacketId">) => {
     const s = new MqttSession(30_000, { randomBytes: seededBytes(2) }, config)
     s.step(pkt(parse(new MqttParser({ v5: true }), connect5({ clean: false, properties: { sessionExpiryInterval: 600 } })).packets[0]!), 30_000)
-    const waiting = (ref: number) => ({ qos: 1 as const, topic: "t", payload: undefined, size: 1, retain: false, ref })
-    const ready = s.step({
-      type: "sessionReady",
-      stored: { clientId: "dev", subscriptions: [{ filter: "t", qos: 1 }], outbound: [], queued: [waiting(7), waiting(8)], inboundQos2: [], lastPacketId: 0, expiryInterval: 600 }
-    }, 30_000)
+    const ready = s.step({ type: "sessionReady", stored: { clientId: "dev", subscriptions: [{ filter: "t", qos: 1 }], inboundQos2: [], expiryInterval: 600, ...stored } }, 30_000)
     expect(ofType(ready, "fetch")).toMatchObject([{ refs: [7, 8] }])
-    const out = s.step({
+    return s.step({
       type: "fetched",
       messages: [
         { ref: 7, payload: Buffer.from("a"), qos: 1, properties: { messageExpiryInterval: 20 }, receivedAt: 0 },
         { ref: 8, payload: Buffer.from("b"), qos: 1, properties: { messageExpiryInterval: 40, contentType: "x" }, receivedAt: 0 }
       ]
     }, 30_000)
+  }
+
+  it("a stored message read back (fetched): its stored properties, its interval counted from when it was stored", () => {
+    const waiting = (ref: number) => ({ qos: 1 as const, topic: "t", payload: undefined, size: 1, retain: false, ref })
+    const out = readBack({ outbound: [], queued: [waiting(7), waiting(8)], lastPacketId: 0 })
     expect(ofType(out, "drop")).toMatchObject([{ reason: "expired", ref: 7 }])
     expect(publishes(out)).toMatchObject([{ payload: Buffer.from("b"), properties: { messageExpiryInterval: 10, contentType: "x" } }])
+  })
+
+  /** A v5 persistent session that sent `t` messages (QoS 1 "one", QoS 2 "two", 10 s to live) at t=0 and is resumed by a new connection at `at`. */
+  const resumedAt = (at: number) => {
+    const live = ready5({ clean: false, properties: { sessionExpiryInterval: 600 } }).s
+    const [sub] = v5Packets({ cmd: "subscribe", messageId: 1, subscriptions: [{ topic: "t", qos: 2 }] })
+    live.step(pkt(sub), 0)
+    const sentLive = publishes([
+      ...live.step({ type: "deliver", subject: "t", payload: Buffer.from("one"), qos: 1, properties: { messageExpiryInterval: 10 } }, 0),
+      ...live.step({ type: "deliver", subject: "t", payload: Buffer.from("two"), qos: 2, properties: { messageExpiryInterval: 10 } }, 0)
+    ])
+    expect(sentLive).toMatchObject([{ qos: 1, properties: { messageExpiryInterval: 10 } }, { qos: 2, properties: { messageExpiryInterval: 10 } }])
+    live.step({ type: "connectionLost" }, 1_000)
+    const away = MqttSession.away(live.snapshot(), 1_000, { randomBytes: seededBytes(1) }, config)
+    const back = new MqttSession(at, { randomBytes: seededBytes(2) }, config)
+    back.step(pkt(parse(new MqttParser({ v5: true }), connect5({ clean: false, properties: { sessionExpiryInterval: 600 } })).packets[0]!), at)
+    return back.step({ type: "sessionReady", stored: away.snapshot() }, at)
+  }
+
+  it("[MQTT-3.3.2-6] a message resent on a new connection carries what is left of its interval, counted to now", () => {
+    const out = resumedAt(4_000)
+    expect(publishes(out)).toMatchObject([
+      { payload: Buffer.from("one"), dup: true, qos: 1, properties: { messageExpiryInterval: 6 } },
+      { payload: Buffer.from("two"), dup: true, qos: 2, properties: { messageExpiryInterval: 6 } }
+    ])
+    expect(ofType(out, "drop")).toEqual([])
+  })
+
+  it("[MQTT-3.3.2-5] [MQTT-4.3.3-7] once it ran out, a QoS 1 message is not resent; a QoS 2 one completes its exchange", () => {
+    const out = resumedAt(15_000)
+    expect(publishes(out)).toMatchObject([{ payload: Buffer.from("two"), dup: true, qos: 2, properties: { messageExpiryInterval: 0 } }])
+    expect(ofType(out, "drop")).toMatchObject([{ reason: "expired" }])
+  })
+
+  it("an in-flight stored message read back after a restart: counted from when it was stored, not resent once it ran out", () => {
+    const inFlight = (packetId: number, ref: number) => ({ packetId, qos: 1 as const, topic: "t", payload: undefined, retain: false, phase: "publish" as const, ref })
+    const out = readBack({ outbound: [inFlight(1, 7), inFlight(2, 8)], queued: [], lastPacketId: 2 })
+    expect(ofType(out, "drop")).toMatchObject([{ reason: "expired", ref: 7 }])
+    expect(publishes(out)).toMatchObject([{ payload: Buffer.from("b"), dup: true, messageId: 2, properties: { messageExpiryInterval: 10 } }])
   })
 
   it("the stored header keeps the bridge's lines, the reply subject and the message's own headers apart", () => {

@@ -41,6 +41,8 @@ export interface OutFlight {
   readonly retain: boolean
   /** MQTT 5.0: the message's properties (from NATS headers and reply subject) and Subscription Identifiers, sent with it. */
   properties?: Properties | undefined
+  /** MQTT 5.0: when it was received, for a message with a Message Expiry Interval (ms): a resend counts it down. */
+  receivedAt?: number | undefined
   /** `publish` until PUBACK/PUBREC; `pubrel` (QoS 2 only) until PUBCOMP. */
   phase: "publish" | "pubrel"
   /** The shell's handle on the stored message (e.g. a `$MQTT_msgs` sequence). */
@@ -196,6 +198,7 @@ export class OutWindow {
       payload: q.payload,
       retain: q.retain,
       properties: q.properties,
+      receivedAt: q.receivedAt,
       phase: "publish",
       ref: q.ref,
       deadline,

@@ -89,7 +89,8 @@ export interface SessionDeps {
    */
   readonly randomBytes: (n: number) => Uint8Array
   readonly authenticate?: (connect: ConnectPacket) => AuthResult
-  readonly canSubscribe?: (filter: string) => boolean
+  /** Whether the client may hold the subscription `filter`; `shared`: a `$share/G/…` filter made as a Shared Subscription (its inner filter is what is checked), else the filter as it is. */
+  readonly canSubscribe?: (filter: string, shared: boolean) => boolean
   /**
    * Whether the client may receive a message on the literal `subject` (its subscribe
    * permissions, deny included). Live messages are filtered by the router; this is asked
@@ -419,6 +420,11 @@ export class MqttSession {
     return this.clean && this.storedValue
   }
 
+  /** Whether the subscription `filter` was made as a Shared Subscription (a 3.1.1 session's `$share/…` filter is literal). */
+  isShared(filter: string): boolean {
+    return this.subs.get(filter)?.shared === true
+  }
+
   /**
    * How many stored messages (numeric refs) the session took for delivery, so far: when a
    * `deliver` step changes it, the session holds the message until it is acknowledged or
@@ -496,7 +502,8 @@ export class MqttSession {
         retain: e.retain,
         phase: e.phase,
         ref: e.ref,
-        ...(e.properties === undefined ? {} : { properties: e.properties })
+        ...(e.properties === undefined ? {} : { properties: e.properties }),
+        ...(e.receivedAt === undefined ? {} : { receivedAt: e.receivedAt })
       })),
       queued: this.out.queue.toArray().filter((q) => q.gone !== true).map((q) => ({
         qos: q.qos, topic: q.topic, payload: q.payload, size: q.size, retain: q.retain, ref: q.ref,
@@ -834,7 +841,8 @@ export class MqttSession {
     for (const sub of s.subscriptions) {
       const subjects = filterSubscription(sub.filter, sub.shared === true)
       if (!subjects.ok) continue
-      if (!(this.deps.canSubscribe?.(sub.filter) ?? true)) {
+      // As it was made: a 3.1.1 session's `$share/…` filter stays literal, also for a v5 connection resuming it.
+      if (!(this.deps.canSubscribe?.(sub.filter, sub.shared === true) ?? true)) {
         this.emit({ type: "denied", op: "subscribe", topic: sub.filter })
         this.persistSubscription(sub.filter, undefined)
         continue
@@ -1128,7 +1136,7 @@ export class MqttSession {
         refused(ReasonCode.TopicFilterInvalid)
         continue
       }
-      if (!(this.deps.canSubscribe?.(filter) ?? true)) {
+      if (!(this.deps.canSubscribe?.(filter, subjects.queue !== undefined) ?? true)) {
         this.emit({ type: "denied", op: "subscribe", topic: filter })
         refused(ReasonCode.NotAuthorized)
         continue
@@ -1499,12 +1507,30 @@ export class MqttSession {
   }
 
   private resend(e: OutFlight, now: number): void {
+    // MQTT 5.0: what is left of its Message Expiry Interval, now; undefined: none (or no interval).
+    let properties = e.properties
+    const expiry = properties?.messageExpiryInterval
+    if (e.phase === "publish" && expiry !== undefined && e.receivedAt !== undefined) {
+      const left = forwardedExpiry(expiry, e.receivedAt, now)
+      if (left === undefined && e.qos === 1) {
+        // Its life ran out since it was sent: a QoS 1 message is not sent again (nor read
+        // back for it), as one still queued would not be [MQTT-3.3.2-5]; its packet id is
+        // free (a QoS 1 receiver keeps no state for it).
+        this.out.inflight.delete(e.packetId)
+        if (e.payload !== undefined) this.deps.released?.(e.payload)
+        this.emit({ type: "drop", reason: "expired", ref: e.ref })
+        return
+      }
+      // A QoS 2 message whose PUBLISH went out completes its exchange whatever its age
+      // [MQTT-4.3.3-7]: it goes again with nothing left (0) once its interval ran out.
+      if (left !== expiry) properties = { ...properties, messageExpiryInterval: left ?? 0 }
+    }
     this.out.touch(e, now + this.config.ackWaitMs)
     // Not in memory: read back from the store first (`fetched` resends it).
     if (e.phase === "publish" && e.payload === undefined) return this.requestFetch([e])
     if (e.phase === "pubrel") this.send({ cmd: "pubrel", messageId: e.packetId })
     else {
-      this.send({ cmd: "publish", topic: e.topic, payload: e.payload!, qos: e.qos, retain: e.retain, dup: true, messageId: e.packetId, properties: e.properties })
+      this.send({ cmd: "publish", topic: e.topic, payload: e.payload!, qos: e.qos, retain: e.retain, dup: true, messageId: e.packetId, properties })
       this.afterSend(e)
     }
   }
@@ -1557,7 +1583,7 @@ export class MqttSession {
         // MQTT 5.0: the properties its stored copy kept, beside the Subscription Identifiers it was queued with.
         if (m.properties !== undefined && this.versionValue === 5) {
           e.properties = e.properties?.subscriptionIdentifiers === undefined ? m.properties : { ...m.properties, subscriptionIdentifiers: e.properties.subscriptionIdentifiers }
-          if (!inFlight && m.properties.messageExpiryInterval !== undefined) (e as Queued).receivedAt = m.receivedAt
+          if (m.properties.messageExpiryInterval !== undefined) e.receivedAt = m.receivedAt
         }
         if (inFlight && !this.resumePending && e.phase === "publish" && this.out.inflight.get(e.packetId) === e) resends.push(e)
       }

@@ -172,6 +172,8 @@ export interface SessionSnapshot {
     readonly ref?: string | number | undefined
     /** MQTT 5.0: its properties (kept while the process runs; a stored copy keeps its own). */
     readonly properties?: Properties | undefined
+    /** MQTT 5.0: when it was received, for one with a Message Expiry Interval (a resend counts it down from then). */
+    readonly receivedAt?: number | undefined
   }>
   /** Messages accepted for delivery but not yet sent (window full). */
   readonly queued: ReadonlyArray<{

@@ -536,9 +536,11 @@ export class MqttBridge implements MqttDriver {
     const will = this.delayedWills.get(key)
     if (will !== undefined) {
       // A new connection to the session cancels a delayed will [MQTT-3.1.3-9]; Clean Start
-      // ends that session instead, and its will goes out now.
+      // ends that session instead, and its will goes out now, as does one already due (its
+      // time came, or its session ended, before the alarm ran: after a long restart).
       this.delayedWills.delete(key)
-      if (clean) this.runDelayedWill(will, this.server.now())
+      const now = this.server.now()
+      if (clean || will.will.at <= now) this.runDelayedWill(will, now)
       else this.registry.willSent(will.account, will.clientId)
     }
     const ready = this.gate.storeOf(c.account.name)

@@ -58,7 +58,7 @@ const sessionDeps = (server: Server, c: MqttConnection, held: HeldPayloads): Ses
     // Never on the servers' own subjects (core/cluster/own-subjects.ts), whatever the permissions.
     canPublish: (_topic, subject) => !isOwnSubject(subject) && (c.perms === undefined || c.perms.canPublish(subject, server)),
     canReceive: (subject) => c.perms === undefined || c.perms.canSubscribe(subject),
-    canSubscribe: (filter) => mayHold(c, filter, c.session.protocolVersion === 5)
+    canSubscribe: (filter, shared) => mayHold(c, filter, shared)
   }
 }
 

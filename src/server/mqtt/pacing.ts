@@ -8,7 +8,8 @@ import type { Subscription } from "../../engine/principal.js"
 import type { Server } from "../server.js"
 import type { MqttConnection } from "./connection.js"
 import { natsToPublish } from "../../core/mqtt/v5/nats.js"
-import type { MqttAccountStore, MqttStoreService, RetainedMsg, StoredProps } from "./store.js"
+import { topicToSubject } from "../../core/mqtt/topic.js"
+import { type MqttAccountStore, type MqttStoreService, type RetainedMsg, storedExpired, type StoredProps } from "./store.js"
 
 /** A stored copy's MQTT 5.0 properties for a v5 session (as a routed message's would be), and when it was received. */
 const storedProperties = (props: StoredProps): StoredProperties => ({
@@ -40,6 +41,7 @@ interface RetainedDue {
   /** The subscription they are for: a later SUBSCRIBE of the same filter or an UNSUBSCRIBE ends them. */
   readonly subs: Array<Subscription>
   readonly cursor: RetainedCursor<RetainedMsg>
+  readonly store: MqttAccountStore
 }
 
 export class RetainedLookups {
@@ -58,7 +60,7 @@ export class RetainedLookups {
   want(c: MqttConnection, filter: string, store: MqttAccountStore): void {
     const subs = c.filters.get(filter)
     if (subs === undefined) return
-    const due: RetainedDue = { c, filter, subs, cursor: store.retained.match(filter) }
+    const due: RetainedDue = { c, filter, subs, cursor: store.retained.match(filter), store }
     // Behind lookups already waiting, so that retained messages keep the order of the SUBSCRIBEs.
     if (this.due.length > 0 || !this.send(due)) this.due.push(due)
   }
@@ -70,14 +72,36 @@ export class RetainedLookups {
     // The budget is per turn: renewed at the next one, which also sends what is left.
     this.nextTurn()
     if (this.budget <= 0 || this.steps <= 0) return false
-    const messages: Array<RetainedMsg> = []
+    let messages: Array<RetainedMsg> = []
     const before = due.cursor.steps
     const done = due.cursor.take(messages, this.budget, this.steps)
     this.budget -= messages.length
     this.steps -= due.cursor.steps - before
+    if (messages.some((m) => m.props !== undefined)) messages = this.unexpired(messages, due.store)
     const v5 = c.session.protocolVersion === 5
     if (messages.length > 0) this.driver.input(c, { type: "retained", filter, messages: v5 ? messages.map(retainedFor5) : messages })
     return done
+  }
+
+  /**
+   * MQTT 5.0: a retained message whose Message Expiry Interval ran out is gone [MQTT-3.3.2-5]:
+   * sent to nobody (3.1.1 subscribers included) and removed from the store when a lookup
+   * meets it (a paused cursor skips what is removed). A retained message without an
+   * interval is never looked at.
+   */
+  private unexpired(messages: Array<RetainedMsg>, store: MqttAccountStore): Array<RetainedMsg> {
+    const now = this.server.now()
+    const live: Array<RetainedMsg> = []
+    for (const m of messages) {
+      if (!storedExpired(m.props, now)) {
+        live.push(m)
+        continue
+      }
+      const subject = topicToSubject(m.topic)
+      // Only this very message: a newer one on the topic stays.
+      if (subject.ok && store.retained.get(m.topic) === m) store.deleteRetained(m.topic, subject.value)
+    }
+    return live
   }
 
   private nextTurn(): void {

@@ -137,15 +137,41 @@ export class MqttRegistry {
     if (snapshot !== undefined) this.goAway(c.account.name, snapshot, c.perms)
   }
 
-  /** The away session of a client id, taken back (unsubscribed) for a connection to resume or discard. */
+  /**
+   * The away session of a client id, taken back (unsubscribed) for a connection to resume or
+   * discard; undefined when there is none, or when its Session Expiry Interval ran out (it
+   * is discarded then, as `expire` would have: the alarm may not have run since, as after a
+   * restart that took longer than the interval, found by the simulator, seed 1758060521).
+   */
   resume(account: string, clientId: string): SessionSnapshot | undefined {
     const key = sessionKey(account, clientId)
+    const e = this.endsAt.get(key)
+    if (e !== undefined && e.at <= this.server.now()) {
+      this.discardExpired(key, e)
+      return undefined
+    }
+    return this.takeAway(key)
+  }
+
+  private takeAway(key: string): SessionSnapshot | undefined {
     const d = this.away.get(key)
     if (d === undefined) return undefined
     this.away.delete(key)
     this.endsAt.delete(key)
     for (const s of d.subs) s.principal.removeSub(s)
     return d.session.snapshot()
+  }
+
+  /** An away session whose Session Expiry Interval ran out: its subscriptions, its queue and what the store holds of it go. True when the store was written. */
+  private discardExpired(key: string, e: { readonly account: string; readonly clientId: string }): boolean {
+    const snap = this.takeAway(key)
+    this.endsAt.delete(key)
+    if (snap === undefined) return false
+    if (this.server.log.debugEnabled) this.server.log.debug(`MQTT session "${e.clientId}" expired (Session Expiry Interval ${snap.expiryInterval ?? 0}s): discarded`)
+    const store = this.store.ready(e.account)
+    if (store === undefined) return false
+    store.deleteSession(snap, e.clientId)
+    return true
   }
 
   /** Open an account's store and take up the sessions stored in it (away until their clients come). */
@@ -207,15 +233,7 @@ export class MqttRegistry {
         next = Math.min(next, e.at)
         continue
       }
-      const snap = this.resume(e.account, e.clientId)
-      this.endsAt.delete(key)
-      if (snap === undefined) continue
-      const store = this.store.ready(e.account)
-      if (store !== undefined) {
-        store.deleteSession(snap, e.clientId)
-        wrote = true
-      }
-      if (this.server.log.debugEnabled) this.server.log.debug(`MQTT session "${e.clientId}" expired (Session Expiry Interval ${snap.expiryInterval ?? 0}s): discarded`)
+      if (this.discardExpired(key, e)) wrote = true
     }
     return { next: next === Number.POSITIVE_INFINITY ? undefined : next, wrote }
   }

@@ -47,7 +47,8 @@ export const reloadMqtt = (bridge: MqttBridge, previous: MqttAuthenticator, next
     const res = verdict.ok ? verdict.result : undefined
     c.user = res?.user ?? ""
     c.perms = res?.permissions === undefined ? undefined : new ClientPermissions(res.permissions)
-    const forbidden = [...c.filters.keys()].filter((filter) => !mayHold(c, filter, c.session.protocolVersion === 5))
+    // Each as it was made: a literal `$share/…` filter (a 3.1.1 session's, resumed over 5.0 or not) is checked as it is.
+    const forbidden = [...c.filters.keys()].filter((filter) => !mayHold(c, filter, c.session.isShared(filter)))
     if (forbidden.length === 0) continue
     for (const f of forbidden) {
       server.log.warn(`${mqttLogPrefix(c)} - Removed subscription ${JSON.stringify(f)}: not permitted after a configuration reload`)

@@ -45,7 +45,7 @@ import type { LogService } from "../../services/log.js"
 import type { StoreError, StreamStore } from "../../services/store.js"
 import type { JetStream } from "../jetstream/jetstream.js"
 import type { JsStream } from "../jetstream/stream.js"
-import { type InboundId, type LoadedMessage, type MqttAccountStore, MqttStore, type MqttStoreService, type RetainedMsg, type StoredProps } from "./store.js"
+import { type InboundId, type LoadedMessage, type MqttAccountStore, MqttStore, type MqttStoreService, type RetainedMsg, storedExpired, type StoredProps } from "./store.js"
 import { MemoryAccountStore } from "./store-memory.js"
 
 /** Every stream keeps one record per subject, except `$MQTT_msgs` (removed when delivered). */
@@ -299,6 +299,11 @@ export class StreamsAccountStore implements MqttAccountStore {
         if (m._tag === "Left") continue
         const topic = subjectToTopic(storedSubjectOf(subject))
         const props = propsOf(m.right.headers, m.right.ts)
+        // MQTT 5.0: one whose Message Expiry Interval ran out (while the server was down, say) is gone.
+        if (storedExpired(props, self.owner.now())) {
+          self.drop(MqttStream.rmsgs, subject)
+          continue
+        }
         const qos = qosOfHeader(m.right.headers)
         self.retained.set(topic, props === undefined ? { topic, payload: m.right.payload, qos } : { topic, payload: m.right.payload, qos, props })
       }
@@ -417,11 +422,16 @@ export class StreamsAccountStore implements MqttAccountStore {
         // Messages stored after the record was written that its QoS 1/2 subscriptions match
         // (each from when it was made), at the QoS they grant, as a live session would choose it.
         const grants: Array<Grant & { readonly from: number }> = []
+        // MQTT 5.0: the subscriptions with a Subscription Identifier, QoS 0 ones included (a
+        // message goes once, with the identifiers of every subscription that matches it).
+        const identified: Array<Grant & { readonly from: number; readonly id: number }> = []
         for (const s of subs) {
-          if (s.q === 0) continue
           // a Shared Subscription's subjects are its inner filter's; any other `$share/…` filter is literal
           const subjects = filterSubscription(s.f, s.s === 1)
-          if (subjects.ok) grants.push({ filter: s.f, subjects: subjects.subjects, qos: s.q, from: Math.max(rec.cursor, s.c) + 1 })
+          if (!subjects.ok) continue
+          const g = { filter: s.f, subjects: subjects.subjects, qos: s.q, from: Math.max(rec.cursor, s.c) + 1 }
+          if (s.q > 0) grants.push(g)
+          if (s.i !== undefined) identified.push({ ...g, id: s.i })
         }
         const filters = grants.flatMap((g) => g.subjects.map(msgSubject))
         const active: Array<Grant> = []
@@ -439,7 +449,13 @@ export class StreamsAccountStore implements MqttAccountStore {
           const best = bestGrant(active, storedSubjectOf(e.subject))
           if (best <= 0) continue
           seen.add(seq)
-          queued.push({ qos: best as 1 | 2, topic: subjectToTopic(storedSubjectOf(e.subject)), payload: undefined, size: e.size, retain: false, ref: seq })
+          const topic = subjectToTopic(storedSubjectOf(e.subject))
+          let ids: Array<number> | undefined
+          for (const g of identified) if (seq >= g.from && bestGrant([g], storedSubjectOf(e.subject)) >= 0) (ids ??= []).push(g.id)
+          queued.push(ids === undefined
+            ? { qos: best as 1 | 2, topic, payload: undefined, size: e.size, retain: false, ref: seq }
+            // its other properties come with its payload (`fetched` keeps these beside them)
+            : { qos: best as 1 | 2, topic, payload: undefined, size: e.size, retain: false, ref: seq, properties: { subscriptionIdentifiers: ids } })
         }
         for (const o of outbound) if (typeof o.ref === "number") self.ref(o.ref)
         for (const q of queued) if (typeof q.ref === "number") self.ref(q.ref)

@@ -10,6 +10,8 @@
 // per batch or per flush.
 import { Context } from "effect"
 import type { QoS, RetainedTree, SessionSnapshot, SubscriptionOptions } from "../../core/mqtt/index.js"
+import { forwardedExpiry } from "../../core/mqtt/v5/expiry.js"
+import { natsToPublish } from "../../core/mqtt/v5/nats.js"
 import type { StoreError } from "../../services/store.js"
 
 /**
@@ -21,6 +23,13 @@ export interface StoredProps {
   readonly reply: string | undefined
   readonly hdr: Buffer | undefined
   readonly at: number
+}
+
+/** Whether a stored copy's Message Expiry Interval (in its header) ran out by `now` (ms); false without one. */
+export const storedExpired = (props: StoredProps | undefined, now: number): boolean => {
+  if (props?.hdr === undefined) return false
+  const interval = natsToPublish("", props.reply, props.hdr).properties.messageExpiryInterval
+  return interval !== undefined && forwardedExpiry(interval, props.at, now) === undefined
 }
 
 export interface RetainedMsg {
