@@ -430,32 +430,24 @@ export class MqttBridge implements MqttDriver {
       const p = packet.payload
       const buf = Buffer.isBuffer(p) ? p : Buffer.from(p.buffer, p.byteOffset, p.byteLength)
       const props = packet.properties === undefined ? undefined : encodeMessageProperties(packet.properties)
-      c.outBytes += this.writePublish5(c, packet.topic, packet.qos, packet.retain, packet.dup, packet.messageId, buf, 0, buf.length, this.held, props, packet.properties?.messageExpiryInterval, packet.properties?.subscriptionIdentifiers)
+      this.head5(c, packet.topic, packet.qos, packet.retain, packet.dup, packet.messageId, props, packet.properties?.messageExpiryInterval, packet.properties?.subscriptionIdentifiers)
+      c.outBytes += this.writePublish5(c, buf, 0, buf.length, this.held)
     } else c.outBytes += encodeIntoV5(c.out, packet, c.session.requestProblemInformation, c.session.clientMaximumPacketSize, this.held)
     this.gate.markDirty(c)
   }
 
-  /**
-   * An MQTT 5.0 PUBLISH of src[start, end) into c's output: the topic by a Topic Alias
-   * when the client takes them and it pays (`OutboundTopicAliases`), else by name (also
-   * when the aliased form would not fit the client's Maximum Packet Size, which the
-   * session checked by name). No packet object, one head record per connection.
-   */
-  private writePublish5(
+  /** c's one PUBLISH head record, filled for a message by name (no Topic Alias yet). */
+  private head5(
     c: MqttConnection,
     topic: string,
     qos: number,
     retain: boolean,
     dup: boolean,
     messageId: number | undefined,
-    src: Buffer,
-    start: number,
-    end: number,
-    pin?: HeldPayloads,
-    props?: Buffer,
-    expiry?: number,
-    ids?: ReadonlyArray<number>
-  ): number {
+    props: Buffer | undefined,
+    expiry: number | undefined,
+    ids: ReadonlyArray<number> | undefined
+  ): MqttConnection["head5"] {
     const head = c.head5
     head.topic = topic
     head.topicAlias = 0
@@ -467,6 +459,18 @@ export class MqttBridge implements MqttDriver {
     // Seconds left to live: encoded per delivery, not with the message's other properties.
     head.messageExpiryInterval = expiry ?? -1
     head.subscriptionIdentifiers = ids
+    return head
+  }
+
+  /**
+   * An MQTT 5.0 PUBLISH of src[start, end) into c's output, with the head `head5` filled:
+   * the topic by a Topic Alias when the client takes them and it pays
+   * (`OutboundTopicAliases`), else by name (also when the aliased form would not fit the
+   * client's Maximum Packet Size, which the session checked by name). No packet object.
+   */
+  private writePublish5(c: MqttConnection, src: Buffer, start: number, end: number, pin?: HeldPayloads): number {
+    const head = c.head5
+    const topic = head.topic
     const max = c.session.clientTopicAliasMaximum
     if (max > 0) {
       const aliases = (c.aliases5 ??= new OutboundTopicAliases(max))
@@ -775,16 +779,7 @@ export class MqttBridge implements MqttDriver {
 
   /** The QoS 0 fast path of an MQTT 5.0 connection: within the client's Maximum Packet Size, aliased where it pays. */
   private deliverQos0V5(c: MqttConnection, topic: string, buf: Buffer, from: number, end: number, props: Buffer | undefined, expiry: number | undefined, retain: boolean): void {
-    const head = c.head5
-    head.topic = topic
-    head.topicAlias = 0
-    head.qos = 0
-    head.retain = retain
-    head.dup = false
-    head.messageId = undefined
-    head.messageProperties = props
-    head.messageExpiryInterval = expiry ?? -1
-    head.subscriptionIdentifiers = c.session.deliveryIdentifiers
+    const head = this.head5(c, topic, 0, retain, false, undefined, props, expiry, c.session.deliveryIdentifiers)
     // Larger than the client takes: discarded as if sent [MQTT-3.1.2-25], counted.
     if (publishSize(head, end - from) > c.session.clientMaximumPacketSize) {
       this.tooLargeDrops++
@@ -792,7 +787,7 @@ export class MqttBridge implements MqttDriver {
     }
     if (this.tracing) traceMqttOutQos0(this.server.log, c, topic, end - from)
     c.outMsgs++
-    c.outBytes += this.writePublish5(c, topic, 0, retain, false, undefined, buf, from, end, undefined, props, expiry, head.subscriptionIdentifiers)
+    c.outBytes += this.writePublish5(c, buf, from, end)
     this.gate.markDirty(c)
   }
 
