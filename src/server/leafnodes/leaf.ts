@@ -22,22 +22,15 @@ import type { Account, Delivery } from "../../engine/principal.js"
 import type { Conn } from "../../services/transport.js"
 import type { LeafRemote } from "../../config/options.js"
 import { isOwnSubject } from "../../core/cluster/own-subjects.js"
+import type { ServerUrl } from "../../config/route-url.js"
 import type { ClusterHost } from "../cluster/link.js"
 import { PeerLink } from "../cluster/link.js"
 import { ClosedReason, ErrText } from "../reasons.js"
 
 /** A hub this server connects to as a leaf node (`leafnodes.remotes`), and its attempts (solicit.ts makes and updates them). */
-export interface LeafUrl {
+export interface LeafUrl extends ServerUrl {
   /** For logs: the URL without credentials. */
   readonly url: string
-  readonly host: string
-  readonly port: number
-  readonly user: string | undefined
-  readonly password: string | undefined
-  /** Written as `tls://` or `wss://`: TLS required. */
-  readonly tls: boolean
-  /** A hub's websocket listener (`ws://`, `wss://`). */
-  readonly ws: boolean
 }
 
 export interface LeafSolicit {
