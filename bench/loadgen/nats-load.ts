@@ -209,21 +209,25 @@ export const runFlow = async (job: NatsFlowJob): Promise<JobResult> => {
     constructor(readonly conn: Conn, public total: number) {
       conn.reader.onPong = () => {
         this.pingsOut--
-        if (this.sent === this.total && this.pingsOut === 0 && !this.done) {
-          this.done = true
-          if (this.onDone !== undefined) this.onDone()
-          return
-        }
-        this.pump()
+        if (!this.finishIfDone()) this.pump()
       }
+    }
+    /** Everything sent has its PONG: this publisher is done. */
+    finishIfDone(): boolean {
+      if (this.done || this.sent !== this.total || this.pingsOut !== 0) return this.done
+      this.done = true
+      if (this.onDone !== undefined) this.onDone()
+      return true
     }
     pump(): void {
       if (this.waitingDrain || this.conn.closed) return
       while (this.sent < this.total) {
         if (this.pingsOut >= MAX_PINGS_OUT) return
         // time is up: what was sent is the total (done when the last PONG comes)
+        // (a pump kicked by the subscribers, not by a PONG, may find every PONG already in)
         if (performance.now() >= deadline) {
           this.total = this.sent
+          this.finishIfDone()
           return
         }
         if (inFlight() >= windowMsgs) {
