@@ -57,7 +57,9 @@ export const encodePublishRange = (
   retain: boolean,
   dup: boolean,
   messageId: number | undefined,
-  pin?: Pinner
+  pin?: Pinner,
+  /** MQTT 5.0: the same PUBLISH with an empty property block (Property Length 0). */
+  emptyProperties = false
 ): number => {
   // Topics are mostly ASCII: then the length is known without encoding, and the bytes go in by a loop.
   let ascii = true
@@ -69,7 +71,7 @@ export const encodePublishRange = (
   }
   const topicLen = ascii ? topic.length : Buffer.byteLength(topic, "utf8")
   const size = end - start
-  const remaining = 2 + topicLen + (qos > 0 ? 2 : 0) + size
+  const remaining = 2 + topicLen + (qos > 0 ? 2 : 0) + (emptyProperties ? 1 : 0) + size
   const byRef = size >= PUBLISH_BY_REFERENCE && (qos === 0 || pin !== undefined)
   const headLen = 1 + varintLength(remaining) + remaining - (byRef ? size : 0)
   const b = out.reserve(headLen)
@@ -84,6 +86,7 @@ export const encodePublishRange = (
     b[i++] = (messageId ?? 0) >> 8
     b[i++] = (messageId ?? 0) & 0xff
   }
+  if (emptyProperties) b[i++] = 0
   if (byRef) {
     out.commit(i)
     if (pin !== undefined) out.writeRefPinned(src, start, end, pin)

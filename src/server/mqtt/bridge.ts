@@ -779,6 +779,18 @@ export class MqttBridge implements MqttDriver {
 
   /** The QoS 0 fast path of an MQTT 5.0 connection: within the client's Maximum Packet Size, aliased where it pays. */
   private deliverQos0V5(c: MqttConnection, topic: string, buf: Buffer, from: number, end: number, props: Buffer | undefined, expiry: number | undefined, retain: boolean): void {
+    const s = c.session
+    // Nothing per delivery to add (no properties, Topic Aliases or Subscription Identifiers)
+    // and surely within the client's Maximum Packet Size (a topic is at most 3 bytes a
+    // character): the 3.1.1 PUBLISH with an empty property block.
+    if (props === undefined && expiry === undefined && s.deliveryIdentifiers === undefined && s.clientTopicAliasMaximum === 0 &&
+      end - from + 3 * topic.length + 8 <= s.clientMaximumPacketSize) {
+      if (this.tracing) traceMqttOutQos0(this.server.log, c, topic, end - from)
+      c.outMsgs++
+      c.outBytes += encodePublishRange(c.out, topic, buf, from, end, 0, retain, false, undefined, undefined, true)
+      this.gate.markDirty(c)
+      return
+    }
     const head = this.head5(c, topic, 0, retain, false, undefined, props, expiry, c.session.deliveryIdentifiers)
     // Larger than the client takes: discarded as if sent [MQTT-3.1.2-25], counted.
     if (publishSize(head, end - from) > c.session.clientMaximumPacketSize) {

@@ -34,8 +34,9 @@ export interface DecodeOptions {
   readonly maximumPacketSize?: number
 }
 
-const SENT_BY_CLIENT_ONLY = new Set<number>([PacketType.connect, PacketType.subscribe, PacketType.unsubscribe, PacketType.pingreq])
-const SENT_BY_SERVER_ONLY = new Set<number>([PacketType.connack, PacketType.suback, PacketType.unsuback, PacketType.pingresp])
+/** Packet types as bits (1 << type): who may not send them. */
+const SENT_BY_CLIENT_ONLY = (1 << PacketType.connect) | (1 << PacketType.subscribe) | (1 << PacketType.unsubscribe) | (1 << PacketType.pingreq)
+const SENT_BY_SERVER_ONLY = (1 << PacketType.connack) | (1 << PacketType.suback) | (1 << PacketType.unsuback) | (1 << PacketType.pingresp)
 
 /**
  * The first byte's checks: the reserved type 0, the flags each type requires
@@ -47,7 +48,7 @@ export const headerViolation = (first: number, from: Sender = "client"): PacketE
   const type = first >> 4
   const flags = first & 0x0f
   if (type === 0) return malformed("reserved packet type 0")
-  if (from === "client" ? SENT_BY_SERVER_ONLY.has(type) : SENT_BY_CLIENT_ONLY.has(type)) {
+  if (((from === "client" ? SENT_BY_SERVER_ONLY : SENT_BY_CLIENT_ONLY) & (1 << type)) !== 0) {
     return protocolError(`${from} sent ${CMD_OF_TYPE[type]!.toUpperCase()}`)
   }
   if (type === PacketType.publish) {
@@ -111,6 +112,10 @@ export class Decoder {
 
   /** The packet of the first byte `first` and the body buf[start, end); throws `PacketError`. */
   decode(first: number, buf: Buffer, start = 0, end = buf.length): Packet {
+    if (first >> 4 === PacketType.publish && this.from === "client") {
+      const p = this.plainPublish(first, buf, start, end)
+      if (p !== undefined) return p
+    }
     const bad = headerViolation(first, this.from) ?? lengthViolation(first, end - start, this.maximumPacketSize)
     if (bad !== undefined) throw bad
     const r = this.r.reset(buf, start, end)
@@ -121,6 +126,32 @@ export class Decoder {
     } finally {
       r.release() // the bytes are not kept past their packet
     }
+  }
+
+  /**
+   * The hot path: a PUBLISH without properties on the topic of the one before it (a
+   * device publishing again), decoded without the reader; undefined sends anything else,
+   * and everything the full path would refuse, down the full path.
+   */
+  private plainPublish(first: number, buf: Buffer, start: number, end: number): Packet | undefined {
+    const qos = (first >> 1) & 3
+    if (qos === 3 || (qos === 0 && (first & 0x08) !== 0)) return undefined
+    if (this.maximumPacketSize !== undefined && packetSize(end - start) > this.maximumPacketSize) return undefined
+    if (end - start < 2) return undefined
+    const at = start + 2
+    const topicEnd = at + ((buf[start] << 8) | buf[start + 1])
+    const propsAt = qos > 0 ? topicEnd + 2 : topicEnd
+    // a Property Length of 0 (one byte), and a body that holds it
+    if (propsAt >= end || buf[propsAt] !== 0) return undefined
+    const topic = this.lastTopic.recall(buf, at, topicEnd)
+    if (topic === undefined) return undefined
+    let messageId: number | undefined
+    if (qos > 0) {
+      messageId = (buf[topicEnd] << 8) | buf[topicEnd + 1]
+      if (messageId === 0) return undefined
+    }
+    const payload = buf.subarray(propsAt + 1, end)
+    return { cmd: "publish", topic, payload, qos, retain: (first & 1) !== 0, dup: (first & 0x08) !== 0, messageId, properties: NO_PROPERTIES }
   }
 
   private body(first: number, r: Reader): Packet {
