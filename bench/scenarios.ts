@@ -257,19 +257,21 @@ export const SCENARIOS: ReadonlyArray<Scenario> = [
       job: mqttFlow(qos, subs, false)
     }))
   ),
-  // MQTT 5.0 clients (protocol level 5, no properties) on the same flows as mqtt0/mqtt1:
-  // the cost of speaking 5.0, to be compared with those cells of the same run.
-  ...([0, 1] as const).map((qos): Scenario => ({
-    id: `mqtt5-${qos}`,
-    title: `MQTT 5.0 QoS ${qos} 1→1`,
-    protocol: "mqtt5",
-    sized: true,
-    metrics: flowMetrics,
-    defaultCount: (size: number) => mqttCount(qos, size),
-    timed: true,
-    countUnit: "messages",
-    job: mqttFlow(qos, 1, false, false, true)
-  })),
+  // MQTT 5.0 clients (protocol level 5, no properties) on the same flows as mqtt0/1/2 and
+  // their fan-outs: the cost of speaking 5.0, to be compared with those cells of the same run.
+  ...([0, 1, 2] as const).flatMap((qos): Array<Scenario> =>
+    ([1, 4] as const).map((subs) => ({
+      id: subs === 1 ? `mqtt5-${qos}` : `mqtt5-${qos}-fanout`,
+      title: `MQTT 5.0 QoS ${qos} ${subs === 1 ? "1→1" : "1→4 fan-out (msgs/s delivered)"}`,
+      protocol: "mqtt5",
+      sized: true,
+      metrics: flowMetrics,
+      defaultCount: (size: number) => mqttCount(qos, size),
+      timed: true,
+      countUnit: subs === 1 ? "messages" : "messages published",
+      job: mqttFlow(qos, subs, false, false, true)
+    }))
+  ),
   {
     id: "mqtt5-shared",
     title: "MQTT 5.0 QoS 1 Shared Subscription, 4 members (each message to one)",

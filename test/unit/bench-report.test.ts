@@ -104,4 +104,25 @@ describe("bench report", () => {
     expect(md).toContain('- **not met** — spawn to "Server is ready": ≤ 500 ms: footprint 620 ms ✗')
     expect(md).toContain("- **met** — idle RSS with JetStream and MQTT on: ≤ 64 MiB: footprint 58.3 MiB")
   })
+
+  it("checks MQTT 5.0 against 3.1.1 of the same system and size, in the same run", () => {
+    const summaries = [
+      summarize(cell("mqtt5-0", 16, "switchyard", [950])),
+      summarize(cell("mqtt0", 16, "switchyard", [1000])),
+      summarize(cell("mqtt5-0", 16, "mosquitto", [10])),
+      summarize(cell("mqtt0", 16, "mosquitto", [1000])),
+      summarize(cell("mqtt5-1", 16, "switchyard", [850])),
+      summarize(cell("mqtt1", 16, "switchyard", [1000])),
+      summarize(cell("mqtt5-2", 1024, "switchyard", [990], 2)),
+      summarize(cell("mqtt2", 1024, "switchyard", [1000])),
+      // no baseline ran: nothing said
+      summarize(cell("mqtt5-1-fanout", 16, "switchyard", [10]))
+    ]
+    const checks = checkTargets([], summaries, "switchyard")
+    expect(checks.map((c) => [c.scenario, c.size, c.met, c.shown])).toEqual([
+      ["mqtt5-0", 16, true, "0.95× mqtt0"],
+      ["mqtt5-1", 16, false, "0.85× mqtt1"],
+      ["mqtt5-2", 1024, false, "n/a (lost messages)"]
+    ])
+  })
 })
