@@ -31,6 +31,17 @@ describe("switchyard command", () => {
     }
   })
 
+  it("the bundle loads node:http and node:https with require(), never as ES modules", () => {
+    // An ES import reads every export of the module, lazy ones too: on Node 22 `node:http`
+    // would load undici, http2 and worker_threads, 3.5 MiB of idle RSS for nothing
+    // (scripts/bundle.mjs).
+    for (const f of fs.readdirSync("dist/switchyard").filter((n) => n.endsWith(".js"))) {
+      const src = fs.readFileSync(`dist/switchyard/${f}`, "utf8")
+      const esImports = [...src.matchAll(/(?:\bfrom\s*|\bimport\s*\(?\s*)["'](node:https?)["']/g)].map((m) => m[1])
+      expect([f, esImports]).toEqual([f, []])
+    }
+  })
+
   it("--version prints the version", () => {
     const r = run("--version")
     expect(r.status).toBe(0)
