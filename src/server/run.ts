@@ -9,6 +9,7 @@ import { Log } from "../services/log.js"
 import { Transport, type TransportError } from "../services/transport.js"
 import { type Alarm, startAlarm } from "./alarm.js"
 import { BusyPoll } from "./busy-poll.js"
+import { optimizerRead } from "../startup-tiering.js"
 import { GcPacer, IdleTrim, nodeMinorGc, nodeTrimGc } from "./gc-pacer.js"
 import { type WiredImports, wireImports } from "./imports.js"
 import { Cluster } from "./cluster/cluster.js"
@@ -84,6 +85,7 @@ export const startNatsServer = (
         poll?.activity(bytes)
         pacer?.add(bytes)
         idle?.add(bytes)
+        optimizerRead(bytes)
       },
       now,
       nanos: () => Number(clock.unsafeCurrentTimeNanos()),

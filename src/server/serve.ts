@@ -17,6 +17,7 @@ import { startMqtt } from "./mqtt/listener.js"
 import { MQTT_WS_PATH, startMqttWebSocket, WS_HANDSHAKE_TIMEOUT_MS } from "./mqtt/websocket.js"
 import { alsoServing, leafWebSocketRoute, startLeafWebSocket } from "./leafnodes/websocket.js"
 import { listenerUrls, machineAddresses, type PortsInfo, ProcessFiles } from "./process-files.js"
+import { optimizerServerReady } from "../startup-tiering.js"
 
 export class StartupError extends Error {
   readonly _tag = "StartupError"
@@ -131,6 +132,7 @@ export const serve = (
     log.info(`Server id is ${running.server.serverId}`)
     log.info(`Server name is ${running.server.serverName}`)
     log.info("Server is ready")
+    optimizerServerReady()
     running.idleTrim?.started()
     return { ...running, monitor, mqtt, websocket, files, jetstream }
   })

@@ -23,6 +23,7 @@ import { passwordMatches } from "../nats/auth.js"
 import { ErrText } from "../reasons.js"
 import { forwardOnce, MAX_PEER_INTEREST } from "./forward.js"
 import { type ClusterHost, Route, RouteClosed, type RouteMesh, type Solicit } from "./route.js"
+import { optimizerRead } from "../../startup-tiering.js"
 
 export type { ClusterHost, Solicit } from "./route.js"
 
@@ -192,6 +193,7 @@ export class Cluster implements RemoteRouting, InterestWatcher, RouteMesh {
     return {
       onData: (chunk) => {
         if (r.closed) return
+        optimizerRead(chunk.length)
         r.receive(chunk, this.server.env.now())
       },
       onDrain: () => r.drained(),

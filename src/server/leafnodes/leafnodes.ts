@@ -38,6 +38,7 @@ import { passwordMatches } from "../nats/auth.js"
 import { ErrText } from "../reasons.js"
 import { Leaf, LeafClosed, type LeafMesh } from "./leaf.js"
 import { learnLeafUrls, type LeafSolicit, newLeafSolicit } from "./solicit.js"
+import { optimizerRead } from "../../startup-tiering.js"
 
 /** What leaf nodes need from the server beyond what routes do: its client authentication (a hub without leaf users uses it). */
 export interface LeafHost extends ClusterHost {
@@ -192,6 +193,7 @@ export class LeafNodes implements RemoteRouting, InterestWatcher, LeafMesh, Leaf
     return {
       onData: (chunk) => {
         if (l.closed) return
+        optimizerRead(chunk.length)
         l.receive(chunk, this.server.env.now())
       },
       onDrain: () => l.drained(),
