@@ -947,8 +947,11 @@ export class MqttSession {
     // Not permitted: acknowledged as usual (3.1.1 has no negative ack) but not routed.
     const allowed = this.deps.canPublish?.(p.topic, subject.value) ?? true
     if (qos === 2 && this.inQos2.has(id)) {
-      // A duplicate before PUBREL is not routed again [MQTT-4.3.3-2].
-      if (this.inQos2.ids.get(id)!.confirmed) this.acknowledge(id, "pubrec")
+      // A duplicate before PUBREL is not routed again [MQTT-4.3.3-2]; its PUBREC says what the first one's did.
+      const q2 = this.inQos2.ids.get(id)!
+      if (!q2.confirmed) return
+      if (q2.code !== undefined) (this.refusedAcks ??= new Map()).set(id, q2.code)
+      this.acknowledge(id, "pubrec")
       return
     }
     if (!allowed) {
@@ -1048,8 +1051,9 @@ export class MqttSession {
         ;(this.refusedAcks ??= new Map()).set(id, code)
         return this.acknowledge(id, q2 !== undefined ? "pubrec" : "puback")
       }
-      // 0x10 No matching subscribers: a PUBACK's news only (a QoS 2 PUBREC goes before routing).
-      if (q2 === undefined) (this.refusedAcks ??= new Map()).set(id, code)
+      // 0x10 No matching subscribers, on the PUBACK or the PUBREC; a PUBREL still follows a PUBREC with it.
+      if (q2 === undefined || !q2.confirmed) (this.refusedAcks ??= new Map()).set(id, code)
+      if (q2 !== undefined && !q2.confirmed) q2.code = code
     }
     if (q2 !== undefined) {
       if (!q2.confirmed) {

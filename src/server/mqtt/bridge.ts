@@ -615,12 +615,13 @@ export class MqttBridge implements MqttDriver {
       this.gate.hold(c, dedup)
     }
     if (later) return this.gate.defer(c, subject, buf, qos, ref, confirm, extra)
-    if (qos === 2 && confirm !== undefined) {
+    if (qos === 2 && confirm !== undefined && c.session.protocolVersion !== 5) {
       // Without a durable store the PUBREC has nothing to wait for: it goes first, then the copies.
       if (!c.closed) this.input(c, { type: "published", packetId: confirm }, now)
       this.route(c, subject, buf, qos, ref, now, extra)
       return
     }
+    // (An MQTT 5.0 PUBREC says whether the message matched anyone, 0x10 if not: it follows the routing, as a PUBACK does.)
     const receivers = this.route(c, subject, buf, qos, ref, now, extra)
     if (confirm === undefined || c.closed) return
     this.gate.confirm(c, confirm, store, ref, now, receivers === 0)
