@@ -250,7 +250,7 @@ export class MqttRegistry {
     return {
       randomBytes: this.server.env.randomBytes,
       released: (payload) => this.held.release(payload),
-      canReceive: perms === undefined ? undefined : (subject) => perms.canSubscribe(subject)
+      canReceive: perms === undefined ? undefined : (subject) => perms.mayReceive(subject)
     }
   }
 
