@@ -88,6 +88,18 @@ export class ClientPermissions {
     return true
   }
 
+  /**
+   * May a message on the literal `subject` be handed to this client through some subscription
+   * it may hold, plain or in a queue group: an allow entry covers it (whatever queue it
+   * names) and no plain deny does. The subscription itself was checked with its queue
+   * (`canSubscribe`); this is the check of what waits for it (an MQTT session's queue).
+   */
+  mayReceive(subject: string): boolean {
+    const allow = this.subAllow
+    if (allow !== undefined && !allow.some((e) => subjectIsSubsetMatch(subject, e.subject))) return false
+    return !this.deniesDelivery(subject)
+  }
+
   /** Must a message on the literal `subject` be withheld from this client's subscriptions? */
   deniesDelivery(subject: string): boolean {
     return this.subDeny !== undefined && matchesAny(subject, this.subDeny, matchLiteral)

@@ -52,13 +52,44 @@ describe("PUBACK 0x10 No matching subscribers", () => {
     expect(codes).toEqual([0x10, 0])
     sub.unsubscribe()
     await nc.flush()
-    // QoS 2: the PUBREC goes before the message is routed, so it says Success
-    const rec = await RawMqtt5.open(srv.mqttPort)
-    await rec.connect({ clientId: "nomatch-q2" })
-    rec.send({ cmd: "publish", topic: "nomatch/t", payload: Buffer.from("z"), qos: 2, messageId: 3, retain: false, dup: false })
-    expect((await rec.next("pubrec") as { reasonCode?: number }).reasonCode ?? 0).toBe(0)
-    rec.end()
     await pub.client.endAsync()
+  })
+
+  it("[MQTT-3.5.2.2] a QoS 2 PUBLISH nobody receives gets PUBREC 0x10 and completes (mqtt.js: a success); with a receiver, Success", async () => {
+    const pub = await connectMqtt(srv.mqttUrl, { clientId: "nomatch-q2", protocolVersion: 5 })
+    const codes = ackCodes(pub.client)
+    const pubcomps: Array<number | undefined> = []
+    pub.client.on("packetreceive", (p) => {
+      if (p.cmd === "pubcomp") pubcomps.push(p.reasonCode)
+    })
+    await pub.client.publishAsync("nomatch/q2", "x", { qos: 2 })
+    const sub = nc.subscribe("nomatch.q2")
+    await nc.flush()
+    await pub.client.publishAsync("nomatch/q2", "y", { qos: 2 })
+    sub.unsubscribe()
+    await nc.flush()
+    // an MQTT 5.0 subscriber of its own: Success, and it gets the message
+    const c = collect(pub.client)
+    await pub.client.subscribeAsync("nomatch/q2", { qos: 2 })
+    await pub.client.publishAsync("nomatch/q2", "z", { qos: 2 })
+    await c.waitFor((m) => m.payload === "z")
+    expect(codes).toEqual([0x10, 0, 0])
+    expect(pubcomps).toEqual([0, 0, 0])
+    await pub.client.endAsync()
+  })
+
+  it("raw bytes: the PUBREC 0x10 goes without a Reason String, a resend before PUBREL gets it again", async () => {
+    const rec = await RawMqtt5.open(srv.mqttPort)
+    await rec.connect({ clientId: "nomatch-raw" })
+    rec.send({ cmd: "publish", topic: "nomatch/raw", payload: Buffer.from("z"), qos: 2, messageId: 3, retain: false, dup: false })
+    const first = await rec.next("pubrec")
+    expect(first).toMatchObject({ messageId: 3, reasonCode: 0x10 })
+    expect((first as { properties?: { reasonString?: string } }).properties?.reasonString).toBeUndefined()
+    rec.send({ cmd: "publish", topic: "nomatch/raw", payload: Buffer.from("z"), qos: 2, messageId: 3, retain: false, dup: true })
+    expect(await rec.next("pubrec")).toMatchObject({ messageId: 3, reasonCode: 0x10 })
+    rec.send({ cmd: "pubrel", messageId: 3 })
+    expect((await rec.next("pubcomp") as { reasonCode?: number }).reasonCode ?? 0).toBe(0)
+    rec.end()
   })
 
   it("3.1.1 clients get their plain PUBACK", async () => {
@@ -120,11 +151,32 @@ describe("Response Information (response_information)", () => {
   })
 })
 
-describe("PUBACK/PUBREC 0x97 Quota exceeded", () => {
+describe("with streams on: PUBREC 0x10 after the commit, PUBACK/PUBREC 0x97 Quota exceeded", () => {
   let js: JsTestServer | undefined
   afterEach(async () => {
     await js?.close()
     js = undefined
+  })
+
+  it("with streams on, a QoS 2 PUBREC (after the commit) is 0x10 unless an away session or a stream took the message", async () => {
+    js = await startJsServer({ mqtt: mqttOptions({ protocolVersions: [4, 5] }) })
+    const url = `mqtt://127.0.0.1:${js.srv.serving.mqtt!.port}`
+    const pub = await connectMqtt(url, { clientId: "q2js-pub", protocolVersion: 5, clean: false, properties: { sessionExpiryInterval: 60 } })
+    const codes = ackCodes(pub.client)
+    await pub.client.publishAsync("q2js/a", "1", { qos: 2 })
+    // an away persistent session subscribed to it: stored for it, so matched
+    const holder = await connack5(url, { clientId: "q2js-holder", clean: false, properties: { sessionExpiryInterval: 3600 } })
+    await holder.client.subscribeAsync("q2js/a", { qos: 2 })
+    await holder.client.endAsync()
+    await pub.client.publishAsync("q2js/a", "2", { qos: 2 })
+    // a stream capturing the subject is a receiver too
+    const { jsm } = await js.client()
+    await jsm.streams.add({ name: "Q2JS", subjects: ["q2js.b"] })
+    await pub.client.publishAsync("q2js/b", "3", { qos: 2 })
+    await pub.client.publishAsync("q2js/c", "4", { qos: 2 })
+    expect(codes).toEqual([0x10, 0, 0, 0x10])
+    expect((await jsm.streams.info("Q2JS")).state.messages).toBe(1)
+    await pub.client.endAsync()
   })
 
   it("a message a storage limit refuses is not routed, the publisher told 0x97 and kept; 3.1.1 is cut off as before", async () => {

@@ -1,7 +1,7 @@
 // The QoS of an MQTT publication carried between servers in the `Nmqtt-Pub` header
 // (src/core/cluster/mqtt-qos.ts), as nats-server marks messages that arrived over MQTT.
 import { describe, expect, it } from "vitest"
-import { mqttQosOf, withMqttQos } from "../../src/core/cluster/mqtt-qos.js"
+import { MARK_RETAIN, mqttMarksOf, mqttQosOf, withMqttMarks, withMqttQos } from "../../src/core/cluster/mqtt-qos.js"
 import { parseHeaders } from "../../src/core/jetstream/headers.js"
 
 const msg = (header: string | undefined, payload: string) => {
@@ -51,5 +51,38 @@ describe("Nmqtt-Pub between servers", () => {
     expect(q("NATS/1.0\r\n\r\n")).toBe(0)
     // A block cut short never reads past its end.
     expect(q("NATS/1.0\r\nNmqtt-Pub: 1")).toBe(0)
+  })
+})
+
+describe("Nmqtt-Retain between servers (RETAIN for MQTT 5.0 Retain As Published on the other node)", () => {
+  it("marks QoS and RETAIN together, or RETAIN alone at QoS 0; reads both back", () => {
+    const m = msg(undefined, "on")
+    const both = withMqttMarks(m.buf, m.start, m.hdrLen, m.end, 1, true)!
+    expect(both.buf.toString("latin1")).toBe("NATS/1.0\r\nNmqtt-Pub: 1\r\nNmqtt-Retain: 1\r\n\r\non")
+    expect(mqttMarksOf(both.buf, 0, both.hdrLen)).toBe(1 | MARK_RETAIN)
+    const q0 = withMqttMarks(m.buf, m.start, m.hdrLen, m.end, 0, true)!
+    expect(q0.buf.toString("latin1")).toBe("NATS/1.0\r\nNmqtt-Retain: 1\r\n\r\non")
+    expect(mqttMarksOf(q0.buf, 0, q0.hdrLen)).toBe(MARK_RETAIN)
+    expect(mqttQosOf(q0.buf, 0, q0.hdrLen)).toBe(0)
+    // nothing to say: no copy
+    expect(withMqttMarks(m.buf, m.start, m.hdrLen, m.end, 0, false)).toBeUndefined()
+  })
+
+  it("keeps a block's fields and adds only the mark it lacks; a message with both goes as it came", () => {
+    const m = msg("NATS/1.0\r\nA: 1\r\nNmqtt-Pub: 2\r\n\r\n", "x")
+    const out = withMqttMarks(m.buf, m.start, m.hdrLen, m.end, 2, true)!
+    expect(out.buf.toString("latin1")).toBe("NATS/1.0\r\nA: 1\r\nNmqtt-Pub: 2\r\nNmqtt-Retain: 1\r\n\r\nx")
+    expect([...parseHeaders(out.buf, 0, out.hdrLen).entries()]).toEqual([["a", "1"], ["nmqtt-pub", "2"], ["nmqtt-retain", "1"]])
+    expect(withMqttMarks(out.buf, 0, out.hdrLen, out.buf.length, 2, true)).toBeUndefined()
+  })
+
+  it("reads RETAIN only from its own line with the value 1", () => {
+    const r = (block: string) => mqttMarksOf(Buffer.from(block, "latin1"), 0, block.length)
+    expect(r("NATS/1.0\r\nnmqtt-retain:1\r\n\r\n")).toBe(MARK_RETAIN)
+    expect(r("NATS/1.0\r\nNmqtt-Retain: 0\r\n\r\n")).toBe(0)
+    expect(r("NATS/1.0\r\nNmqtt-Retain: true\r\n\r\n")).toBe(0)
+    expect(r("NATS/1.0\r\nX-Nmqtt-Retain: 1\r\n\r\n")).toBe(0)
+    expect(r("NATS/1.0\r\nA: b\r\n\r\n")).toBe(0)
+    expect(r("NATS/1.0\r\nNmqtt-Pub: 1\r\nNmqtt-Retain: 1")).toBe(1)
   })
 })

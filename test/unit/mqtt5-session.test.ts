@@ -489,7 +489,7 @@ describe("MQTT 5.0 Payload Format Indicator in the session", () => {
 })
 
 describe("MQTT 5.0 acknowledgements from routing and the store", () => {
-  it("0x10 No matching subscribers on a PUBACK, without a Reason String; a PUBREC goes before routing and says Success", () => {
+  it("[MQTT-3.4.2.1] 0x10 No matching subscribers on a PUBACK, without a Reason String", () => {
     const { s } = ready5()
     const [p1, p2] = v5Packets(
       { cmd: "publish", topic: "a", payload: Buffer.from("x"), qos: 1, messageId: 1, retain: false, dup: false },
@@ -499,6 +499,26 @@ describe("MQTT 5.0 acknowledgements from routing and the store", () => {
     s.step(pkt(p2), 0)
     expect(sent(s.step({ type: "published", packetId: 1, code: 0x10 }, 0))).toEqual([{ cmd: "puback", messageId: 1, reasonCode: 0x10 }])
     expect(sent(s.step({ type: "published", packetId: 2 }, 0))).toEqual([{ cmd: "puback", messageId: 2 }])
+  })
+
+  it("[MQTT-3.5.2.2] 0x10 No matching subscribers on a PUBREC: the PUBREL still completes the exchange; a resend before it gets the same code", () => {
+    const { s } = ready5()
+    const [p1, dup1, rel1, p2] = v5Packets(
+      { cmd: "publish", topic: "a", payload: Buffer.from("x"), qos: 2, messageId: 1, retain: false, dup: false },
+      { cmd: "publish", topic: "a", payload: Buffer.from("x"), qos: 2, messageId: 1, retain: false, dup: true },
+      { cmd: "pubrel", messageId: 1 },
+      { cmd: "publish", topic: "a", payload: Buffer.from("x"), qos: 2, messageId: 2, retain: false, dup: false }
+    )
+    expect(ofType(s.step(pkt(p1), 0), "publish")).toMatchObject([{ qos: 2, confirm: 1 }])
+    expect(wire(sent(s.step({ type: "published", packetId: 1, code: 0x10 }, 0)))).toMatchObject([{ cmd: "pubrec", messageId: 1, reasonCode: 0x10 }])
+    // the client did not hear it and resends: not routed again, the same answer
+    const again = s.step(pkt(dup1), 0)
+    expect(ofType(again, "publish")).toEqual([])
+    expect(sent(again)).toEqual([{ cmd: "pubrec", messageId: 1, reasonCode: 0x10 }])
+    expect(sent(s.step(pkt(rel1), 0))).toEqual([{ cmd: "pubcomp", messageId: 1 }])
+    // the next one that reached someone: Success
+    s.step(pkt(p2), 0)
+    expect(sent(s.step({ type: "published", packetId: 2 }, 0))).toEqual([{ cmd: "pubrec", messageId: 2 }])
   })
 
   it("0x97 Quota exceeded: PUBACK or PUBREC with a Reason String; the QoS 2 exchange ends there [MQTT-4.3.3-4]", () => {

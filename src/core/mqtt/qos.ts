@@ -301,7 +301,8 @@ export class OutWindow {
  * until the shell reports the message durable (only then is PUBREC sent).
  */
 export class InQos2 {
-  readonly ids = new Map<number, { confirmed: boolean }>()
+  /** `code`: MQTT 5.0's PUBREC reason code when not Success (0x10), for a resent PUBLISH's PUBREC (in memory only). */
+  readonly ids = new Map<number, { confirmed: boolean; code?: number }>()
 
   constructor(readonly max: number) {}
 

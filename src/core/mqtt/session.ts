@@ -838,6 +838,7 @@ export class MqttSession {
    * before owners were kept) is dropped, never delivered.
    */
   private restore(s: SessionSnapshot, now: number): void {
+    let refused = false
     for (const sub of s.subscriptions) {
       const subjects = filterSubscription(sub.filter, sub.shared === true)
       if (!subjects.ok) continue
@@ -845,16 +846,20 @@ export class MqttSession {
       if (!(this.deps.canSubscribe?.(sub.filter, sub.shared === true) ?? true)) {
         this.emit({ type: "denied", op: "subscribe", topic: sub.filter })
         this.persistSubscription(sub.filter, undefined)
+        refused = true
         continue
       }
       this.setSub({ filter: sub.filter, qos: sub.qos, subjects: subjects.subjects, queue: subjects.queue, noLocal: sub.noLocal, id: sub.id, rap: sub.rap, shared: sub.shared })
     }
+    // What came through a subscription refused now (one a queue permission allowed, say) is
+    // not owed any more unless a subscription it still has takes it.
+    const owed = (topic: string): boolean => this.mayReceive(topic) && (!refused || this.stillSubscribed(topic))
     for (const o of s.outbound) {
-      if (o.phase === "publish" && !this.mayReceive(o.topic)) this.emit({ type: "drop", reason: "not_permitted", ref: o.ref })
+      if (o.phase === "publish" && !owed(o.topic)) this.emit({ type: "drop", reason: "not_permitted", ref: o.ref })
       else this.out.add({ ...o, deadline: now + this.config.ackWaitMs })
     }
     for (const q of s.queued) {
-      if (!this.mayReceive(q.topic)) this.emit({ type: "drop", reason: "not_permitted", ref: q.ref })
+      if (!owed(q.topic)) this.emit({ type: "drop", reason: "not_permitted", ref: q.ref })
       else this.enqueue({ qos: q.qos, topic: q.topic, payload: q.payload, size: q.size, retain: q.retain, ref: q.ref, properties: q.properties, receivedAt: q.receivedAt })
     }
     for (const id of s.inboundQos2) this.inQos2.ids.set(id, { confirmed: true })
@@ -947,8 +952,11 @@ export class MqttSession {
     // Not permitted: acknowledged as usual (3.1.1 has no negative ack) but not routed.
     const allowed = this.deps.canPublish?.(p.topic, subject.value) ?? true
     if (qos === 2 && this.inQos2.has(id)) {
-      // A duplicate before PUBREL is not routed again [MQTT-4.3.3-2].
-      if (this.inQos2.ids.get(id)!.confirmed) this.acknowledge(id, "pubrec")
+      // A duplicate before PUBREL is not routed again [MQTT-4.3.3-2]; its PUBREC says what the first one's did.
+      const q2 = this.inQos2.ids.get(id)!
+      if (!q2.confirmed) return
+      if (q2.code !== undefined) (this.refusedAcks ??= new Map()).set(id, q2.code)
+      this.acknowledge(id, "pubrec")
       return
     }
     if (!allowed) {
@@ -1048,8 +1056,9 @@ export class MqttSession {
         ;(this.refusedAcks ??= new Map()).set(id, code)
         return this.acknowledge(id, q2 !== undefined ? "pubrec" : "puback")
       }
-      // 0x10 No matching subscribers: a PUBACK's news only (a QoS 2 PUBREC goes before routing).
-      if (q2 === undefined) (this.refusedAcks ??= new Map()).set(id, code)
+      // 0x10 No matching subscribers, on the PUBACK or the PUBREC; a PUBREL still follows a PUBREC with it.
+      if (q2 === undefined || !q2.confirmed) (this.refusedAcks ??= new Map()).set(id, code)
+      if (q2 !== undefined && !q2.confirmed) q2.code = code
     }
     if (q2 !== undefined) {
       if (!q2.confirmed) {
@@ -1372,6 +1381,12 @@ export class MqttSession {
 
   private mayPublish(topic: string, subject: string): boolean {
     return this.deps.canPublish?.(topic, subject) ?? true
+  }
+
+  /** Whether a subscription of this session matches `topic`. */
+  private stillSubscribed(topic: string): boolean {
+    const subject = topicToSubject(topic)
+    return subject.ok && this.grantFor(subject.value) >= 0
   }
 
   /** Whether a message on `topic` may go to this client under its subscribe permissions. */

@@ -236,10 +236,9 @@ export type SessionInput =
    * session, if any; `owner` the user this connection authenticated as ("" without auth).
    */
   | { readonly type: "sessionReady"; readonly stored?: SessionSnapshot | undefined; readonly owner?: string | undefined }
-  /** The shell made a routed message durable (`confirm` of a `publish` action). */
   /**
    * The shell made a routed message durable (`confirm` of a `publish` action). MQTT 5.0
-   * `code`: 0x10 when it matched no subscriber (PUBACK), 0x97 when a storage limit refused
+   * `code`: 0x10 when it matched no subscriber (PUBACK or PUBREC), 0x97 when a storage limit refused
    * it (PUBACK/PUBREC, the message was not routed); absent: Success.
    */
   | { readonly type: "published"; readonly packetId: number; readonly code?: number | undefined }

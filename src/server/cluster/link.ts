@@ -8,7 +8,7 @@ import { Either } from "effect"
 import { PING, PONG } from "../../core/cluster/encode.js"
 import type { HandshakeError } from "../../core/cluster/handshake.js"
 import { type ParseError, type PeerKind, PeerParser, type PeerMsg, type PeerOpHandler, type PeerInterest } from "../../core/cluster/parser.js"
-import { mqttQosOf, withMqttQos } from "../../core/cluster/mqtt-qos.js"
+import { MARK_RETAIN, mqttMarksOf, withMqttMarks } from "../../core/cluster/mqtt-qos.js"
 import { isOwnSubject } from "../../core/cluster/own-subjects.js"
 import { writeErr } from "../../core/nats/encode.js"
 import { OutBuf, type SlabPool } from "../../core/outbuf.js"
@@ -263,8 +263,15 @@ export abstract class PeerLink<Reason extends string> extends Connection<Reason>
     // The other server picked this one for these queue groups (none: plain subscribers only).
     d.origin.queues = m.queues
     d.origin.cluster = this.originOf(m)
-    // Published over MQTT at QoS 1/2 (on whichever server): delivered to MQTT subscribers at it.
-    if (m.hdrLen > 0) d.origin.qos = mqttQosOf(m.buf, m.start, m.start + m.hdrLen)
+    // Published over MQTT at QoS 1/2 (on whichever server): delivered to MQTT subscribers at
+    // it; with RETAIN (a Switchyard server's mark): RETAIN=1 for Retain As Published.
+    if (m.hdrLen > 0) {
+      const marks = mqttMarksOf(m.buf, m.start, m.start + m.hdrLen)
+      if (marks !== 0) {
+        d.origin.qos = marks & 3
+        d.origin.retain = (marks & MARK_RETAIN) !== 0
+      }
+    }
     // `$JS.ACK.…@<subject>`: a stream consumer's delivery to the subscribers of the message's
     // subject (an inbox, a deliver subject), showing them the subject after the last `@`
     // (any other reply, `@` or not, is a reply like any other).
@@ -354,10 +361,11 @@ export abstract class PeerLink<Reason extends string> extends Connection<Reason>
       h = -1
     }
     if (end - from - (h > 0 ? h : 0) > this.peerMaxPayload) return false
-    // An MQTT QoS 1/2 publication says its QoS to the other server (a copy with the header).
+    // An MQTT QoS 1/2 publication says its QoS to the other server, one with RETAIN says so
+    // (a copy with the headers).
     const qos = d.origin.qos
-    if (qos > 0 && this.peerHeaders) {
-      const marked = withMqttQos(buf, from, h, end, qos as 1 | 2)
+    if ((qos > 0 || d.origin.retain) && this.peerHeaders) {
+      const marked = withMqttMarks(buf, from, h, end, qos as 0 | 1 | 2, d.origin.retain)
       if (marked !== undefined) {
         buf = marked.buf
         from = 0

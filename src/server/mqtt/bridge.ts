@@ -41,6 +41,7 @@ import type { MalformedPacket } from "../../core/mqtt/codec.js"
 import { HELD_MAX, HeldPayloads } from "./held.js"
 import { BacklogPump, RetainedLookups } from "./pacing.js"
 import { RetainedSync } from "./retained-sync.js"
+import { RetainedExpiry } from "./retained-expiry.js"
 import { type OwnerAnnouncement, givesWay, MqttOwners } from "./owners.js"
 import { MqttRegistry } from "./registry.js"
 import type { MqttAccountStore, MqttStoreService } from "./store.js"
@@ -116,6 +117,8 @@ export class MqttBridge implements MqttDriver {
   private readonly retained: RetainedLookups
   /** Retained messages cluster-wide, among Switchyard servers (retained-sync.ts). */
   private readonly retainedSync: RetainedSync
+  /** When retained messages with a Message Expiry Interval run out (MQTT 5.0). */
+  readonly retainedExpiry: RetainedExpiry
   private readonly backlog: BacklogPump
 
   constructor(
@@ -151,7 +154,9 @@ export class MqttBridge implements MqttDriver {
     }
     this.gate = new MqttCommitGate(server, store, this)
     this.retained = new RetainedLookups(server, this)
-    this.retainedSync = new RetainedSync(server, store)
+    this.retainedExpiry = new RetainedExpiry((at) => this.wakeAt(at))
+    this.retainedSync = new RetainedSync(server, store, (s, topic) => this.retainedExpiry.changed(s, topic))
+    this.registry.onOpened = (s) => this.retainedExpiry.opened(s)
     server.peerOwn = this.retainedSync
     this.backlog = new BacklogPump(store, this)
     server.router.durable = { hold: (d) => this.holdRouted(d), release: (d) => this.releaseRouted(d) }
@@ -331,15 +336,19 @@ export class MqttBridge implements MqttDriver {
       case "storeRetained": {
         const store = this.gate.storeOf(c.account.name)
         const props = a.reply === undefined && a.hdr === undefined ? undefined : { reply: a.reply, hdr: a.hdr, at: now }
-        store?.setRetained(a.topic, a.subject, a.payload, a.qos, props)
+        if (store === undefined) return
+        store.setRetained(a.topic, a.subject, a.payload, a.qos, props)
+        this.retainedExpiry.changed(store, a.topic)
         // Cluster-wide (retained-sync.ts).
-        if (store !== undefined) this.retainedSync.kept(c.account.name, a.topic, a.payload, a.qos, props, now)
+        this.retainedSync.kept(c.account.name, a.topic, a.payload, a.qos, props, now)
         return
       }
       case "deleteRetained": {
         const store = this.gate.storeOf(c.account.name)
-        store?.deleteRetained(a.topic, a.subject)
-        if (store !== undefined) this.retainedSync.removed(c.account.name, a.topic, now)
+        if (store === undefined) return
+        store.deleteRetained(a.topic, a.subject)
+        this.retainedExpiry.changed(store, a.topic)
+        this.retainedSync.removed(c.account.name, a.topic, now)
         return
       }
       case "accept":
@@ -615,12 +624,13 @@ export class MqttBridge implements MqttDriver {
       this.gate.hold(c, dedup)
     }
     if (later) return this.gate.defer(c, subject, buf, qos, ref, confirm, extra)
-    if (qos === 2 && confirm !== undefined) {
+    if (qos === 2 && confirm !== undefined && c.session.protocolVersion !== 5) {
       // Without a durable store the PUBREC has nothing to wait for: it goes first, then the copies.
       if (!c.closed) this.input(c, { type: "published", packetId: confirm }, now)
       this.route(c, subject, buf, qos, ref, now, extra)
       return
     }
+    // (An MQTT 5.0 PUBREC says whether the message matched anyone, 0x10 if not: it follows the routing, as a PUBACK does.)
     const receivers = this.route(c, subject, buf, qos, ref, now, extra)
     if (confirm === undefined || c.closed) return
     this.gate.confirm(c, confirm, store, ref, now, receivers === 0)
@@ -865,8 +875,9 @@ export class MqttBridge implements MqttDriver {
    */
   tick(now: number): number | undefined {
     const expired = this.registry.expire(now)
-    let wrote = expired.wrote
-    let next = expired.next ?? Infinity
+    const retained = this.retainedExpiry.tick(now)
+    let wrote = expired.wrote || retained.removed
+    let next = Math.min(expired.next ?? Infinity, retained.next ?? Infinity)
     for (const [key, will] of [...this.delayedWills]) {
       if (will.will.at > now) {
         next = Math.min(next, will.will.at)
@@ -899,13 +910,12 @@ export class MqttBridge implements MqttDriver {
     this.registry.willSent(account, entry.clientId)
     const store = this.gate.storeOf(account)
     const props = will.reply === undefined && will.hdr === undefined ? undefined : { reply: will.reply, hdr: will.hdr, at: now }
-    if (will.retain) {
-      if (will.payload.length === 0) store?.deleteRetained(will.topic, will.subject)
-      else store?.setRetained(will.topic, will.subject, will.payload, will.qos, props)
-      if (store !== undefined) {
-        if (will.payload.length === 0) this.retainedSync.removed(account, will.topic, now)
-        else this.retainedSync.kept(account, will.topic, will.payload, will.qos, props, now)
-      }
+    if (will.retain && store !== undefined) {
+      if (will.payload.length === 0) store.deleteRetained(will.topic, will.subject)
+      else store.setRetained(will.topic, will.subject, will.payload, will.qos, props)
+      this.retainedExpiry.changed(store, will.topic)
+      if (will.payload.length === 0) this.retainedSync.removed(account, will.topic, now)
+      else this.retainedSync.kept(account, will.topic, will.payload, will.qos, props, now)
     }
     const from = this.registry.internal(account)
     const buf = Buffer.from(will.payload.buffer, will.payload.byteOffset, will.payload.byteLength)

@@ -221,8 +221,9 @@ export class MqttCommitGate {
   }
 
   /**
-   * Messages held back until this commit, in the order they came: a QoS 2 one is
-   * acknowledged (PUBREC) and then forwarded; the others are forwarded and then
+   * Messages held back until this commit, in the order they came: a QoS 2 one from a
+   * 3.1.1 client is acknowledged (PUBREC) and then forwarded; the others (MQTT 5.0's
+   * PUBREC carries 0x10 when nobody received the message) are forwarded and then
    * acknowledged (their stored copies are in this commit). They are forwarded even when
    * the commit failed or the publisher has gone: a QoS 2 message's de-duplication record
    * in memory (and perhaps on disk) says "received", so the publisher's resend would not
@@ -233,7 +234,8 @@ export class MqttCommitGate {
     for (const d of list) {
       const c = d.c
       c.deferred--
-      const ackFirst = d.qos === 2
+      // An MQTT 5.0 PUBREC tells whether anyone received the message (0x10): it follows the routing.
+      const ackFirst = d.qos === 2 && c.session.protocolVersion !== 5
       if (ackFirst) this.confirmDeferred(c, d.confirm, ok, false)
       const receivers = this.driver.route(c, d.subject, d.buf, d.qos, d.ref, now, d.extra)
       if (!ackFirst) this.confirmDeferred(c, d.confirm, ok, receivers === 0)

@@ -57,15 +57,19 @@ const sessionDeps = (server: Server, c: MqttConnection, held: HeldPayloads): Ses
     },
     // Never on the servers' own subjects (core/cluster/own-subjects.ts), whatever the permissions.
     canPublish: (_topic, subject) => !isOwnSubject(subject) && (c.perms === undefined || c.perms.canPublish(subject, server)),
-    canReceive: (subject) => c.perms === undefined || c.perms.canSubscribe(subject),
+    canReceive: (subject) => c.perms === undefined || c.perms.mayReceive(subject),
     canSubscribe: (filter, shared) => mayHold(c, filter, shared)
   }
 }
 
-/** Whether the principal's permissions allow the subscription `filter` (each subject it is made of; `shared`: a `$share/G/…` filter is its inner filter). */
+/**
+ * Whether the principal's permissions allow the subscription `filter` (each subject it is
+ * made of; `shared`: a `$share/G/…` filter is its inner filter in queue group `G`, checked
+ * as a NATS queue subscription is: `subscribe` entries may name a queue, `"jobs.> workers"`).
+ */
 export const mayHold = (p: Principal, filter: string, shared = true): boolean => {
   const subjects = filterSubscription(filter, shared)
-  return p.perms === undefined || (subjects.ok && subjects.subjects.every((s) => p.perms!.canSubscribe(s)))
+  return p.perms === undefined || (subjects.ok && subjects.subjects.every((s) => p.perms!.canSubscribe(s, subjects.queue ?? "")))
 }
 
 /**

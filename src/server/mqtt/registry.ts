@@ -59,6 +59,8 @@ export class MqttRegistry {
   wakeAt: (at: number) => void = () => {}
   /** A stored session taken up after a restart holds a delayed will: the bridge publishes it when due. */
   onStoredWill: (account: string, clientId: string, will: DelayedWill) => void = () => {}
+  /** An account's store was opened here (its retained messages loaded): set by the bridge. */
+  onOpened: (store: MqttAccountStore) => void = () => {}
   /** Messages dropped at a session's queue bounds (/varz mqtt.queue_dropped); logged at most every 10 s per session. */
   queueDrops = 0
   private readonly dropLog = new Map<string, { at: number; count: number }>()
@@ -179,6 +181,7 @@ export class MqttRegistry {
     const ready = this.store.ready(account)
     if (ready !== undefined) return Promise.resolve(ready)
     return this.store.open(account).then((store) => {
+      this.onOpened(store)
       for (const [clientId, snap] of store.takeSessions()) {
         const key = sessionKey(account, clientId)
         if (!this.byClientId.has(key) && !this.away.has(key)) {
@@ -247,7 +250,7 @@ export class MqttRegistry {
     return {
       randomBytes: this.server.env.randomBytes,
       released: (payload) => this.held.release(payload),
-      canReceive: perms === undefined ? undefined : (subject) => perms.canSubscribe(subject)
+      canReceive: perms === undefined ? undefined : (subject) => perms.mayReceive(subject)
     }
   }
 

@@ -66,7 +66,9 @@ export class RetainedSync implements PeerOwnHandler {
 
   constructor(
     private readonly server: Server,
-    private readonly store: MqttStoreService
+    private readonly store: MqttStoreService,
+    /** A retained message was set or removed in `store` on another server's word (for RetainedExpiry). */
+    private readonly changed: (store: MqttAccountStore, topic: string) => void = () => {}
   ) {
     // Routes that came up before the MQTT bridge did: what they asked went unanswered (and
     // their announcements unheard), so both ends catch up now.
@@ -205,6 +207,7 @@ export class RetainedSync implements PeerOwnHandler {
       store.setRetained(a.topic, subject.value, a.payload, a.qos, a.props)
       vs.kept(a.topic, a.version)
     }
+    this.changed(store, a.topic)
     // On to the servers that may not have heard it (behind leaf connections).
     this.announce(account, a, from)
     if (store.durable && !this.commitDue) {
