@@ -524,7 +524,15 @@ interface RunContext {
 const runOne = async (sys: SystemDef, step: RunStep, iteration: number, ctx: RunContext): Promise<Cell["runs"][number]> => {
   const base = step.sc.baseline === undefined ? undefined : findScenario(step.sc.baseline)
   if (base === undefined) return runOnInstance(sys, step, sys.name, ctx)
-  const single = (): Promise<Cell["runs"][number]> => runOnInstance(sys, { ...step, sc: base }, `${sys.name} (${base.id})`, ctx)
+  const baseStep = { ...step, sc: base }
+  const baseKey = `${sys.name} (${base.id})`
+  // Both servers started and warm before either is measured, so that neither run follows a
+  // server's start (a Node server spends some CPU on its start-up garbage for seconds).
+  for (const [st, key] of [[baseStep, baseKey], [step, sys.name]] as const) {
+    const ready = await prepare(sys, st, key, ctx)
+    if (!("server" in ready)) return ready
+  }
+  const single = (): Promise<Cell["runs"][number]> => runOnInstance(sys, baseStep, baseKey, ctx)
   const mine = (): Promise<Cell["runs"][number]> => runOnInstance(sys, step, sys.name, ctx)
   let s: Cell["runs"][number]
   let c: Cell["runs"][number]
@@ -548,8 +556,11 @@ const runOne = async (sys: SystemDef, step: RunStep, iteration: number, ctx: Run
   return { ...merged, metrics: { ...c.metrics, singleRate: sRate, vsSingle: cRate / sRate } }
 }
 
-/** One run of `step.sc` on the system's instance kept under `key` (see runOne). */
-const runOnInstance = async (sys: SystemDef, step: RunStep, key: string, ctx: RunContext): Promise<Cell["runs"][number]> => {
+/**
+ * The system's instance kept under `key` for `step.sc`: started if it is not (or the
+ * scenario wants a fresh one each run), warmed up at the cell's first run; or the failed run.
+ */
+const prepare = async (sys: SystemDef, step: RunStep, key: string, ctx: RunContext): Promise<Instance | Cell["runs"][number]> => {
   const { instances, warmed, broken, pin, opts } = ctx
   const failed = (error: string): Cell["runs"][number] => ({ ok: false, error, metrics: {}, loss: 0, excess: 0, errors: [] })
   let inst = instances.get(key)
@@ -580,6 +591,14 @@ const runOnInstance = async (sys: SystemDef, step: RunStep, key: string, ctx: Ru
       if (!warm.ok) return { ...warm, error: `warm-up failed: ${warm.error ?? warm.errors.join("; ")}` }
     }
   }
+  return inst
+}
+
+/** One run of `step.sc` on the system's instance kept under `key` (see runOne). */
+const runOnInstance = async (sys: SystemDef, step: RunStep, key: string, ctx: RunContext): Promise<Cell["runs"][number]> => {
+  const inst = await prepare(sys, step, key, ctx)
+  if (!("server" in inst)) return inst
+  const pin = ctx.pin
   const job = step.sc.job(inst.ports, inst.server.pid, step.size, step.bound, inst.peer?.pid)
   const ran = await runJob(job, 180_000, pin?.gen)
   // The footprint scenario starts a fresh server for every run: how long it took to be ready belongs to the run.
