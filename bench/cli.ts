@@ -317,7 +317,7 @@ const main = async (): Promise<void> => {
           console.log(`${label}: skipped (${why.split("\n")[0]})`)
           continue
         }
-        const r = await runOne(sys, step, instances, warmed, broken, pinFor(opts, step.sc), opts)
+        const r = await runOne(sys, step, it, { instances, warmed, broken, pin: pinFor(opts, step.sc), opts })
         cell.runs.push(r)
         const head = step.sc.metrics[0]!
         const v = r.metrics[head.key]
@@ -498,25 +498,75 @@ const startInstance = async (
   }
 }
 
+interface RunStep {
+  readonly sc: Scenario
+  readonly size: number
+  readonly bound: RunBound
+}
+
+/** What the runs of a benchmark share: the servers started, which are warm, which systems failed. */
+interface RunContext {
+  readonly instances: Map<string, Instance>
+  readonly warmed: Set<string>
+  readonly broken: Map<string, string>
+  readonly pin: { readonly server: number; readonly gen: number } | undefined
+  readonly opts: Options
+}
+
 /**
  * One run: the system's server for this scenario (started at its first run, or for each
  * run where the scenario needs a fresh one; warmed up with flows at each cell's first
- * run), then one load-generator process.
+ * run), then one load-generator process. A scenario with a `baseline` also runs the
+ * baseline's job on a single server of the same system (an instance of its own), before
+ * this run on even iterations and after it on odd ones, and reports both rates and their
+ * ratio as this run's.
  */
-const runOne = async (
-  sys: SystemDef,
-  step: { readonly sc: Scenario; readonly size: number; readonly bound: RunBound },
-  instances: Map<string, Instance>,
-  warmed: Set<string>,
-  broken: Map<string, string>,
-  pin: { readonly server: number; readonly gen: number } | undefined,
-  opts: Options
-): Promise<Cell["runs"][number]> => {
+const runOne = async (sys: SystemDef, step: RunStep, iteration: number, ctx: RunContext): Promise<Cell["runs"][number]> => {
+  const base = step.sc.baseline === undefined ? undefined : findScenario(step.sc.baseline)
+  if (base === undefined) return runOnInstance(sys, step, sys.name, ctx)
+  const baseStep = { ...step, sc: base }
+  const baseKey = `${sys.name} (${base.id})`
+  // Both servers started and warm before either is measured, so that neither run follows a
+  // server's start (a Node server spends some CPU on its start-up garbage for seconds).
+  for (const [st, key] of [[baseStep, baseKey], [step, sys.name]] as const) {
+    const ready = await prepare(sys, st, key, ctx)
+    if (!("server" in ready)) return ready
+  }
+  const single = (): Promise<Cell["runs"][number]> => runOnInstance(sys, baseStep, baseKey, ctx)
+  const mine = (): Promise<Cell["runs"][number]> => runOnInstance(sys, step, sys.name, ctx)
+  let s: Cell["runs"][number]
+  let c: Cell["runs"][number]
+  if (iteration % 2 === 0) {
+    s = await single()
+    c = await mine()
+  } else {
+    c = await mine()
+    s = await single()
+  }
+  const sRate = s.metrics.rate
+  const cRate = c.metrics.rate
+  const merged = {
+    ...c,
+    loss: c.loss + s.loss,
+    excess: c.excess + s.excess,
+    errors: [...c.errors, ...s.errors.map((e) => `single server: ${e}`)]
+  }
+  if (!s.ok) return { ...merged, ok: false, error: `single server (${base.id}): ${s.error ?? s.errors.join("; ")}` }
+  if (!c.ok || sRate === undefined || cRate === undefined || sRate === 0) return merged
+  return { ...merged, metrics: { ...c.metrics, singleRate: sRate, vsSingle: cRate / sRate } }
+}
+
+/**
+ * The system's instance kept under `key` for `step.sc`: started if it is not (or the
+ * scenario wants a fresh one each run), warmed up at the cell's first run; or the failed run.
+ */
+const prepare = async (sys: SystemDef, step: RunStep, key: string, ctx: RunContext): Promise<Instance | Cell["runs"][number]> => {
+  const { instances, warmed, broken, pin, opts } = ctx
   const failed = (error: string): Cell["runs"][number] => ({ ok: false, error, metrics: {}, loss: 0, excess: 0, errors: [] })
-  let inst = instances.get(sys.name)
+  let inst = instances.get(key)
   if (inst === undefined || inst.server.exited() || inst.peer?.exited() === true || step.sc.freshServer === true) {
     if (inst !== undefined) await inst.stop()
-    instances.delete(sys.name)
+    instances.delete(key)
     try {
       inst = await startInstance(sys, step, pin)
     } catch (e) {
@@ -524,11 +574,11 @@ const runOne = async (
       broken.set(sys.name, msg)
       return failed(msg)
     }
-    instances.set(sys.name, inst)
-    warmed.delete(sys.name)
+    instances.set(key, inst)
+    warmed.delete(key)
   }
-  if (!warmed.has(sys.name)) {
-    warmed.add(sys.name)
+  if (!warmed.has(key)) {
+    warmed.add(key)
     // Flows run unmeasured first on the same server: every system is measured warm (a
     // JIT-compiled server would otherwise pay its warm-up in the run).
     const kind = step.sc.job(inst.ports, inst.server.pid, step.size, step.bound, inst.peer?.pid).kind
@@ -541,6 +591,14 @@ const runOne = async (
       if (!warm.ok) return { ...warm, error: `warm-up failed: ${warm.error ?? warm.errors.join("; ")}` }
     }
   }
+  return inst
+}
+
+/** One run of `step.sc` on the system's instance kept under `key` (see runOne). */
+const runOnInstance = async (sys: SystemDef, step: RunStep, key: string, ctx: RunContext): Promise<Cell["runs"][number]> => {
+  const inst = await prepare(sys, step, key, ctx)
+  if (!("server" in inst)) return inst
+  const pin = ctx.pin
   const job = step.sc.job(inst.ports, inst.server.pid, step.size, step.bound, inst.peer?.pid)
   const ran = await runJob(job, 180_000, pin?.gen)
   // The footprint scenario starts a fresh server for every run: how long it took to be ready belongs to the run.

@@ -374,6 +374,13 @@ const mdCell = (
   if (me.failed) return "FAILED"
   if (me.lossy) return `**LOST ${me.loss}**`
   const head = fmt(m.format, me.stats[m.key]?.median)
+  if (m.own === true) {
+    // each system's own figure, side by side ("0.97 · N 1.01")
+    const others = summaries
+      .filter((s) => s.scenario === sc.id && s.size === size && s.system !== subject)
+      .map((s) => `${PEER_ABBREV[s.system] ?? s.system} ${s.failed ? "n/a" : s.lossy ? "lossy" : fmt(m.format, s.stats[m.key]?.median)}`)
+    return [head, ...others].join(" · ")
+  }
   const peers = rs.filter((r) => r.scenario === sc.id && r.size === size && r.metric === m.key).map(mdRatio)
   return [head, ...peers].join(" · ")
 }
@@ -399,12 +406,14 @@ export const renderMarkdown = (
   const legend = peers.map((p) => `${PEER_ABBREV[p] ?? p} = ${p}`).join(", ")
   const lines: Array<string> = [header, ""]
   lines.push(
-    `Each cell: ${subject}'s median, then ${subject} ÷ peer (${legend}); for latency and memory lower is better, for rates higher.`
+    `Each cell: ${subject}'s median, then ${subject} ÷ peer (${legend}); for latency and memory lower is better, for rates higher.${
+      ran.some((sc) => sc.metrics.some((m) => m.own === true)) ? " A \"÷ 1 node\" row gives each system's own ratio to its single server, side by side." : ""
+    }`
   )
   if (sized.length > 0) {
     lines.push("", `| scenario | metric | ${sizes.map(sizeLabel).join(" | ")} |`, `|---|---|${sizes.map(() => "---").join("|")}|`)
     for (const sc of sized) {
-      for (const m of sc.metrics.filter((x) => x.compare === true)) {
+      for (const m of sc.metrics.filter((x) => x.compare === true || x.own === true)) {
         const cells = sizes.map((size) => mdCell(sc, m, summaries, rs, subject, size))
         lines.push(`| ${sc.title} | ${m.label} | ${cells.join(" | ")} |`)
       }
@@ -413,7 +422,7 @@ export const renderMarkdown = (
   if (unsized.length > 0) {
     lines.push("", "| scenario | metric | result |", "|---|---|---|")
     for (const sc of unsized) {
-      for (const m of sc.metrics.filter((x) => x.compare === true)) {
+      for (const m of sc.metrics.filter((x) => x.compare === true || x.own === true)) {
         lines.push(`| ${sc.title} | ${m.label} | ${mdCell(sc, m, summaries, rs, subject, 0)} |`)
       }
     }

@@ -19,6 +19,11 @@ export interface Metric {
   readonly better?: "higher" | "lower"
   /** Compare Switchyard with each peer on this metric (ratio column). */
   readonly compare?: boolean
+  /**
+   * A figure each system has of its own (a ratio to its own baseline): the Markdown table
+   * shows every system's median side by side instead of a ratio between systems.
+   */
+  readonly own?: boolean
   /** Draw a chart panel for this metric. */
   readonly chart?: boolean
 }
@@ -64,6 +69,13 @@ export interface Scenario {
   readonly pin?: boolean
   /** What loss counts (default "messages"). */
   readonly lossUnit?: string
+  /**
+   * The id of a single-server scenario this one is measured against, system by system:
+   * each run also runs that scenario's job on a single server of the same system (started
+   * beside this scenario's, on ports of its own), the two alternating in order run by run,
+   * and reports that rate (`singleRate`) and this run's rate divided by it (`vsSingle`).
+   */
+  readonly baseline?: string
 }
 
 export const SIZES = [16, 128, 1024, 16384] as const
@@ -189,6 +201,27 @@ export const SCENARIOS: ReadonlyArray<Scenario> = [
       timed: true,
       countUnit: subs === 1 ? "messages" : "messages published",
       job: (ports, serverPid, size, run, peerPid) => ({ ...flow(1, subs, false)(ports, serverPid, size, run), subPort: ports.nats2, subServerPid: peerPid })
+    })
+  ),
+  // The per-node cost of being in a cluster: everyone on the first server of a routed pair,
+  // the second without interest, against the same system's single server in the same run.
+  ...([1, 4] as const).map(
+    (subs): Scenario => ({
+      id: subs === 1 ? "cluster-local" : "cluster-local-fanout",
+      title: `NATS ${subs === 1 ? "1→1" : "1→4 fan-out (msgs/s delivered)"} on one server of a routed pair, no interest on the other`,
+      protocol: "cluster",
+      sized: true,
+      metrics: [
+        flowMetrics[0]!,
+        { key: "vsSingle", label: "÷ 1 node", format: "num", better: "higher", own: true },
+        { key: "singleRate", label: "1 node msgs/s", format: "rate" },
+        ...flowMetrics.slice(1)
+      ],
+      defaultCount: flowCount,
+      timed: true,
+      countUnit: subs === 1 ? "messages" : "messages published",
+      baseline: subs === 1 ? "1to1" : "fanout",
+      job: (ports, serverPid, size, run, peerPid) => ({ ...flow(1, subs, false)(ports, serverPid, size, run), peerPort: ports.nats2, peerPid })
     })
   ),
   {
@@ -364,6 +397,8 @@ export const findScenario = (name: string): Scenario | undefined => {
     "14": "fanout",
     cluster: "cluster1to1",
     route: "cluster1to1",
+    clusterlocal1to1: "clusterlocal",
+    norouteinterest: "clusterlocal",
     "41": "fanin",
     queuegroup: "queue",
     request: "reqrep",

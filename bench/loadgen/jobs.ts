@@ -11,6 +11,13 @@ export interface NatsFlowJob {
    */
   readonly subPort?: number
   readonly subServerPid?: number
+  /**
+   * A cluster run with everyone on `port`'s server (no remote interest): the other
+   * server's client port, where a probe subscribes first to prove the route is up (it
+   * leaves before the flow starts), and its process, counted in the server CPU figures.
+   */
+  readonly peerPort?: number
+  readonly peerPid?: number
   /** Publisher connections; the count is split between them. */
   readonly pubs: number
   /** Subscriber connections (0 = publish only). */

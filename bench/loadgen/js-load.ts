@@ -13,6 +13,13 @@ const WINDOW = Number(process.env.BENCH_JS_WINDOW ?? 1000)
 const PULL_BATCH = Number(process.env.BENCH_JS_PULL ?? 1000)
 const BATCH_BYTES = 64 * 1024
 const STALL_MS = Number(process.env.BENCH_STALL_MS ?? 5000)
+/**
+ * For scripts/clustering/js-r3.mjs, which points this load at other set-ups: the API prefix
+ * (`$JS.HUB.API` reaches a domain's JetStream) and the stream's replicas. `npm run bench`
+ * leaves both alone.
+ */
+const API = process.env.BENCH_JS_API ?? "$JS.API"
+const REPLICAS = Number(process.env.BENCH_JS_REPLICAS ?? 1)
 const STREAM = "BENCH"
 const SUBJECT = "bench.js"
 
@@ -45,16 +52,16 @@ const apiClient = async (port: number) => {
 }
 
 const createStream = (api: Awaited<ReturnType<typeof apiClient>>) =>
-  api.request(`$JS.API.STREAM.CREATE.${STREAM}`, {
+  api.request(`${API}.STREAM.CREATE.${STREAM}`, {
     name: STREAM,
     subjects: [SUBJECT],
     storage: "file",
     retention: "limits",
-    num_replicas: 1
+    num_replicas: REPLICAS
   })
 
 const storedMessages = async (api: Awaited<ReturnType<typeof apiClient>>): Promise<number> => {
-  const info = await api.request(`$JS.API.STREAM.INFO.${STREAM}`, undefined)
+  const info = await api.request(`${API}.STREAM.INFO.${STREAM}`, undefined)
   return Number((info.state as { messages?: number } | undefined)?.messages ?? 0)
 }
 
@@ -137,7 +144,7 @@ const publishAcked = (
   })
 
 /** The stream goes at the end of a job: the next one on the same server starts empty. */
-const deleteStream = (api: Awaited<ReturnType<typeof apiClient>>) => api.request(`$JS.API.STREAM.DELETE.${STREAM}`, undefined)
+const deleteStream = (api: Awaited<ReturnType<typeof apiClient>>) => api.request(`${API}.STREAM.DELETE.${STREAM}`, undefined)
 
 export const runJsPub = async (job: JsPubJob): Promise<JobResult> => {
   const errors: Array<string> = []
@@ -173,12 +180,12 @@ export const runJsReplay = async (job: JsReplayJob): Promise<JobResult> => {
   fill.conn.destroy()
   const stored = await storedMessages(api)
   if (stored !== job.count) errors.push(`stream holds ${stored} of ${job.count} messages before the replay`)
-  await api.request(`$JS.API.CONSUMER.DURABLE.CREATE.${STREAM}.R`, {
+  await api.request(`${API}.CONSUMER.DURABLE.CREATE.${STREAM}.R`, {
     stream_name: STREAM,
     config: { durable_name: "R", deliver_policy: "all", ack_policy: "none", replay_policy: "instant" }
   })
 
-  const fullReq = encodePub(`$JS.API.CONSUMER.MSG.NEXT.${STREAM}.R`, "_INBOX.pull", Buffer.from(JSON.stringify({ batch: PULL_BATCH })))
+  const fullReq = encodePub(`${API}.CONSUMER.MSG.NEXT.${STREAM}.R`, "_INBOX.pull", Buffer.from(JSON.stringify({ batch: PULL_BATCH })))
   let requested = 0
   let conn: Conn | undefined
   const plain = (c: Conn): number => c.reader.msgs - c.reader.hmsgs
@@ -189,7 +196,7 @@ export const runJsReplay = async (job: JsReplayJob): Promise<JobResult> => {
       c.sock.write(
         n === PULL_BATCH
           ? fullReq
-          : encodePub(`$JS.API.CONSUMER.MSG.NEXT.${STREAM}.R`, "_INBOX.pull", Buffer.from(JSON.stringify({ batch: n })))
+          : encodePub(`${API}.CONSUMER.MSG.NEXT.${STREAM}.R`, "_INBOX.pull", Buffer.from(JSON.stringify({ batch: n })))
       )
     }
   }

@@ -163,6 +163,14 @@ export const runFlow = async (job: NatsFlowJob): Promise<JobResult> => {
   // A cluster run: the route is up (a first probe crosses it) before the subscriptions are made.
   const probes = job.subPort === undefined ? undefined : [await connect(job.port, "bench-probe-pub"), await connect(subPort, "bench-probe-sub")] as const
   if (probes !== undefined) await routedInterest(probes[0], probes[1], "bench.probe.route", 1)
+  // Everyone on one server of a pair: the route is up (a probe subscribed on the peer gets a
+  // message published here), then the probe leaves, so the peer has no interest at all.
+  if (job.peerPort !== undefined && job.subPort === undefined) {
+    const local = await connect(job.port, "bench-probe-local")
+    const remote = await connect(job.peerPort, "bench-probe-peer")
+    await routedInterest(local, remote, "bench.probe.route", 1)
+    for (const c of [local, remote]) c.destroy()
+  }
   const subs: Array<Conn> = []
   for (let i = 0; i < job.subs; i++) {
     const c = await connect(subPort, `bench-sub-${i}`, kick)
@@ -256,7 +264,7 @@ export const runFlow = async (job: NatsFlowJob): Promise<JobResult> => {
     pumps.push(new Pump(pubConns[i]!, per + (i < job.count % job.pubs ? 1 : 0)))
   }
 
-  const start = cpuNow(job.serverPid, job.subServerPid)
+  const start = cpuNow(job.serverPid, job.subServerPid ?? job.peerPid)
   let pubDoneAt = 0
   let endAt = 0
   const finished = new Promise<void>((resolve) => {
@@ -313,7 +321,7 @@ export const runFlow = async (job: NatsFlowJob): Promise<JobResult> => {
   })
   for (const p of pumps) p.pump()
   await finished
-  const end = cpuNow(job.serverPid, job.subServerPid)
+  const end = cpuNow(job.serverPid, job.subServerPid ?? job.peerPid)
   // CPU figures cover the whole interval up to the last delivery
   const got = received()
   const headline = job.subs === 0 ? sentTotal : got

@@ -125,4 +125,38 @@ describe("bench report", () => {
       ["mqtt5-2", 1024, false, "n/a (lost messages)"]
     ])
   })
+
+  it("checks a routed pair's server against the same system's single server, and shows each system's own ratio", () => {
+    const local = findScenario("cluster-local")!
+    expect(local.baseline).toBe("1to1")
+    const pair = (system: string, size: number, vs: ReadonlyArray<number>, loss = 0): Cell => ({
+      scenario: "cluster-local",
+      size,
+      system,
+      runs: vs.map((v, i) => run({ rate: 1000 * v, singleRate: 1000, vsSingle: v }, i === 0 ? loss : 0))
+    })
+    const summaries = [
+      summarize(pair("switchyard", 16, [0.95, 0.97, 0.99])),
+      summarize(pair("nats-server", 16, [1.0, 1.02, 0.98])),
+      summarize(pair("switchyard", 1024, [0.8, 0.85, 0.88])),
+      summarize(pair("nats-server", 1024, [1, 1, 1])),
+      summarize(pair("switchyard", 128, [1, 1, 1])),
+      summarize(pair("nats-server", 128, [1, 1, 1]))
+    ]
+    const rs = ratios([local], summaries, "switchyard")
+    // the flow's rate is still compared with the peer's; the own ratio is not
+    expect(rs.filter((r) => r.size === 16).map((r) => r.metric)).toEqual(["rate"])
+    const checks = checkTargets(rs, summaries, "switchyard").filter((c) => c.scenario === "cluster-local")
+    // 128 B is not among the target's sizes
+    expect(checks.map((c) => [c.size, c.met, c.shown])).toEqual([
+      [16, true, "0.97×"],
+      [1024, false, "0.85×"]
+    ])
+    const md = renderMarkdown([local], summaries, rs, targetGroups(checks), "switchyard", "H")
+    expect(md).toContain("| ÷ 1 node | 0.97 · N 1 | 1 · N 1 | 0.85 · N 1 |")
+    expect(md).toContain("cluster-local 16 B 0.97×, cluster-local 1 KiB 0.85× ✗")
+    // a lossy cell has no figure that counts
+    const lossy = [summarize(pair("switchyard", 16, [1, 1, 1], 2))]
+    expect(checkTargets([], lossy, "switchyard").map((c) => [c.met, c.shown])).toEqual([[false, "n/a (lost messages)"]])
+  })
 })
