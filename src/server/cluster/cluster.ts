@@ -552,6 +552,13 @@ export class Cluster implements RemoteRouting, InterestWatcher, RouteMesh {
     }
   }
 
+  /** This server's interest as the routes were told it: per account, each subject (and queue group, with its count). */
+  announced(): Array<{ readonly account: string; readonly subject: string; readonly queue: string; readonly n: number }> {
+    const out: Array<{ account: string; subject: string; queue: string; n: number }> = []
+    for (const [account, entries] of this.local) for (const e of entries.values()) out.push({ account, subject: e.subject, queue: e.queue, n: e.n })
+    return out
+  }
+
   /** RS+ from a route. */
   remoteSub(r: Route, i: PeerInterest): void {
     if (r.permissions !== undefined && !r.permissions.canSubscribe(i.subject, i.queue)) {
