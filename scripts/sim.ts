@@ -1,10 +1,11 @@
-// `npm run sim -- [--seed N] [--steps M] [--runs K] [--faults net|disk [--disk-full|--no-disk-full]] [--mqtt [--no-device-faults]] [--no-nonces] [--cluster [N]] [--plant BUG] [--tail L]`:
+// `npm run sim -- [--seed N] [--steps M] [--runs K] [--faults net|disk [--disk-full|--no-disk-full]] [--mqtt [--no-device-faults]] [--no-nonces] [--cluster [N] [--no-auto-unsub]] [--plant BUG] [--tail L]`:
 // run the deterministic simulation. With a seed it replays that run exactly; without one
 // it picks seeds and prints them. `--faults disk` adds JetStream on a simulated disk with
 // crashes and power cuts, `--mqtt` MQTT devices and the bridge; `--no-nonces` leaves out
 // the nkey user that makes INFO carry nonces in a third of the runs (to replay older
 // seeds). `--cluster` runs 2 to 4 servers joined by routes instead (`--cluster N`: N of
-// them), with route drops, partitions, slow routes and restarts. A failure prints the
+// them), with route drops, partitions, slow routes and restarts (`--no-auto-unsub` leaves
+// out auto-unsubscribes, to replay a seed recorded before them). A failure prints the
 // seed, the step, a command that reproduces it and the last trace events.
 // `--release [--runs K]`: the release check, K fresh seeds (default 50) in each of the five
 // modes (network faults; plus disk; each with MQTT; a cluster), a one-line summary per mode.
@@ -15,12 +16,12 @@ const arg = (name: string): string | undefined => {
   return i >= 0 ? process.argv[i + 1] : undefined
 }
 
-export const report = (r: SimResult, plant?: PlantedBug, faults: FaultSet = "net", mqtt = false, deviceFaults = true, diskFull?: boolean, nonces = true, cluster?: number): string => {
+export const report = (r: SimResult, plant?: PlantedBug, faults: FaultSet = "net", mqtt = false, deviceFaults = true, diskFull?: boolean, nonces = true, cluster?: number, autoUnsub = true): string => {
   if (r.ok) return `seed ${r.seed}: ok (${r.steps} steps, trace ${r.traceHash}/${r.traceLines}) ${JSON.stringify(r.stats)}`
   return [
     `seed ${r.seed}: FAILED at step ${r.failedStep}`,
     ...r.violations.slice(0, 10).map((v) => `  violation: ${v}`),
-    `  reproduce: ${reproduceCommand(r.seed, r.steps, plant, faults, mqtt, deviceFaults, diskFull, nonces, cluster)}`,
+    `  reproduce: ${reproduceCommand(r.seed, r.steps, plant, faults, mqtt, deviceFaults, diskFull, nonces, cluster, autoUnsub)}`,
     `  last trace events:`,
     ...r.trace.map((l) => `    ${l}`)
   ].join("\n")
@@ -73,14 +74,15 @@ const main = async (): Promise<void> => {
   const diskFull = process.argv.includes("--disk-full") ? true : process.argv.includes("--no-disk-full") ? false : undefined
   const nonces = !process.argv.includes("--no-nonces")
   const cluster = clusterArg()
+  const autoUnsub = !process.argv.includes("--no-auto-unsub")
   const given = arg("seed")
   const runs = given === undefined ? Number(arg("runs") ?? 1) : 1
   let failed = false
   for (let i = 0; i < runs; i++) {
     const seed = given === undefined ? (Math.random() * 0x7fffffff) | 0 : Number(given)
     if (given === undefined) console.log(`seed ${seed}`)
-    const r = await runSim({ seed, steps, faults, plant, mqtt, mqttDeviceFaults: deviceFaults, diskFull, nonces, cluster, traceTail: Number(arg("tail") ?? 30) })
-    console.log(report(r, plant, faults, mqtt, deviceFaults, diskFull, nonces, cluster))
+    const r = await runSim({ seed, steps, faults, plant, mqtt, mqttDeviceFaults: deviceFaults, diskFull, nonces, cluster, autoUnsub, traceTail: Number(arg("tail") ?? 30) })
+    console.log(report(r, plant, faults, mqtt, deviceFaults, diskFull, nonces, cluster, autoUnsub))
     if (!r.ok) failed = true
   }
   process.exitCode = failed ? 1 : 0

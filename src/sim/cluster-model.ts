@@ -48,6 +48,12 @@ interface CSub {
   removed: boolean
   /** The server→client stream offset when the server handled its UNSUB: nothing for it may be written after. */
   unsubAt: number
+  /** An auto-unsubscribe (`UNSUB sid max`): the max, and the stream offset when the server handled it. */
+  max: number
+  maxAt: number
+  /** Deliveries written before and after that offset. */
+  beforeMax: number
+  afterMax: number
   readonly got: Set<string>
 }
 
@@ -90,6 +96,9 @@ interface NoResponders {
 
 const gone = (l: SimLink): boolean => l.closed || l.goneForServer
 
+/** Still subscribed on a connection still up (an auto-unsubscribe not yet reached: everything written to it arrived by the end). */
+const live = (s: CSub): boolean => !s.removed && !gone(s.link) && (s.max === 0 || s.got.size < s.max)
+
 class LinkModel extends ClientOpsModel {
   readonly subs = new Map<string, CSub>()
 
@@ -105,18 +114,27 @@ class LinkModel extends ClientOpsModel {
     this.model.published(this, subject, reply, keyOf(buf.toString("latin1", start, end)))
   }
   sub(subject: string, queue: string, sid: string): void {
-    const s: CSub = { node: this.node.index, life: this.node.life, link: this.link, client: 0, sid, subject, queue, removed: false, unsubAt: Infinity, got: new Set() }
+    const s: CSub = { node: this.node.index, life: this.node.life, link: this.link, client: 0, sid, subject, queue, removed: false, unsubAt: Infinity, max: 0, maxAt: Infinity, beforeMax: 0, afterMax: 0, got: new Set() }
     this.subs.set(sid, s)
     this.model.subs.push(s)
   }
-  unsub(sid: string): void {
+  unsub(sid: string, max: number): void {
     const s = this.subs.get(sid)
     if (s === undefined || s.removed) return
+    if (max > 0) {
+      s.max = max
+      s.maxAt = this.offset()
+      return
+    }
     s.removed = true
-    // What the server wrote to the link, and what it had queued for it still (its flush comes later in the turn).
+    s.unsubAt = this.offset()
+  }
+
+  /** What the server wrote to the link, and what it had queued for it still (its flush comes later in the turn). */
+  private offset(): number {
     let queued = 0
     for (const c of this.node.server?.clients.values() ?? []) if (c.conn === this.link) queued = c.out.length
-    s.unsubAt = this.link.written + queued
+    return this.link.written + queued
   }
 }
 
@@ -171,7 +189,8 @@ export class ClusterModel {
       if (s.node !== here) continue
       if (s.link === from.link && !from.echo) continue
       localSubs.add(s)
-      const away = s.link !== from.link && gone(s.link)
+      // (An auto-unsubscribe may have taken it already: the server counts what it delivered.)
+      const away = (s.link !== from.link && gone(s.link)) || s.max > 0
       if (away) localMaybe = true
       else localSure = true
       if (!from.optional && !away) must.push({ sub: s, route: undefined })
@@ -253,6 +272,14 @@ export class ClusterModel {
     }
     if (s.got.has(r.key)) return void this.violations.push(`${who} sid ${r.sid} (${s.subject}${s.queue === "" ? "" : ` ${s.queue}`}) got ${r.key} twice`)
     s.got.add(r.key)
+    if (s.max > 0) {
+      // At most `max` in all; none more once the server handled the UNSUB if it had delivered that many already.
+      if (r.at > s.maxAt) s.afterMax++
+      else s.beforeMax++
+      if (s.beforeMax >= s.max ? s.afterMax > 0 : s.beforeMax + s.afterMax > s.max) {
+        this.violations.push(`${who} sid ${r.sid} (${s.subject}) got ${r.key}, past its auto-unsubscribe max ${s.max} (${s.beforeMax} before the UNSUB, ${s.afterMax} after)`)
+      }
+    }
     const m = this.msgs.get(r.key)
     if (m === undefined || !refMatch(m.subject, s.subject)) return void this.violations.push(`${who} sid ${r.sid} (${s.subject}) got ${r.key} on ${r.subject}: never published on a matching subject`)
     if (m.node !== s.node) this.stats.remoteDeliveries++
@@ -274,7 +301,7 @@ export class ClusterModel {
 
   /** After the network healed and went quiet: every delivery the stable links promised arrived. */
   checkComplete(): void {
-    const alive = (s: CSub): boolean => !s.removed && !gone(s.link) && s.life === this.nodes[s.node].life
+    const alive = (s: CSub): boolean => live(s) && s.life === this.nodes[s.node].life
     for (const m of this.msgs.values()) {
       for (const { sub, route } of m.must) {
         if (sub.got.has(m.key)) {
@@ -330,13 +357,13 @@ export class ClusterModel {
         const told = b.server!.cluster!.announced().map((e) => `${e.account} ${e.subject}${e.queue === "" ? "" : ` ${e.queue} ${e.n}`}`).sort()
         if (have.join("|") !== told.join("|")) out.push(`n${a.index}'s table for n${b.index} [${diff(have, told)}] differs from what n${b.index} announces`)
       }
-      const live = new Map<string, number>()
+      const counts = new Map<string, number>()
       for (const s of this.subs) {
-        if (s.node !== a.index || s.life !== a.life || s.removed || gone(s.link)) continue
+        if (s.node !== a.index || s.life !== a.life || !live(s)) continue
         const k = s.queue === "" ? s.subject : `${s.subject} ${s.queue}`
-        live.set(k, (live.get(k) ?? 0) + 1)
+        counts.set(k, (counts.get(k) ?? 0) + 1)
       }
-      const want2 = [...live].map(([k, n]) => (k.includes(" ") ? `${GLOBAL_ACCOUNT} ${k} ${n}` : `${GLOBAL_ACCOUNT} ${k}`)).sort()
+      const want2 = [...counts].map(([k, n]) => (k.includes(" ") ? `${GLOBAL_ACCOUNT} ${k} ${n}` : `${GLOBAL_ACCOUNT} ${k}`)).sort()
       const told2 = cluster.announced().filter((e) => e.account === GLOBAL_ACCOUNT).map((e) => `${e.account} ${e.subject}${e.queue === "" ? "" : ` ${e.queue} ${e.n}`}`).sort()
       if (want2.join("|") !== told2.join("|")) out.push(`n${a.index} announces [${diff(told2, want2)}] in the global account, not its clients' live subscriptions`)
     }

@@ -97,6 +97,7 @@ class ClusterSim {
   private readonly cf: ClusterFaults
   private readonly serverRng: Rng
   private readonly pipeRng: Rng
+  private readonly maxRng: Rng
   private clients: Array<SimClient> = []
   private readonly pipes: Array<RoutePipe> = []
   /** Node indexes on one side of the partition under way (undefined: none). */
@@ -109,8 +110,8 @@ class ClusterSim {
   private nextPipe = 1
   private quiescing = false
   private readonly stats: Record<string, number> = {
-    nodes: 0, connects: 0, drops: 0, stalls: 0, pubs: 0, subs: 0, unsubs: 0, requests: 0,
-    routeDrops: 0, partitions: 0, slowRoutes: 0, restarts: 0, crashes: 0, dials: 0, dialsFailed: 0, checkedDeliveries: 0
+    nodes: 0, connects: 0, drops: 0, stalls: 0, pubs: 0, subs: 0, unsubs: 0, autoUnsubs: 0, requests: 0,
+    routeDrops: 0, partitions: 0, slowRoutes: 0, restarts: 0, crashes: 0, dials: 0, dialsFailed: 0, routesCounted: 0, checkedDeliveries: 0
   }
 
   constructor(private readonly config: SimConfig) {
@@ -125,6 +126,7 @@ class ClusterSim {
     this.serverRng = root.fork()
     this.pipeRng = root.fork()
     const netRng = root.fork()
+    this.maxRng = new Rng(config.seed ^ 0x6d617821)
     const noAdvertise = root.chance(0.2)
     const connectRetries = root.pick([0, 2, 10])
     const trace = (l: string): void => this.trace(l)
@@ -342,7 +344,23 @@ class ClusterSim {
     this.model.checkReceived(this.clients)
     this.model.checkComplete()
     for (const v of this.model.convergence()) this.violations.push(`after ${QUIESCE_LIMIT_MS / 1000} s of healed network: ${v}`)
+    this.checkRouteCounts()
     return this.check()
+  }
+
+  /** Once quiet, each open route connection lost nothing: what one end counted out, the other counted in. */
+  private checkRouteCounts(): void {
+    const routeOf = (end: PipeEnd) => [...this.nodes[end.node].server?.cluster?.routes.values() ?? []].find((r) => r.conn === end)
+    for (const p of this.pipes) {
+      if (p.closed) continue
+      const a = routeOf(p.a)
+      const b = routeOf(p.b)
+      if (a === undefined || b === undefined || a.closed || b.closed) continue
+      this.stats.routesCounted++
+      if (a.outMsgs !== b.inMsgs || b.outMsgs !== a.inMsgs) {
+        this.violations.push(`route pipe ${p.id}: n${p.a.node} sent ${a.outMsgs} and got ${a.inMsgs} messages, n${p.b.node} sent ${b.outMsgs} and got ${b.inMsgs}`)
+      }
+    }
   }
 
   private heal(): void {
@@ -441,6 +459,13 @@ class ClusterSim {
     const queue = roll < 0.3 ? r.pick(["q1", "q2"]) : ""
     const s = c.subscribe(subject, queue, false)
     this.trace(`c${c.id} SUB ${subject}${queue === "" ? "" : ` ${queue}`} sid ${s.sid}`)
+    // An auto-unsubscribe now and then (its draws from a generator of its own: seeds recorded before it keep their runs' choices).
+    if (queue === "" && this.config.autoUnsub !== false && this.maxRng.chance(0.2)) {
+      const max = this.maxRng.int(1, 20)
+      this.stats.autoUnsubs++
+      c.unsubscribe(s.sid, max)
+      this.trace(`c${c.id} UNSUB ${s.sid} ${max}`)
+    }
   }
 
   /** What the shared client actions (actions.ts) draw from and count in. */

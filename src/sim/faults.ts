@@ -43,6 +43,8 @@ export interface SimConfig {
    * seed picks (see cluster.ts). Network faults only (no disk, no MQTT).
    */
   readonly cluster?: number
+  /** Cluster mode: some plain subscriptions auto-unsubscribe (`UNSUB sid max`; default true). Off replays seeds recorded before it existed. */
+  readonly autoUnsub?: boolean
   /** Lines of trace kept for the failure report. */
   readonly traceTail?: number
 }
@@ -77,8 +79,8 @@ export interface FaultMix {
 /** Whether a run fills the disk now and then (see `SimConfig.diskFull`). */
 export const diskFullOn = (faults: FaultSet, mqtt: boolean, diskFull: boolean | undefined): boolean => faults === "disk" && (diskFull ?? !mqtt)
 
-export const reproduceCommand = (seed: number, steps: number, plant?: PlantedBug, faults: FaultSet = "net", mqtt = false, deviceFaults = true, diskFull?: boolean, nonces = true, cluster?: number): string => {
-  if (cluster !== undefined && cluster > 0) return `npm run sim -- --cluster${cluster > 1 ? ` ${cluster}` : ""} --seed ${seed} --steps ${steps}${plant === undefined ? "" : ` --plant ${plant}`}`
+export const reproduceCommand = (seed: number, steps: number, plant?: PlantedBug, faults: FaultSet = "net", mqtt = false, deviceFaults = true, diskFull?: boolean, nonces = true, cluster?: number, autoUnsub = true): string => {
+  if (cluster !== undefined && cluster > 0) return `npm run sim -- --cluster${cluster > 1 ? ` ${cluster}` : ""} --seed ${seed} --steps ${steps}${plant === undefined ? "" : ` --plant ${plant}`}${autoUnsub ? "" : " --no-auto-unsub"}`
   const full = diskFullOn(faults, mqtt, diskFull)
   const fullFlag = faults !== "disk" || full === !mqtt ? "" : full ? " --disk-full" : " --no-disk-full"
   return `npm run sim -- --seed ${seed} --steps ${steps}${faults === "net" ? "" : ` --faults ${faults}`}${mqtt ? " --mqtt" : ""}${plant === undefined ? "" : ` --plant ${plant}`}${mqtt && !deviceFaults ? " --no-device-faults" : ""}${fullFlag}${nonces ? "" : " --no-nonces"}`
