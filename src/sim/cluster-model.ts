@@ -12,7 +12,7 @@
 //   the end of the run; a queue group's message when every member it could have gone to
 //   (the local members, else those on every server the table named) and every route
 //   involved stay so until the end.
-// Checked after every step: duplicates (per subscription), deliveries nobody could have
+// Checked after every step: duplicates and order per publisher (per subscription), deliveries nobody could have
 // routed, a queue group's message delivered twice, and a delivery written to a client
 // after its server handled the UNSUB (so, a fortiori, after the RS- reached every node).
 // Checked once the network healed and went quiet: every mandatory delivery arrived, and
@@ -55,6 +55,8 @@ interface CSub {
   beforeMax: number
   afterMax: number
   readonly got: Set<string>
+  /** The last sequence got from each publisher. */
+  readonly lastSeq: Map<string, number>
 }
 
 interface CMsg {
@@ -114,7 +116,7 @@ class LinkModel extends ClientOpsModel {
     this.model.published(this, subject, reply, keyOf(buf.toString("latin1", start, end)))
   }
   sub(subject: string, queue: string, sid: string): void {
-    const s: CSub = { node: this.node.index, life: this.node.life, link: this.link, client: 0, sid, subject, queue, removed: false, unsubAt: Infinity, max: 0, maxAt: Infinity, beforeMax: 0, afterMax: 0, got: new Set() }
+    const s: CSub = { node: this.node.index, life: this.node.life, link: this.link, client: 0, sid, subject, queue, removed: false, unsubAt: Infinity, max: 0, maxAt: Infinity, beforeMax: 0, afterMax: 0, got: new Set(), lastSeq: new Map() }
     this.subs.set(sid, s)
     this.model.subs.push(s)
   }
@@ -272,6 +274,13 @@ export class ClusterModel {
     }
     if (s.got.has(r.key)) return void this.violations.push(`${who} sid ${r.sid} (${s.subject}${s.queue === "" ? "" : ` ${s.queue}`}) got ${r.key} twice`)
     s.got.add(r.key)
+    const dot = r.key.indexOf(".")
+    const pub = r.key.slice(0, dot)
+    const seq = Number(r.key.slice(dot + 1))
+    // One publisher's messages reach a subscription in the order published (one route at a time carries them).
+    const last = s.lastSeq.get(pub) ?? 0
+    if (last > seq) this.violations.push(`${who} sid ${r.sid} (${s.subject}) got ${r.key} after ${pub}.${last}: out of its publisher's order`)
+    s.lastSeq.set(pub, seq)
     if (s.max > 0) {
       // At most `max` in all; none more once the server handled the UNSUB if it had delivered that many already.
       if (r.at > s.maxAt) s.afterMax++
