@@ -98,6 +98,7 @@ class ClusterSim {
   private readonly serverRng: Rng
   private readonly pipeRng: Rng
   private readonly maxRng: Rng
+  private readonly silentRng: Rng
   private clients: Array<SimClient> = []
   private readonly pipes: Array<RoutePipe> = []
   /** Node indexes on one side of the partition under way (undefined: none). */
@@ -111,7 +112,7 @@ class ClusterSim {
   private quiescing = false
   private readonly stats: Record<string, number> = {
     nodes: 0, connects: 0, drops: 0, stalls: 0, pubs: 0, subs: 0, unsubs: 0, autoUnsubs: 0, requests: 0,
-    routeDrops: 0, partitions: 0, slowRoutes: 0, restarts: 0, crashes: 0, dials: 0, dialsFailed: 0, routesCounted: 0, checkedDeliveries: 0
+    routeDrops: 0, partitions: 0, slowRoutes: 0, restarts: 0, crashes: 0, silentCrashes: 0, dials: 0, dialsFailed: 0, routesCounted: 0, checkedDeliveries: 0
   }
 
   constructor(private readonly config: SimConfig) {
@@ -127,6 +128,7 @@ class ClusterSim {
     this.pipeRng = root.fork()
     const netRng = root.fork()
     this.maxRng = new Rng(config.seed ^ 0x6d617821)
+    this.silentRng = new Rng(config.seed ^ 0x73696c65)
     const noAdvertise = root.chance(0.2)
     const connectRetries = root.pick([0, 2, 10])
     const trace = (l: string): void => this.trace(l)
@@ -197,6 +199,7 @@ class ClusterSim {
     })
     node.server = server
     this.trace(`n${node.index} (${server.serverId}) starts`)
+    for (const p of this.pipes) if (p.deadEnd?.node === node.index) p.hostRebooted()
     // Wired as the shell wires it (run.ts): the cluster hears of every subscription, the router forwards through it.
     const cluster = new Cluster(server, node.options.cluster!, {
       dial: (host, port, timeoutMs, connected, failed) => this.dial(node, life, host, port, timeoutMs, connected, failed),
@@ -281,7 +284,14 @@ class ClusterSim {
       node.server = undefined
       node.life++
       node.net.serverDied()
-      for (const end of node.pipes) end.pipe.kill(end)
+      // A process crash resets its connections (the OS is still there); a host that vanished (half
+      // the crashes) sends nothing: the other ends find out by themselves.
+      const silent = crash && this.silentRng.chance(0.5)
+      if (silent) this.stats.silentCrashes++
+      for (const end of node.pipes) {
+        if (silent) end.pipe.halfOpen(end)
+        else end.pipe.kill(end)
+      }
       node.pipes.clear()
       this.model.nodeDied(node.index)
     }

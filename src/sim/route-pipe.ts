@@ -60,6 +60,7 @@ export class PipeEnd implements Conn {
       this.queue.push(b)
       this.queued += b.length
     }
+    this.pipe.sent(this)
     this.scheduleDrain()
   }
 
@@ -95,7 +96,7 @@ export class PipeEnd implements Conn {
   }
 
   scheduleDrain(): void {
-    if (this.draining || this.closed || this.pipe.partitioned || this.queued === 0) return
+    if (this.draining || this.closed || this.pipe.held || this.queued === 0) return
     this.draining = true
     const q = this.pipe.q
     q.schedule(q.now + this.latency(), () => this.drainStep())
@@ -103,7 +104,7 @@ export class PipeEnd implements Conn {
 
   private drainStep(): void {
     this.draining = false
-    if (this.closed || this.pipe.partitioned) return
+    if (this.closed || this.pipe.held) return
     const data = takeBytes(this.queue, this.profile.drainBytes)
     this.queued -= data.length
     const to = this.peer
@@ -134,6 +135,12 @@ export class RoutePipe {
   partitioned = false
   /** Closed (both ends): by either server, or reset by the network. */
   closed = false
+  /**
+   * The end whose server crashed without a word (its host gone): what the other end sends
+   * is held, unacknowledged, until the host is back and answers it with a reset.
+   */
+  deadEnd: PipeEnd | undefined = undefined
+  private hostBack = false
 
   constructor(
     readonly id: number,
@@ -175,6 +182,34 @@ export class RoutePipe {
   kill(dead: PipeEnd): void {
     dead.sawClose = true
     this.reset(undefined, `node ${dead.node} died`)
+  }
+
+  /** Nothing moves: a partition, or a peer whose host is gone. */
+  get held(): boolean {
+    return this.partitioned || this.deadEnd !== undefined
+  }
+
+  /** One end's host vanished (a crash with no reset sent): the other end's server hears nothing until it writes to the host once it is back, or gives up on its own (pings, write deadline). */
+  halfOpen(dead: PipeEnd): void {
+    if (this.closed) return
+    dead.sawClose = true
+    dead.closed = true
+    dead.dropQueue()
+    this.deadEnd = dead
+    this.trace(`route pipe ${this.id}: node ${dead.node}'s host is gone, node ${dead.peer.node} is not told`)
+  }
+
+  /** The vanished host is back: bytes the other end sent (or sends next) are answered with a reset. */
+  hostRebooted(): void {
+    if (this.closed || this.deadEnd === undefined) return
+    this.hostBack = true
+    this.sent(this.deadEnd.peer)
+  }
+
+  /** `end` wrote: a rebooted host answers with a reset. */
+  sent(end: PipeEnd): void {
+    if (!this.hostBack || end === this.deadEnd || end.pending === 0) return
+    this.q.schedule(this.q.now + end.latency(), () => this.reset(undefined, `reset by node ${this.deadEnd!.node}'s rebooted host`))
   }
 
   partition(on: boolean): void {

@@ -23,7 +23,7 @@ describe("simulation: a cluster under seeded route faults", () => {
   })
 
   it("the seed budget exercises every fault, and checks deliveries across routes", () => {
-    for (const kind of ["routeDrops", "partitions", "slowRoutes", "restarts", "crashes", "dialsFailed", "drops", "unsubs", "autoUnsubs", "requests", "noRespondersStatuses", "routesCounted",
+    for (const kind of ["routeDrops", "partitions", "slowRoutes", "restarts", "crashes", "silentCrashes", "dialsFailed", "drops", "unsubs", "autoUnsubs", "requests", "noRespondersStatuses", "routesCounted",
       "routeClosed:Stale Connection", "routeClosed:Slow Consumer (Write Deadline)", "routeClosed:Slow Consumer (Pending Bytes)"]) {
       expect(total[kind], kind).toBeGreaterThan(0)
     }
