@@ -20,11 +20,10 @@ import { makeLog } from "../services/log.js"
 import { type Actor, clientProfile, publishBatch, requestOne, unsubscribeOne } from "./actions.js"
 import { SimClient } from "./clients.js"
 import { ClusterModel, type ModelNode } from "./cluster-model.js"
-import { type ClusterBug, faultsFor, type FaultMix, optionsFor, type SimConfig, simResult, TraceLog } from "./faults.js"
+import { type ClusterBug, faultsFor, type FaultMix, optionsFor, type SimConfig, type SimResult, simResult, TraceLog } from "./faults.js"
 import { EventQueue, SimNetwork } from "./network.js"
 import { Rng } from "./rng.js"
 import { type PipeEnd, type PipeProfile, RoutePipe } from "./route-pipe.js"
-import type { SimResult } from "./runner.js"
 
 const CLIENT_PORT = 4222
 const ROUTE_PORT = 6222

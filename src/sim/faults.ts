@@ -1,7 +1,6 @@
 // What one simulation run is made of: its configuration (seed, fault set, planted bug),
 // the server options and fault mix drawn from the seed, and the command that replays it.
 import { defaultOptions, type ServerOptions } from "../config/options.js"
-import type { SimResult } from "./runner.js"
 import type { Rng } from "./rng.js"
 
 /** A deliberately broken server (or disk), to prove the simulator catches it. */
@@ -150,6 +149,21 @@ export const diskFaultsFor = (rng: Rng, net: FaultMix): FaultMix => ({
   diskErrors: rng.pick([0, 0, 0.002, 0.01]),
   syncIntervalMs: rng.pick([0, 0, 0, 200])
 })
+
+export interface SimResult {
+  readonly ok: boolean
+  readonly seed: number
+  readonly steps: number
+  /** The step the first violation was seen at (-1 when ok). */
+  readonly failedStep: number
+  readonly violations: ReadonlyArray<string>
+  readonly trace: ReadonlyArray<string>
+  /** FNV-1a of every trace line: equal hashes = identical runs. */
+  readonly traceHash: string
+  readonly traceLines: number
+  readonly faults: FaultMix
+  readonly stats: Record<string, number>
+}
 
 /** A run's outcome: `tail` the last trace lines, `hash` the FNV-1a of all `lines` of them. */
 export const simResult = (

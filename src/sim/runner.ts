@@ -15,7 +15,7 @@ import { makeServerId, Server } from "../server/server.js"
 import { type Actor, clientProfile, publishBatch, requestOne, unsubscribeOne } from "./actions.js"
 import { SimClient } from "./clients.js"
 import { runClusterSim } from "./cluster.js"
-import { diskFaultsFor, diskFullOn, type FaultMix, type FaultSet, faultsFor, optionsFor, type SimConfig, simResult, TraceLog, withNkeyUser } from "./faults.js"
+import { diskFaultsFor, diskFullOn, type FaultMix, type FaultSet, faultsFor, optionsFor, type SimConfig, type SimResult, simResult, TraceLog, withNkeyUser } from "./faults.js"
 import { Model } from "./invariants.js"
 import { JsClient, SIM_STREAM, SIM_STREAM_SUBJECTS } from "./js-client.js"
 import { JsConsumer } from "./js-consumer.js"
@@ -25,22 +25,8 @@ import { MqttSim } from "./mqtt.js"
 import { SimNetwork } from "./network.js"
 import { Rng } from "./rng.js"
 
-export { type FaultMix, type FaultSet, type PlantedBug, reproduceCommand, type SimConfig } from "./faults.js"
+export { type FaultMix, type FaultSet, type PlantedBug, reproduceCommand, type SimConfig, type SimResult } from "./faults.js"
 
-export interface SimResult {
-  readonly ok: boolean
-  readonly seed: number
-  readonly steps: number
-  /** The step the first violation was seen at (-1 when ok). */
-  readonly failedStep: number
-  readonly violations: ReadonlyArray<string>
-  readonly trace: ReadonlyArray<string>
-  /** FNV-1a of every trace line: equal hashes = identical runs. */
-  readonly traceHash: string
-  readonly traceLines: number
-  readonly faults: FaultMix
-  readonly stats: Record<string, number>
-}
 
 const SUBJECTS = ["s.a", "s.b", "s.c.d"] as const
 const FILTERS = ["s.a", "s.b", "s.*", "s.>", "s.c.*", ">"] as const
