@@ -14,6 +14,8 @@ export interface Received {
   readonly bytes: number
   /** A no-responders status (HMSG 503) rather than a published message. */
   readonly noResponders: boolean
+  /** Where the op ended in the server→client byte stream. */
+  readonly at: number
 }
 
 export interface ClientSub {
@@ -61,7 +63,11 @@ export class SimClient implements ClientEnd {
   // ---- ClientEnd ----
 
   onData(chunk: Buffer): void {
-    for (const op of this.parser.feed(chunk)) {
+    const ops = this.parser.feed(chunk)
+    const ends = this.parser.ends
+    for (let i = 0; i < ops.length; i++) {
+      const op = ops[i]
+      const at = ends[i]
       if (this.state === "closed") return
       switch (op.op) {
         case "INFO":
@@ -79,7 +85,7 @@ export class SimClient implements ClientEnd {
           break
         case "MSG": {
           const key = keyOf(op.payload)
-          this.received.push({ sid: op.sid, subject: op.subject, reply: op.reply, key, bytes: op.payload.length, noResponders: false })
+          this.received.push({ sid: op.sid, subject: op.subject, reply: op.reply, key, bytes: op.payload.length, noResponders: false, at })
           this.receivedBytes += op.payload.length
           const sub = this.subs.get(op.sid)
           if (sub?.responder === true && op.reply !== "") this.publish(op.reply, 0, "")
@@ -88,7 +94,7 @@ export class SimClient implements ClientEnd {
         case "HMSG":
           // Simulated publishers send no headers: the only HMSG is a no-responders status.
           if (op.headers.startsWith("NATS/1.0 503")) {
-            this.received.push({ sid: op.sid, subject: op.subject, reply: "", key: `503:${op.subject}`, bytes: 0, noResponders: true })
+            this.received.push({ sid: op.sid, subject: op.subject, reply: "", key: `503:${op.subject}`, bytes: 0, noResponders: true, at })
           } else this.errors.push(`unexpected HMSG headers ${JSON.stringify(op.headers)}`)
           break
         case "ERR":

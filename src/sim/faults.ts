@@ -4,7 +4,10 @@ import { defaultOptions, type ServerOptions } from "../config/options.js"
 import type { Rng } from "./rng.js"
 
 /** A deliberately broken server (or disk), to prove the simulator catches it. */
-export type PlantedBug = "drop-every-100th-delivery" | "reorder-deliveries" | "ack-before-sync" | "lying-fsync" | "keep-refused" | "mqtt-commit-before-sync" | "mqtt-forget-pubrel"
+export type PlantedBug = "drop-every-100th-delivery" | "reorder-deliveries" | "ack-before-sync" | "lying-fsync" | "keep-refused" | "mqtt-commit-before-sync" | "mqtt-forget-pubrel" | ClusterBug
+
+/** Broken routes (cluster mode): one never withdraws interest (no RS-), one sends every message twice. */
+export type ClusterBug = "route-no-unsub" | "route-double-send"
 
 /** `net`: NATS core under network faults; `disk`: also JetStream on a simulated disk, with crashes and power cuts. */
 export type FaultSet = "net" | "disk"
@@ -34,6 +37,13 @@ export interface SimConfig {
    * (default true). Off replays seeds recorded before it existed.
    */
   readonly nonces?: boolean
+  /**
+   * Run a cluster instead of one server: this many nodes (2 to 4), or 1 for as many as the
+   * seed picks (see cluster.ts). Network faults only (no disk, no MQTT).
+   */
+  readonly cluster?: number
+  /** Cluster mode: some plain subscriptions auto-unsubscribe (`UNSUB sid max`; default true). Off replays seeds recorded before it existed. */
+  readonly autoUnsub?: boolean
   /** Lines of trace kept for the failure report. */
   readonly traceTail?: number
 }
@@ -68,7 +78,8 @@ export interface FaultMix {
 /** Whether a run fills the disk now and then (see `SimConfig.diskFull`). */
 export const diskFullOn = (faults: FaultSet, mqtt: boolean, diskFull: boolean | undefined): boolean => faults === "disk" && (diskFull ?? !mqtt)
 
-export const reproduceCommand = (seed: number, steps: number, plant?: PlantedBug, faults: FaultSet = "net", mqtt = false, deviceFaults = true, diskFull?: boolean, nonces = true): string => {
+export const reproduceCommand = (seed: number, steps: number, plant?: PlantedBug, faults: FaultSet = "net", mqtt = false, deviceFaults = true, diskFull?: boolean, nonces = true, cluster?: number, autoUnsub = true): string => {
+  if (cluster !== undefined && cluster > 0) return `npm run sim -- --cluster${cluster > 1 ? ` ${cluster}` : ""} --seed ${seed} --steps ${steps}${plant === undefined ? "" : ` --plant ${plant}`}${autoUnsub ? "" : " --no-auto-unsub"}`
   const full = diskFullOn(faults, mqtt, diskFull)
   const fullFlag = faults !== "disk" || full === !mqtt ? "" : full ? " --disk-full" : " --no-disk-full"
   return `npm run sim -- --seed ${seed} --steps ${steps}${faults === "net" ? "" : ` --faults ${faults}`}${mqtt ? " --mqtt" : ""}${plant === undefined ? "" : ` --plant ${plant}`}${mqtt && !deviceFaults ? " --no-device-faults" : ""}${fullFlag}${nonces ? "" : " --no-nonces"}`
@@ -138,3 +149,55 @@ export const diskFaultsFor = (rng: Rng, net: FaultMix): FaultMix => ({
   diskErrors: rng.pick([0, 0, 0.002, 0.01]),
   syncIntervalMs: rng.pick([0, 0, 0, 200])
 })
+
+export interface SimResult {
+  readonly ok: boolean
+  readonly seed: number
+  readonly steps: number
+  /** The step the first violation was seen at (-1 when ok). */
+  readonly failedStep: number
+  readonly violations: ReadonlyArray<string>
+  readonly trace: ReadonlyArray<string>
+  /** FNV-1a of every trace line: equal hashes = identical runs. */
+  readonly traceHash: string
+  readonly traceLines: number
+  readonly faults: FaultMix
+  readonly stats: Record<string, number>
+}
+
+/** A run's outcome: `tail` the last trace lines, `hash` the FNV-1a of all `lines` of them. */
+export const simResult = (
+  config: SimConfig,
+  failedStep: number,
+  violations: ReadonlyArray<string>,
+  trace: TraceLog,
+  faults: FaultMix,
+  stats: Record<string, number>
+): SimResult => ({
+  ok: violations.length === 0,
+  seed: config.seed,
+  steps: config.steps,
+  failedStep,
+  violations,
+  trace: [...trace.tail],
+  traceHash: trace.hash.toString(16).padStart(8, "0"),
+  traceLines: trace.lines,
+  faults,
+  stats
+})
+
+/** A run's trace: the FNV-1a of every line (equal hashes = identical runs) and the last `keep` lines. */
+export class TraceLog {
+  readonly tail: Array<string> = []
+  hash = 0x811c9dc5
+  lines = 0
+
+  constructor(private readonly keep: number) {}
+
+  add(l: string): void {
+    for (let i = 0; i < l.length; i++) this.hash = Math.imul(this.hash ^ l.charCodeAt(i), 0x01000193) >>> 0
+    this.lines++
+    this.tail.push(l)
+    if (this.tail.length > this.keep) this.tail.shift()
+  }
+}

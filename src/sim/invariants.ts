@@ -38,21 +38,19 @@ interface GroupMsg {
 /** The model's matching: the reference matcher, independent of the server's Sublist. */
 export const subjectMatches = (filter: string, subject: string): boolean => refMatch(subject, filter)
 
-class LinkModel implements NatsOpHandler {
+/**
+ * What a model reads of one client's ops (as the server handled them): its CONNECT's echo
+ * and no_responders, whether the current chunk may not have been processed (`optional`),
+ * and its PUB/SUB/UNSUB for the subclass.
+ */
+export abstract class ClientOpsModel implements NatsOpHandler {
   readonly parser: NatsParser
   echo = true
   noResponders = false
-  pubs = 0
-  pubBytes = 0
-  optionalPubs = 0
-  optionalPubBytes = 0
+  /** The server closed the client while handling the chunk being read. */
   optional = false
-  readonly subs = new Map<string, ModelSub>()
 
-  constructor(
-    readonly link: SimLink,
-    private readonly model: Model
-  ) {
+  constructor(readonly link: SimLink) {
     this.parser = new NatsParser(this, { maxControlLine: 1 << 20, maxPayload: 1 << 30 })
   }
 
@@ -61,6 +59,46 @@ class LinkModel implements NatsOpHandler {
     this.echo = o.echo !== false
     this.noResponders = o.headers === true && o.no_responders === true
   }
+  abstract pub(subject: string, reply: string, hdrLen: number, buf: Buffer, start: number, end: number): void
+  abstract sub(subject: string, queue: string, sid: string): void
+  abstract unsub(sid: string, max: number): void
+  ping(): void {}
+  pong(): void {}
+  info(): void {}
+  ok(): void {}
+  err(): void {}
+  protocolError(): void {}
+}
+
+/** Each delivery clients got since the last call (`upTo` remembers how far each was read), with its client's model. */
+export const forEachNewReceipt = <L>(
+  clients: ReadonlyArray<SimClient>,
+  links: ReadonlyMap<SimLink, L>,
+  upTo: Map<SimClient, number>,
+  f: (c: SimClient, lm: L, r: SimClient["received"][number]) => void
+): void => {
+  for (const c of clients) {
+    const lm = links.get(c.link)
+    if (lm === undefined) continue
+    for (let i = upTo.get(c) ?? 0; i < c.received.length; i++) f(c, lm, c.received[i])
+    upTo.set(c, c.received.length)
+  }
+}
+
+class LinkModel extends ClientOpsModel {
+  pubs = 0
+  pubBytes = 0
+  optionalPubs = 0
+  optionalPubBytes = 0
+  readonly subs = new Map<string, ModelSub>()
+
+  constructor(
+    link: SimLink,
+    private readonly model: Model
+  ) {
+    super(link)
+  }
+
   pub(subject: string, reply: string, _hdrLen: number, buf: Buffer, start: number, end: number): void {
     if (this.optional) {
       this.optionalPubs++
@@ -82,12 +120,6 @@ class LinkModel implements NatsOpHandler {
     if (max > 0 && s.delivered < max) s.max = max
     else s.removed = true
   }
-  ping(): void {}
-  pong(): void {}
-  info(): void {}
-  ok(): void {}
-  err(): void {}
-  protocolError(): void {}
 }
 
 export class Model {
@@ -161,12 +193,7 @@ export class Model {
 
   /** Ordering, duplicates and spurious deliveries: checked incrementally after every step. */
   checkReceived(clients: ReadonlyArray<SimClient>): void {
-    for (const c of clients) {
-      const lm = this.links.get(c.link)
-      if (lm === undefined) continue
-      for (let i = this.checkedUpTo.get(c) ?? 0; i < c.received.length; i++) this.checkOne(c, lm, c.received[i])
-      this.checkedUpTo.set(c, c.received.length)
-    }
+    forEachNewReceipt(clients, this.links, this.checkedUpTo, (c, lm, r) => this.checkOne(c, lm, r))
   }
 
   private checkOne(c: SimClient, lm: LinkModel, r: SimClient["received"][number]): void {

@@ -91,6 +91,42 @@ export class EventQueue {
 
 const less = (a: Event, b: Event): boolean => a.at < b.at || (a.at === b.at && a.seq < b.seq)
 
+/** Up to `budget` bytes off the front of `queue` (which keeps the rest), as one buffer. */
+export const takeBytes = (queue: Array<Buffer>, budget: number): Buffer => {
+  const parts: Array<Buffer> = []
+  while (budget > 0 && queue.length > 0) {
+    const b = queue[0]
+    if (b.length <= budget) {
+      parts.push(b)
+      queue.shift()
+      budget -= b.length
+    } else {
+      parts.push(b.subarray(0, budget))
+      queue[0] = b.subarray(budget)
+      budget = 0
+    }
+  }
+  return Buffer.concat(parts)
+}
+
+/** A chunk as the network delivers it: whole, or (with probability `chance`) cut at up to 4 random points. */
+export const splitChunk = (rng: Rng, chance: number, buf: Buffer): Array<Buffer> => {
+  if (buf.length < 2 || !rng.chance(chance)) return [buf]
+  const n = rng.int(1, Math.min(4, buf.length - 1))
+  const cuts = new Set<number>()
+  for (let i = 0; i < n; i++) cuts.add(rng.int(1, buf.length - 1))
+  const points = [...cuts].sort((a, b) => a - b)
+  const out: Array<Buffer> = []
+  let from = 0
+  // Fresh copies: the server may keep references into chunks, so none is ever shared or reused.
+  for (const p of points) {
+    out.push(Buffer.from(buf.subarray(from, p)))
+    from = p
+  }
+  out.push(Buffer.from(buf.subarray(from)))
+  return out
+}
+
 /** What a simulated client sees of its connection. */
 export interface ClientEnd {
   onData(chunk: Buffer): void
@@ -113,7 +149,7 @@ export type Observer = (link: SimLink, chunk: Buffer, wasOpen: boolean, closedDu
 
 /** One in-memory connection. The server side is a `Conn`; the client side is `send`/`close`. */
 export class SimLink implements Conn {
-  readonly remoteAddress = "10.0.0.1"
+  readonly remoteAddress: string
   readonly tls = undefined
   handlers: ConnHandlers | undefined
   /** Server→client bytes the "socket" still holds. */
@@ -137,6 +173,8 @@ export class SimLink implements Conn {
   serverClosed = false
   private ending = false
   bytesToClient = 0
+  /** Server→client bytes ever accepted by `write` (the client's stream offset of the next byte written). */
+  written = 0
   /** Client→server bytes sent and not yet handed to the server. */
   upInFlight = 0
   /** `upInFlight` when the server closed the link: what the client sent that the server never read. */
@@ -149,7 +187,9 @@ export class SimLink implements Conn {
     private readonly rng: Rng,
     public profile: LinkProfile,
     readonly client: ClientEnd
-  ) {}
+  ) {
+    this.remoteAddress = net.remoteAddress
+  }
 
   /** The server no longer routes to this connection: it closed it, or it heard it close. */
   get goneForServer(): boolean {
@@ -161,6 +201,7 @@ export class SimLink implements Conn {
   write(buf: Buffer): void {
     if (this.closed || this.ending) return
     if (this.queued === 0) this.lastProgressAt = this.net.q.now
+    this.written += buf.length
     this.queue.push(buf)
     this.queued += buf.length
     if (this.queued > this.maxQueued) this.maxQueued = this.queued
@@ -249,20 +290,7 @@ export class SimLink implements Conn {
   }
 
   private split(buf: Buffer): Array<Buffer> {
-    if (buf.length < 2 || !this.rng.chance(this.profile.splitChance)) return [buf]
-    const n = this.rng.int(1, Math.min(4, buf.length - 1))
-    const cuts = new Set<number>()
-    for (let i = 0; i < n; i++) cuts.add(this.rng.int(1, buf.length - 1))
-    const points = [...cuts].sort((a, b) => a - b)
-    const out: Array<Buffer> = []
-    let from = 0
-    // Fresh copies: the server may keep references into chunks, so none is ever shared or reused.
-    for (const p of points) {
-      out.push(Buffer.from(buf.subarray(from, p)))
-      from = p
-    }
-    out.push(Buffer.from(buf.subarray(from)))
-    return out
+    return splitChunk(this.rng, this.profile.splitChance, buf)
   }
 
   private dropQueue(): void {
@@ -279,21 +307,7 @@ export class SimLink implements Conn {
   private drainStep(): void {
     this.draining = false
     if (this.closed || this.stalled) return
-    let budget = this.profile.drainBytes
-    const parts: Array<Buffer> = []
-    while (budget > 0 && this.queue.length > 0) {
-      const b = this.queue[0]
-      if (b.length <= budget) {
-        parts.push(b)
-        this.queue.shift()
-        budget -= b.length
-      } else {
-        parts.push(b.subarray(0, budget))
-        this.queue[0] = b.subarray(budget)
-        budget = 0
-      }
-    }
-    const data = Buffer.concat(parts)
+    const data = takeBytes(this.queue, this.profile.drainBytes)
     this.queued -= data.length
     this.bytesToClient += data.length
     if (data.length > 0) this.lastProgressAt = this.net.q.now
@@ -327,18 +341,26 @@ export class SimLink implements Conn {
 
 /** The simulated network: owns the event queue and every link. */
 export class SimNetwork {
-  readonly q = new EventQueue()
+  readonly q: EventQueue
   readonly links: Array<SimLink> = []
   private accept: ((conn: Conn) => ConnHandlers) | undefined
-  private nextPort = 40000
+  private nextPort: number
   /** Exceptions the server threw from a handler (the "server never throws" invariant). */
   readonly serverThrew: Array<string> = []
   observers: Array<Observer> = []
 
   constructor(
     private readonly rng: Rng,
-    readonly trace: (line: string) => void
-  ) {}
+    readonly trace: (line: string) => void,
+    /** Shared with other networks (one per server of a simulated cluster); a new one by default. */
+    q?: EventQueue,
+    /** Where this network's connections seem to come from, and its first client port. */
+    readonly remoteAddress = "10.0.0.1",
+    firstPort = 40000
+  ) {
+    this.q = q ?? new EventQueue()
+    this.nextPort = firstPort
+  }
 
   readonly listen = (accept: (conn: Conn) => ConnHandlers): void => {
     this.accept = accept

@@ -12,33 +12,21 @@ import { type Delivery, GLOBAL_ACCOUNT, type Subscription } from "../engine/prin
 import { wireImports } from "../server/imports.js"
 import { tickIntervalMs } from "../server/run.js"
 import { makeServerId, Server } from "../server/server.js"
+import { type Actor, clientProfile, publishBatch, requestOne, unsubscribeOne } from "./actions.js"
 import { SimClient } from "./clients.js"
-import { diskFaultsFor, diskFullOn, type FaultMix, type FaultSet, faultsFor, optionsFor, type SimConfig, withNkeyUser } from "./faults.js"
+import { runClusterSim } from "./cluster.js"
+import { diskFaultsFor, diskFullOn, type FaultMix, type FaultSet, faultsFor, optionsFor, type SimConfig, type SimResult, simResult, TraceLog, withNkeyUser } from "./faults.js"
 import { Model } from "./invariants.js"
 import { JsClient, SIM_STREAM, SIM_STREAM_SUBJECTS } from "./js-client.js"
 import { JsConsumer } from "./js-consumer.js"
 import { JsModel } from "./js-invariants.js"
 import { settle, simClock, type SimJetStream, simStreamStore, startSimJetStream, stopSimJetStream, withMicrotaskScheduler } from "./jetstream.js"
 import { MqttSim } from "./mqtt.js"
-import { type LinkProfile, SimNetwork } from "./network.js"
+import { SimNetwork } from "./network.js"
 import { Rng } from "./rng.js"
 
-export { type FaultMix, type FaultSet, type PlantedBug, reproduceCommand, type SimConfig } from "./faults.js"
+export { type FaultMix, type FaultSet, type PlantedBug, reproduceCommand, type SimConfig, type SimResult } from "./faults.js"
 
-export interface SimResult {
-  readonly ok: boolean
-  readonly seed: number
-  readonly steps: number
-  /** The step the first violation was seen at (-1 when ok). */
-  readonly failedStep: number
-  readonly violations: ReadonlyArray<string>
-  readonly trace: ReadonlyArray<string>
-  /** FNV-1a of every trace line: equal hashes = identical runs. */
-  readonly traceHash: string
-  readonly traceLines: number
-  readonly faults: FaultMix
-  readonly stats: Record<string, number>
-}
 
 const SUBJECTS = ["s.a", "s.b", "s.c.d"] as const
 const FILTERS = ["s.a", "s.b", "s.*", "s.>", "s.c.*", ">"] as const
@@ -55,7 +43,8 @@ const MAX_JS_CLIENTS = 3
 const STARTUP_LIMIT_MS = 30_000
 
 /** Run one simulation (async: JetStream's stores and Promises settle between events). */
-export const runSim = (config: SimConfig): Promise<SimResult> => withMicrotaskScheduler(() => new Sim(config).run())
+export const runSim = (config: SimConfig): Promise<SimResult> =>
+  config.cluster !== undefined && config.cluster > 0 ? runClusterSim(config) : withMicrotaskScheduler(() => new Sim(config).run())
 
 /** The longest a stream waits between probes for space (PROBE_MAX_MS in server/jetstream/stream.ts), and some slack. */
 const PROBE_BOUND_MS = 65_000
@@ -94,9 +83,7 @@ class Sim {
   /** Bumped when the server process dies: events of a dead life are ignored. */
   private life = 0
   private readonly violations: Array<string> = []
-  private readonly tail: Array<string> = []
-  private hash = 0x811c9dc5
-  private lines = 0
+  private readonly log: TraceLog
   private step = 0
   private nextClientId = 1
   private readonly stats: Record<string, number> = {
@@ -104,6 +91,7 @@ class Sim {
   }
 
   constructor(private readonly config: SimConfig) {
+    this.log = new TraceLog(config.traceTail ?? 30)
     const root = new Rng(config.seed)
     this.faultSet = config.faults ?? "net"
     const disk = this.faultSet === "disk"
@@ -150,11 +138,7 @@ class Sim {
   }
 
   private trace(line: string): void {
-    const l = `[${this.step} t=${this.net?.q.now ?? 0}] ${line}`
-    for (let i = 0; i < l.length; i++) this.hash = Math.imul(this.hash ^ l.charCodeAt(i), 0x01000193) >>> 0
-    this.lines++
-    this.tail.push(l)
-    if (this.tail.length > (this.config.traceTail ?? 30)) this.tail.shift()
+    this.log.add(`[${this.step} t=${this.net?.q.now ?? 0}] ${line}`)
   }
 
   /** A new server process: the engine on the network, and JetStream recovered from the disk. */
@@ -285,18 +269,7 @@ class Sim {
       if (!this.check(false)) failedStep = this.step
     }
     const violations = this.allViolations()
-    return {
-      ok: violations.length === 0,
-      seed: this.config.seed,
-      steps: this.config.steps,
-      failedStep,
-      violations,
-      trace: [...this.tail],
-      traceHash: this.hash.toString(16).padStart(8, "0"),
-      traceLines: this.lines,
-      faults: this.faults,
-      stats: this.collectStats()
-    }
+    return simResult(this.config, failedStep, violations, this.log, this.faults, this.collectStats())
   }
 
   private async quiesce(): Promise<number> {
@@ -603,13 +576,7 @@ class Sim {
 
   private connect(): void {
     const r = this.rng
-    const slow = r.chance(this.faults.slowLinks)
-    const profile: LinkProfile = {
-      latency: [r.int(0, 2), r.int(3, 10)],
-      drainBytes: slow ? r.int(64, 2048) : r.int(16 * 1024, 256 * 1024),
-      drainEveryMs: slow ? r.int(5, 50) : 1,
-      splitChance: this.faults.splitChance
-    }
+    const profile = clientProfile(r, this.faults)
     const c = new SimClient(this.nextClientId++, r.chance(0.8), r.chance(0.5), (l) => this.trace(l))
     c.link = this.net.connect(c, profile)
     this.clients.push(c)
@@ -659,29 +626,20 @@ class Sim {
   }
 
   private unsubscribe(c: SimClient): void {
-    const subs = [...c.subs.values()].filter((s) => !s.subject.startsWith("_INBOX."))
-    if (subs.length === 0) return
-    const s = this.rng.pick(subs)
-    this.stats.unsubs++
-    this.trace(`c${c.id} UNSUB ${s.sid}`)
-    c.unsubscribe(s.sid, 0)
+    unsubscribeOne(this.actor, c)
   }
 
   private request(c: SimClient): void {
-    this.stats.requests++
-    const subject = this.rng.chance(0.3) ? "svc.none" : "svc.x"
-    c.request(subject, this.rng.int(0, 64))
-    this.trace(`c${c.id} requests ${subject} (seq ${c.seq})`)
+    requestOne(this.actor, c)
   }
 
   private publish(c: SimClient): void {
-    const r = this.rng
-    const subject = r.pick(SUBJECTS)
-    const n = r.int(1, 20)
-    const big = r.chance(this.faults.bigMessages)
-    for (let i = 0; i < n; i++) c.publish(subject, big ? r.int(4_000, 30_000) : r.int(0, 200), "")
-    this.stats.pubs += n
-    this.trace(`c${c.id} PUB ${subject} x${n} (to seq ${c.seq})${big ? " big" : ""}`)
+    publishBatch(this.actor, c, SUBJECTS, 20, this.faults.bigMessages, [4_000, 30_000])
+  }
+
+  /** What the shared client actions (actions.ts) draw from and count in. */
+  private get actor(): Actor {
+    return { rng: this.rng, stats: this.stats, trace: (l) => this.trace(l) }
   }
 }
 

@@ -12,11 +12,22 @@ export type ServerOp =
 
 export class ServerOpParser {
   private buf = ""
+  /** Bytes fed so far. */
+  private fed = 0
+
+  /** For each op the last `feed` returned, the stream offset just past it. */
+  readonly ends: Array<number> = []
 
   /** Feed a chunk; returns every complete op in order (latin1, so payload bytes map 1:1 to chars). */
   feed(chunk: Buffer): Array<ServerOp> {
     this.buf += chunk.toString("latin1")
+    this.fed += chunk.length
+    this.ends.length = 0
     const out: Array<ServerOp> = []
+    const push = (op: ServerOp): void => {
+      out.push(op)
+      this.ends.push(this.fed - this.buf.length)
+    }
     for (;;) {
       const eol = this.buf.indexOf("\r\n")
       if (eol < 0) break
@@ -28,7 +39,7 @@ export class ServerOpParser {
         if (this.buf.length < end + 2) break
         const payload = this.buf.slice(eol + 2, end)
         this.buf = this.buf.slice(end + 2)
-        out.push({ op: "MSG", subject: a[0], sid: a[1], reply: a.length === 4 ? a[2] : "", payload })
+        push({ op: "MSG", subject: a[0], sid: a[1], reply: a.length === 4 ? a[2] : "", payload })
         continue
       }
       if (line.startsWith("HMSG ")) {
@@ -40,16 +51,16 @@ export class ServerOpParser {
         const headers = this.buf.slice(eol + 2, eol + 2 + hdr)
         const payload = this.buf.slice(eol + 2 + hdr, end)
         this.buf = this.buf.slice(end + 2)
-        out.push({ op: "HMSG", subject: a[0], sid: a[1], reply: a.length === 5 ? a[2] : "", headers, payload })
+        push({ op: "HMSG", subject: a[0], sid: a[1], reply: a.length === 5 ? a[2] : "", headers, payload })
         continue
       }
       this.buf = this.buf.slice(eol + 2)
-      if (line.startsWith("INFO ")) out.push({ op: "INFO", json: line.slice(5) })
-      else if (line === "PING") out.push({ op: "PING" })
-      else if (line === "PONG") out.push({ op: "PONG" })
-      else if (line === "+OK") out.push({ op: "OK" })
-      else if (line.startsWith("-ERR")) out.push({ op: "ERR", message: line.slice(4).trim().replace(/^'(.*)'$/, "$1") })
-      else out.push({ op: "UNKNOWN", line })
+      if (line.startsWith("INFO ")) push({ op: "INFO", json: line.slice(5) })
+      else if (line === "PING") push({ op: "PING" })
+      else if (line === "PONG") push({ op: "PONG" })
+      else if (line === "+OK") push({ op: "OK" })
+      else if (line.startsWith("-ERR")) push({ op: "ERR", message: line.slice(4).trim().replace(/^'(.*)'$/, "$1") })
+      else push({ op: "UNKNOWN", line })
     }
     return out
   }

@@ -83,6 +83,10 @@ export class MemNet {
   readonly nodes: Array<Node> = []
   /** Connection attempts, as `port` per dial. */
   readonly dials: Array<{ at: number; port: number; ok: boolean }> = []
+  /** Pairs of nodes (`from>port`, both ways) a partition separates: a dial between them times out. */
+  private readonly cuts = new Set<string>()
+  /** Dials across a partition, failing when their timeout comes (`advance`). */
+  private readonly timingOut: Array<{ at: number; failed: (e: Error) => void }> = []
 
   node(name: string, cluster: Partial<ClusterOptions> = {}, options: Partial<ServerOptions> = {}, limits: { readonly maxPeerInterest?: number } = {}): Node {
     const log: Array<string> = []
@@ -102,7 +106,7 @@ export class MemNet {
       scheduleFlush: (f) => this.flushes.push(f),
       serverId: `N${name.padEnd(55, "X").toUpperCase()}`
     })
-    const c = new Cluster(server, o.cluster!, { dial: (_h, p, _t, ok, fail) => this.dial(p, ok, fail), wakeAt: () => {} }, limits)
+    const c = new Cluster(server, o.cluster!, { dial: (_h, p, t, ok, fail) => this.dialFrom(port, p, t, ok, fail), wakeAt: () => {} }, limits)
     server.cluster = c
     server.router.watch(c)
     server.router.remote = c
@@ -137,6 +141,32 @@ export class MemNet {
 
   up(n: Node): void {
     this.listeners.set(n.routePort, n.cluster)
+  }
+
+  /**
+   * A partition between two nodes: their route breaks and a call from one to the other
+   * times out (after the dial's timeout, as time advances) until `heal`.
+   */
+  cut(a: Node, b: Node): void {
+    this.cuts.add(`${a.routePort}>${b.routePort}`).add(`${b.routePort}>${a.routePort}`)
+    for (const r of [...a.cluster.routes.values()]) if (r.remoteName === b.name) this.close(r.conn as MemConn)
+  }
+
+  heal(a: Node, b: Node): void {
+    this.cuts.delete(`${a.routePort}>${b.routePort}`)
+    this.cuts.delete(`${b.routePort}>${a.routePort}`)
+  }
+
+  /** Calls in flight (not yet connected nor failed). */
+  get dialsInFlight(): number {
+    return this.timingOut.length
+  }
+
+  /** A call from the node listening on `from`: across a partition it times out. */
+  private dialFrom(from: number, port: number, timeoutMs: number, connected: (c: Conn) => ConnHandlers, failed: (e: Error) => void): void {
+    if (!this.cuts.has(`${from}>${port}`)) return this.dial(port, connected, failed)
+    this.dials.push({ at: this.now, port, ok: false })
+    this.timingOut.push({ at: this.now + timeoutMs, failed })
   }
 
   private dial(port: number, connected: (c: Conn) => ConnHandlers, failed: (e: Error) => void): void {
@@ -185,6 +215,10 @@ export class MemNet {
   /** Time passes: every node's timers run at the new time, then the network settles. */
   advance(ms: number): void {
     this.now += ms
+    for (const d of this.timingOut.filter((d) => d.at <= this.now)) {
+      this.timingOut.splice(this.timingOut.indexOf(d), 1)
+      d.failed(new Error("connect ETIMEDOUT"))
+    }
     for (const n of this.nodes) n.cluster.tick(this.now)
     this.pump()
   }

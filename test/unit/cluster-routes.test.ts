@@ -113,6 +113,34 @@ describe("reconnecting", () => {
     // retries), then no more. A had accepted C's route and has nothing to call.
     expect(toC.length).toBe(3)
   })
+
+  it("counts a learned route's attempts anew when told of it again while it is calling (the mesh forms once the partition heals)", () => {
+    // Found by the cluster simulation (seed 1164187127): two servers calling each other
+    // across a partition were told of each other again while their calls were in flight,
+    // ignored it (already calling), and gave up when the calls timed out: the mesh never
+    // formed again after the partition healed.
+    const net = new MemNet()
+    const a = net.node("A")
+    const b = net.node("B", { routes: [route(a.routePort)] })
+    const c = net.node("C", { routes: [route(a.routePort)] })
+    net.advance(0)
+    net.advance(0)
+    expect(net.mesh().B).toEqual(["A", "C"])
+    // B and C lose each other (connect_retries 0: one call each, which hangs until its timeout).
+    net.cut(b, c)
+    net.pump()
+    for (let t = 0; t < 1_000 && net.dialsInFlight === 0; t += 50) net.advance(50)
+    expect(net.dialsInFlight).toBeGreaterThan(0)
+    // C's route to A breaks and comes back: A tells B of C again, while B's call is still out.
+    for (const r of [...c.cluster.routes.values()]) if (r.remoteName === "A") net.down(c)
+    net.up(c)
+    for (let t = 0; t < 1_200 && net.mesh().C.length === 0; t += 50) net.advance(50)
+    expect(net.mesh().C).toEqual(["A"])
+    expect(net.dialsInFlight).toBeGreaterThan(0)
+    net.heal(b, c)
+    for (let t = 0; t < 30_000; t += 100) net.advance(100)
+    expect(net.mesh()).toEqual({ A: ["B", "C"], B: ["A", "C"], C: ["A", "B"] })
+  })
 })
 
 describe("interest and messages", () => {

@@ -396,7 +396,17 @@ export class Cluster implements RemoteRouting, InterestWatcher, RouteMesh {
     if (id === this.server.serverId || this.byId.has(id) || info.ip === undefined) return
     const u = parseRouteUrl(info.ip)
     if (u === undefined) return
-    if (this.solicits.some((s) => s.remoteId === id || (s.host === u.host && s.port === u.port))) return
+    const known = this.solicits.find((s) => s.remoteId === id || (s.host === u.host && s.port === u.port))
+    if (known !== undefined) {
+      // Told again of a learned route still being tried: its attempts count from this news
+      // (a call already out does not count), so a server that gossip says is up is not
+      // given up on because of calls made before (say, across a partition since healed).
+      if (!known.configured && known.route === undefined) {
+        known.attempts = 0
+        known.renewed = known.dialing
+      }
+      return
+    }
     const auth = this.options.authorization
     const now = this.server.env.now()
     this.solicits.push(newSolicit({ host: u.host, port: u.port, user: auth?.user, password: auth?.password }, false, now))
@@ -450,8 +460,9 @@ export class Cluster implements RemoteRouting, InterestWatcher, RouteMesh {
 
   private scheduleRetry(s: Solicit, now: number, wasUp: boolean): void {
     if (this.shuttingDown) return
-    if (wasUp) s.attempts = 0
+    if (wasUp || s.renewed) s.attempts = 0
     else s.attempts++
+    s.renewed = false
     if (!s.configured && s.attempts > this.options.connectRetries) {
       this.solicits.splice(this.solicits.indexOf(s), 1)
       this.server.log.debug(`Giving up on the route to ${s.url} (learned, connect_retries ${this.options.connectRetries})`)
@@ -539,6 +550,13 @@ export class Cluster implements RemoteRouting, InterestWatcher, RouteMesh {
     } else if (queue !== "" ? e.n !== was : was === 0) {
       for (const r of this.byId.values()) r.sendSub(account, subject, queue, e.n, origin)
     }
+  }
+
+  /** This server's interest as the routes were told it: per account, each subject (and queue group, with its count). */
+  announced(): Array<{ readonly account: string; readonly subject: string; readonly queue: string; readonly n: number }> {
+    const out: Array<{ account: string; subject: string; queue: string; n: number }> = []
+    for (const [account, entries] of this.local) for (const e of entries.values()) out.push({ account, subject: e.subject, queue: e.queue, n: e.n })
+    return out
   }
 
   /** RS+ from a route. */
@@ -672,5 +690,6 @@ const newSolicit = (
   dialing: false,
   route: undefined,
   remoteId: undefined,
-  self: false
+  self: false,
+  renewed: false
 })

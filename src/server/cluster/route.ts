@@ -40,6 +40,11 @@ export interface Solicit {
   remoteId: string | undefined
   /** It is this server itself: never called again. */
   self: boolean
+  /**
+   * A learned route another server told us of again while a call was out: that call's
+   * failure does not count against connect_retries (the news is newer than the call).
+   */
+  renewed: boolean
 }
 
 /** What a route needs of the mesh it belongs to (the Cluster implements it). */
