@@ -14,7 +14,7 @@ export const DEFAULT_RECEIVE_MAXIMUM = 65_535
  * failure code). More than the server's Receive Maximum is 0x93 [MQTT-3.3.4-7].
  */
 export class InboundQuota {
-  private readonly inFlight = new Set<number>()
+  private readonly inFlight = new PacketIdSet()
 
   /** `receiveMaximum`: what the server sent in CONNACK (65,535 when it sent none). */
   constructor(readonly receiveMaximum: number = DEFAULT_RECEIVE_MAXIMUM) {}
@@ -44,6 +44,83 @@ export class InboundQuota {
     return this.inFlight.size
   }
 }
+
+/**
+ * A set of packet identifiers (1..65535), for the per-message path: open addressing with
+ * linear probing in a Uint16Array (0 marks a free slot), at most half full, grown by
+ * doubling; a deletion moves the entries after it back, so no tombstones build up. A
+ * `Set<number>` cost ~8% of an MQTT 5.0 QoS 1 flow's server time in its add and delete;
+ * this holds 2 bytes a slot (16 slots to start, 256 KiB at 65,535 identifiers).
+ */
+export class PacketIdSet {
+  private slots = new Uint16Array(16)
+  private mask = 15
+  private count = 0
+
+  get size(): number {
+    return this.count
+  }
+
+  has(id: number): boolean {
+    return this.slots[this.find(id)] === id
+  }
+
+  /** Adds `id` (1..65535); false when it was there already. */
+  add(id: number): boolean {
+    let i = this.find(id)
+    if (this.slots[i] === id) return false
+    if ((this.count + 1) * 2 > this.slots.length) {
+      this.grow()
+      i = this.find(id)
+    }
+    this.slots[i] = id
+    this.count++
+    return true
+  }
+
+  /** Removes `id`; false when it was not there. */
+  delete(id: number): boolean {
+    const slots = this.slots
+    const mask = this.mask
+    let hole = this.find(id)
+    if (slots[hole] !== id) return false
+    slots[hole] = 0
+    this.count--
+    // Later entries of the same run move back into the hole when their home slot is not
+    // between the hole and where they sit (cyclically), so every probe still finds them.
+    for (let j = (hole + 1) & mask; slots[j] !== 0; j = (j + 1) & mask) {
+      const home = slot(slots[j], mask)
+      const stays = hole <= j ? hole < home && home <= j : hole < home || home <= j
+      if (stays) continue
+      slots[hole] = slots[j]
+      slots[j] = 0
+      hole = j
+    }
+    return true
+  }
+
+  /** The slot holding `id`, or the free slot where it would go. */
+  private find(id: number): number {
+    const slots = this.slots
+    const mask = this.mask
+    let i = slot(id, mask)
+    while (slots[i] !== 0 && slots[i] !== id) i = (i + 1) & mask
+    return i
+  }
+
+  private grow(): void {
+    const old = this.slots
+    this.slots = new Uint16Array(old.length * 2)
+    this.mask = this.slots.length - 1
+    for (let k = 0; k < old.length; k++) {
+      const id = old[k]
+      if (id !== 0) this.slots[this.find(id)] = id
+    }
+  }
+}
+
+/** The home slot of a packet id: consecutive ids spread over the table (Fibonacci hashing). */
+const slot = (id: number, mask: number): number => (Math.imul(id, 0x9e3779b1) >>> 15) & mask
 
 /**
  * Does an acknowledgement end a QoS 1/2 exchange for flow control, in either direction
