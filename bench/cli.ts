@@ -549,9 +549,9 @@ const runOne = async (sys: SystemDef, step: RunStep, iteration: number, ctx: Run
     ...c,
     loss: c.loss + s.loss,
     excess: c.excess + s.excess,
-    errors: [...c.errors, ...s.errors.map((e) => `single server: ${e}`)]
+    errors: [...c.errors, ...s.errors.map((e) => `baseline ${base.id}: ${e}`)]
   }
-  if (!s.ok) return { ...merged, ok: false, error: `single server (${base.id}): ${s.error ?? s.errors.join("; ")}` }
+  if (!s.ok) return { ...merged, ok: false, error: `baseline ${base.id}: ${s.error ?? s.errors.join("; ")}` }
   if (!c.ok || sRate === undefined || cRate === undefined || sRate === 0) return merged
   return { ...merged, metrics: { ...c.metrics, singleRate: sRate, vsSingle: cRate / sRate } }
 }
