@@ -101,3 +101,41 @@ describe("MQTT 5.0 QoS 0 delivery without properties", () => {
     )
   })
 })
+
+describe("MQTT 5.0 acknowledgement decoding: the packet-id-only hot path", () => {
+  // A PUBACK/PUBREC/PUBREL/PUBCOMP of Remaining Length 2 means Success without properties
+  // [MQTT-3.4.2-1]: it must decode as the same packet with its reason code written out (the
+  // full path) does, and be refused where that is (bad flags, packet id 0, a Maximum Packet
+  // Size under 4), with the same reason code.
+  const ackCase = fc.record({
+    type: fc.integer({ min: 4, max: 7 }),
+    flags: fc.oneof(fc.constant(-1), fc.nat(15)),
+    packetId: fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 65535 })),
+    maximumPacketSize: fc.oneof(fc.constant(undefined), fc.integer({ min: 1, max: 8 }))
+  })
+
+  const codeOf = (o: unknown): unknown => (typeof o === "object" && o !== null && "code" in o ? { code: (o as { code: number }).code } : o)
+
+  it("gives what the full path gives for the same acknowledgement with its Success code written", () => {
+    fc.assert(
+      fc.property(ackCase, (c) => {
+        // -1: the flags the type requires (PUBREL 0b0010, the others 0)
+        const first = (c.type << 4) | (c.flags === -1 ? (c.type === 6 ? 2 : 0) : c.flags)
+        const options = c.maximumPacketSize === undefined ? {} : { maximumPacketSize: c.maximumPacketSize + 1 }
+        const short = outcome(new Decoder(c.maximumPacketSize === undefined ? {} : { maximumPacketSize: c.maximumPacketSize }), first, u16(c.packetId))
+        const long = outcome(new Decoder(options), first, Buffer.concat([u16(c.packetId), Buffer.from([0])]))
+        expect(codeOf(short)).toEqual(codeOf(long))
+      }),
+      { numRuns: 3000 }
+    )
+  })
+
+  it("reads mqtt-packet's short PUBACK and PUBCOMP", () => {
+    const d = new Decoder()
+    for (const cmd of ["puback", "pubcomp"] as const) {
+      const bytes = mqttPacket.generate({ cmd, messageId: 513, reasonCode: 0 } as mqttPacket.IPubackPacket, { protocolVersion: 5 })
+      expect(bytes.length).toBe(4)
+      expect(d.decode(bytes[0]!, bytes, 2, bytes.length)).toEqual({ cmd, messageId: 513, reasonCode: 0, properties: {} })
+    }
+  })
+})

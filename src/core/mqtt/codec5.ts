@@ -73,6 +73,10 @@ export const encodeIntoV5 = (
   maximumPacketSize: number = Number.POSITIVE_INFINITY,
   pin?: Pinner
 ): number => {
+  if (p.cmd === "puback" || p.cmd === "pubrec" || p.cmd === "pubrel" || p.cmd === "pubcomp") {
+    const n = encodeAckShort(out, p.cmd, p.messageId, p.reasonCode ?? ReasonCode.Success, p.properties, maximumPacketSize)
+    if (n > 0) return n
+  }
   let packet = withProblemInformation(toV5Packet(p), problemInformation)
   if (packet.cmd !== "publish" && maximumPacketSize !== Number.POSITIVE_INFINITY) {
     const fits = fitToMaximumPacketSize(packet, maximumPacketSize)
@@ -80,4 +84,39 @@ export const encodeIntoV5 = (
     packet = fits
   }
   return encodeInto(out, packet, "server", pin)
+}
+
+/** First bytes of PUBACK, PUBREC, PUBREL (its required 0b0010 flags) and PUBCOMP. */
+const ACK_FIRST = { puback: 0x40, pubrec: 0x50, pubrel: 0x62, pubcomp: 0x70 } as const
+
+/**
+ * The per-message acknowledgements without properties, written in place: Success in the
+ * short form, the packet id alone (Remaining Length 2) [MQTT-3.4.2-1], another reason code
+ * after it with a Property Length of 0 (4): the same bytes as the full encoder's, without
+ * building the v5 packet and its plan for every message. 0 (nothing written) when there
+ * are properties, or when the client's Maximum Packet Size does not admit even this: the
+ * full path decides then.
+ */
+const encodeAckShort = (
+  out: OutBuf,
+  cmd: keyof typeof ACK_FIRST,
+  messageId: number,
+  reasonCode: number,
+  properties: object | undefined,
+  maximumPacketSize: number
+): number => {
+  const size = reasonCode === ReasonCode.Success ? 4 : 6
+  if (properties !== undefined || size > maximumPacketSize) return 0
+  const b = out.reserve(size)
+  const i = out.cursor
+  b[i] = ACK_FIRST[cmd]
+  b[i + 1] = size - 2
+  b[i + 2] = messageId >> 8
+  b[i + 3] = messageId & 0xff
+  if (size === 6) {
+    b[i + 4] = reasonCode
+    b[i + 5] = 0
+  }
+  out.commit(i + size)
+  return size
 }

@@ -116,6 +116,10 @@ export class Decoder {
       const p = this.plainPublish(first, buf, start, end)
       if (p !== undefined) return p
     }
+    if (end - start === 2) {
+      const p = this.shortAck(first, buf, start)
+      if (p !== undefined) return p
+    }
     const bad = headerViolation(first, this.from) ?? lengthViolation(first, end - start, this.maximumPacketSize)
     if (bad !== undefined) throw bad
     const r = this.r.reset(buf, start, end)
@@ -152,6 +156,22 @@ export class Decoder {
     }
     const payload = buf.subarray(propsAt + 1, end)
     return { cmd: "publish", topic, payload, qos, retain: (first & 1) !== 0, dup: (first & 0x08) !== 0, messageId, properties: NO_PROPERTIES }
+  }
+
+  /**
+   * The other hot path: PUBACK, PUBREC, PUBREL or PUBCOMP as the packet id alone (Success
+   * without properties, the form every QoS 1/2 exchange ends with), read without the
+   * reader; undefined sends anything else, and what the full path would refuse, down it.
+   */
+  private shortAck(first: number, buf: Buffer, start: number): Ack | undefined {
+    const type = first >> 4
+    if (type < PacketType.puback || type > PacketType.pubcomp) return undefined
+    // the flags each requires [MQTT-3.6.1-1], and a size the receiver admits
+    if ((first & 0x0f) !== (type === PacketType.pubrel ? 2 : 0)) return undefined
+    if (this.maximumPacketSize !== undefined && this.maximumPacketSize < 4) return undefined
+    const messageId = (buf[start] << 8) | buf[start + 1]
+    if (messageId === 0) return undefined
+    return { cmd: CMD_OF_TYPE[type] as Ack["cmd"], messageId, reasonCode: ReasonCode.Success, properties: NO_PROPERTIES }
   }
 
   private body(first: number, r: Reader): Packet {
