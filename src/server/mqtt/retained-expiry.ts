@@ -4,7 +4,7 @@
 // ExpiryQueue (one entry per topic), the bridge's alarm is asked for the earliest end
 // only while there is one (an idle server with nothing expiring runs nothing), and a tick
 // removes at most RETAINED_EXPIRIES_PER_TICK of them, the rest at the next.
-import { ExpiryQueue } from "../../core/mqtt/retained-expiry.js"
+import { ExpiryQueue } from "../../core/expiry-queue.js"
 import { topicToSubject } from "../../core/mqtt/topic.js"
 import { messageExpiresAt } from "../../core/mqtt/v5/expiry.js"
 import { natsToPublish } from "../../core/mqtt/v5/nats.js"
