@@ -23,6 +23,7 @@ const makeRules = (over: Partial<PublishRules> = {}): PublishRules => ({
   duplicate_window: 2 * SECOND_NS,
   sealed: false,
   allow_rollup_hdrs: true,
+  allow_msg_ttl: false,
   ...over
 })
 
@@ -33,6 +34,7 @@ const hdrs = (over: Partial<PublishHeaders>): PublishHeaders => ({
   expectedLastSubjSeq: undefined,
   expectedLastMsgId: undefined,
   rollup: undefined,
+  ttl: undefined,
   ...over
 })
 
@@ -62,7 +64,7 @@ class Stream {
 describe("de-duplication", () => {
   it("acknowledges a repeated Nats-Msg-Id within the window as a duplicate of the first", () => {
     const s = new Stream()
-    expect(s.publish("a", hdrs({ msgId: "x" }), 1000)).toEqual({ type: "store", msgId: "x", rollup: undefined })
+    expect(s.publish("a", hdrs({ msgId: "x" }), 1000)).toEqual({ type: "store", msgId: "x", rollup: undefined, ttl: 0 })
     s.publish("a", undefined, 1100)
     expect(s.publish("b", hdrs({ msgId: "x" }), 2999)).toEqual({ type: "duplicate", seq: 1, msgId: "x" })
     expect(s.subjects).toHaveLength(2)
@@ -147,8 +149,8 @@ describe("the expected-* checks", () => {
 describe("rollups", () => {
   it("purge the subject (sub) or the whole stream (all), keeping the new message", () => {
     const s = new Stream()
-    expect(s.publish("a.1", hdrs({ rollup: "sub" }), 0)).toEqual({ type: "store", msgId: "", rollup: { subject: "a.1", keep: 1 } })
-    expect(s.publish("a.1", hdrs({ rollup: "all", msgId: "r" }), 0)).toEqual({ type: "store", msgId: "r", rollup: { keep: 1 } })
+    expect(s.publish("a.1", hdrs({ rollup: "sub" }), 0)).toEqual({ type: "store", msgId: "", rollup: { subject: "a.1", keep: 1 }, ttl: 0 })
+    expect(s.publish("a.1", hdrs({ rollup: "all", msgId: "r" }), 0)).toEqual({ type: "store", msgId: "r", rollup: { keep: 1 }, ttl: 0 })
   })
 
   it("are refused where the stream does not allow them, and for any other value", () => {
@@ -279,7 +281,8 @@ describe("properties over random histories", () => {
               : {
                 type: "store",
                 msgId: h.msgId ?? "",
-                rollup: h.rollup === undefined ? undefined : h.rollup === "all" ? { keep: 1 } : { subject, keep: 1 }
+                rollup: h.rollup === undefined ? undefined : h.rollup === "all" ? { keep: 1 } : { subject, keep: 1 },
+                ttl: 0
               }
           expect(s.publish(subject, hdrs(h), i)).toEqual(expected)
           if (expected.type === "store" && expected.msgId !== "") {
