@@ -1,13 +1,11 @@
 // Per-message TTL (JetStream ADR-43, nats-server 2.11), the pure parts: which `Nats-TTL`
-// values are TTLs (core/stream/ttl.ts), how the publish rules treat them
-// (core/stream/publish.ts), how a stored header block gives its TTL back
-// (core/jetstream/headers.ts), and the deadline index over a StreamIndex.
+// values are TTLs (core/stream/ttl.ts), how a stored header block gives its TTL back
+// (core/jetstream/headers.ts), the deadline index over a StreamIndex, and
+// `allow_msg_ttl` in the stream configuration. The publish rules: stream-publish.test.ts.
 import { Either } from "effect"
 import { describe, expect, it } from "vitest"
 import { readPublishHeaders, ttlOfHeaders } from "../../src/core/jetstream/headers.js"
-import { publishRefused } from "../../src/core/jetstream/errors.js"
 import { checkUpdate, normalizeStreamConfig, type StreamConfig, toStoreConfig } from "../../src/core/jetstream/stream-config.js"
-import { decidePublish, makePublishState, type PublishHeaders, type PublishRules } from "../../src/core/stream/publish.js"
 import { type IndexEntry, StreamIndex } from "../../src/core/stream/stream-index.js"
 import { MessageTtls, parseGoDuration, parseTtl, TTL_EXPIRIES_PER_TICK, TTL_NEVER } from "../../src/core/stream/ttl.js"
 
@@ -69,46 +67,6 @@ describe("Nats-TTL values", () => {
     expect(parseGoDuration("-1.5s")).toBe(-1.5e9)
     expect(parseGoDuration("+0")).toBe(0)
     expect(parseGoDuration("1")).toBeUndefined()
-  })
-})
-
-const RULES: PublishRules = { name: "S", duplicate_window: 120e9, sealed: false, allow_rollup_hdrs: false, allow_msg_ttl: true }
-const VIEW = { outOfSpace: () => false, lastSeq: () => 0, lastSeqOf: () => 0 }
-const withTtl = (ttl: string | undefined, over: Partial<PublishHeaders> = {}): PublishHeaders => ({
-  msgId: undefined,
-  expectedStream: undefined,
-  expectedLastSeq: undefined,
-  expectedLastSubjSeq: undefined,
-  expectedLastMsgId: undefined,
-  rollup: undefined,
-  ttl,
-  ...over
-})
-const decide = (h: PublishHeaders | undefined, rules: PublishRules = RULES) => decidePublish(makePublishState(), rules, VIEW, "a", h, 0)
-
-describe("the publish rules and Nats-TTL", () => {
-  it("a valid TTL is stored with the message, in seconds or as never", () => {
-    expect(decide(withTtl("1m"))).toEqual({ type: "store", msgId: "", rollup: undefined, ttl: 60 })
-    expect(decide(withTtl("never", { msgId: "m" }))).toEqual({ type: "store", msgId: "m", rollup: undefined, ttl: TTL_NEVER })
-    expect(decide(withTtl(undefined))).toMatchObject({ type: "store", ttl: 0 })
-    expect(decide(undefined)).toMatchObject({ type: "store", ttl: 0 })
-  })
-
-  it("an invalid TTL is refused with 10165, also on a stream without allow_msg_ttl; a valid one there with 10166", () => {
-    expect(publishRefused(decide(withTtl("0")) as never)).toEqual({ code: 400, err_code: 10165, description: "invalid per-message TTL" })
-    expect(publishRefused(decide(withTtl("0"), { ...RULES, allow_msg_ttl: false }) as never)).toMatchObject({ err_code: 10165 })
-    expect(publishRefused(decide(withTtl("5s"), { ...RULES, allow_msg_ttl: false }) as never)).toEqual({
-      code: 400,
-      err_code: 10166,
-      description: "per-message TTL is disabled"
-    })
-  })
-
-  it("a duplicate is acknowledged before its TTL is looked at; the expectations come first", () => {
-    const state = makePublishState()
-    state.ids.set("m", { seq: 7, ts: 0 })
-    expect(decidePublish(state, RULES, VIEW, "a", withTtl("bad", { msgId: "m" }), 0)).toEqual({ type: "duplicate", seq: 7, msgId: "m" })
-    expect(decide(withTtl("bad", { expectedStream: "T" }))).toEqual({ type: "wrongStream" })
   })
 })
 
