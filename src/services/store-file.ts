@@ -35,6 +35,8 @@ import {
   recordType
 } from "../core/stream/record.js"
 import { StreamIndex, type IndexEntry } from "../core/stream/stream-index.js"
+import { MessageTtls } from "../core/stream/ttl.js"
+import { ttlOfHeaders } from "../core/jetstream/headers.js"
 import { Disk, type DiskError, type DiskFile, type DiskService, joinPath } from "./disk.js"
 import { GroupCommit, type GroupCommitService } from "./group-commit.js"
 import { Log, type LogService } from "./log.js"
@@ -260,6 +262,8 @@ const newBlock = (ctx: StreamCtx, id: number): Block => ({
 
 interface Recovered {
   readonly index: StreamIndex<Loc>
+  /** The TTLs the live messages' headers give them (streams with `allow_msg_ttl`). */
+  readonly ttls: MessageTtls
   readonly blocks: Block[]
   readonly problems: StoreProblem[]
   /** The sync mark as recovery left it (written back, durable; -1s when it could not be). */
@@ -287,6 +291,7 @@ const recover = (ctx: StreamCtx, cfg: StoreConfig) =>
       .map((n) => Number(n.slice(0, -BLOCK_EXT.length)))
       .sort((a, b) => a - b)
     const index = new StreamIndex<Loc>()
+    const ttls = new MessageTtls()
     const blocks: Block[] = []
     const problems: StoreProblem[] = []
     const markPath = joinPath(ctx.dir, SYNC_MARK)
@@ -307,6 +312,7 @@ const recover = (ctx: StreamCtx, cfg: StoreConfig) =>
     /** The partial record cut off the end of the last block. */
     let torn: { readonly file: string; readonly offset: number; readonly length: number } | undefined
     const kill = (e: IndexEntry<Loc>) => {
+      if (ttls.size > 0) ttls.forget(e.seq)
       e.loc.blk.live--
       e.loc.blk.liveBytes -= e.loc.len
       e.loc.blk.deadBytes += e.loc.len
@@ -324,6 +330,10 @@ const recover = (ctx: StreamCtx, cfg: StoreConfig) =>
           }
           const size = msgSize(cfg.storage, h.subjectLen, h.hdrLen, h.payloadLen)
           index.add(h.seq, h.subject, h.ts, size, { blk, off, len })
+          if (cfg.allow_msg_ttl && h.hdrLen > 0) {
+            const ttl = ttlOfHeaders(buf, h.hdrAt, h.hdrAt + h.hdrLen)
+            if (ttl !== 0) ttls.add(h.seq, h.ts, ttl)
+          }
           blk.live++
           blk.liveBytes += len
           if (h.seq < blk.minSeq) blk.minSeq = h.seq
@@ -438,6 +448,7 @@ const recover = (ctx: StreamCtx, cfg: StoreConfig) =>
     for (let i = 0; i < blocks.length - 1; i++) blocks[i].buf = undefined
     return {
       index,
+      ttls,
       blocks,
       problems,
       mark: markWritten._tag === "Right" ? markNow : { gen: markNow.gen, synced: -1, reserved: -1, floor: index.reserved },
@@ -1010,6 +1021,7 @@ const openFileStream = (ctx: StreamCtx, cfg: StoreConfig, rec: Recovered, extraP
     cfg,
     {
       index,
+      ttls: rec.ttls,
       append,
       skipped,
       removed,

@@ -4,6 +4,7 @@
 import { Effect, Layer } from "effect"
 import type { StoreConfig } from "../core/stream/config.js"
 import { type IndexEntry, StreamIndex } from "../core/stream/stream-index.js"
+import { MessageTtls } from "../core/stream/ttl.js"
 import { makeStreamStore, Store, storeError, type StoredMsg, type StoreService, type StreamStore } from "./store.js"
 
 interface MemMsg {
@@ -14,6 +15,8 @@ interface MemMsg {
 interface MemStream {
   config: StoreConfig
   readonly index: StreamIndex<MemMsg>
+  /** Kept with the messages: a handle opened again finds them. */
+  readonly ttls: MessageTtls
   readonly meta: Map<string, Uint8Array>
   handle: StreamStore | undefined
 }
@@ -34,6 +37,7 @@ const openHandle = (name: string, s: MemStream): StreamStore => {
     s.config,
     {
       index: s.index,
+      ttls: s.ttls,
       append: (_seq, _subject, _subjectLen, headers, payload) => ({
         headers: headers === undefined ? undefined : headers.slice(),
         payload: payload.slice()
@@ -76,7 +80,7 @@ export const makeMemoryStore = (): StoreService => {
     create: (name, config, meta = []) =>
       Effect.suspend(() => {
         if (streams.has(name)) return Effect.fail(storeError("Exists", `stream '${name}' already exists`))
-        const s: MemStream = { config, index: new StreamIndex(), meta: new Map(meta.map(([k, v]) => [k, v.slice()])), handle: undefined }
+        const s: MemStream = { config, index: new StreamIndex(), ttls: new MessageTtls(), meta: new Map(meta.map(([k, v]) => [k, v.slice()])), handle: undefined }
         streams.set(name, s)
         return Effect.succeed(openHandle(name, s))
       }),

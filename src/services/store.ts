@@ -12,6 +12,7 @@ import { Context, Data, Effect } from "effect"
 import { msgSize, utf8Length, type StoreConfig } from "../core/stream/config.js"
 import { admit, enforceAll, enforceOnStore, expire, nextExpiry, purge, type PurgeOptions, type Rejection } from "../core/stream/retention.js"
 import type { IndexEntry, StreamIndex, SubjectState } from "../core/stream/stream-index.js"
+import { MessageTtls } from "../core/stream/ttl.js"
 
 export type { PurgeOptions, StoreConfig, SubjectState }
 
@@ -110,13 +111,18 @@ export interface StreamStore {
    * Then the message must never be stored: a failed round takes it back out (it is
    * removed, its sequence stays used) instead of writing it with a later round, and
    * `takeRefused` tells so. Without it, a failed write is retried by the next round.
+   *
+   * `ttl`: the message's per-message TTL in seconds, or TTL_NEVER, as its `Nats-TTL` header
+   * says (the caller read it; 0: none). Only for a store with `allow_msg_ttl`, which reads
+   * the header again when it recovers.
    */
   readonly storeSync: (
     subject: string,
     headers: Uint8Array | undefined,
     payload: Uint8Array,
     timestampMs: number,
-    refusable?: boolean
+    refusable?: boolean,
+    ttl?: number
   ) => number | StoreError
   /**
    * Whether a failed write took back the refusable message `seq` (see `storeSync`), so
@@ -179,7 +185,10 @@ export interface StreamStore {
   readonly removeSync: (seqs: ReadonlyArray<number>) => number | StoreError
   /** Number of messages removed. */
   readonly purge: (opts?: PurgeOptions) => Effect.Effect<number, StoreError>
-  /** Drop messages past max_age at `nowMs`; number removed. */
+  /**
+   * Drop messages past max_age and those whose TTL ended at `nowMs` (a bounded batch of
+   * those: `nextExpiry` is then already due); number removed.
+   */
   readonly expire: (nowMs: number) => Effect.Effect<number, StoreError>
   /** When `expire` next has work, in ms; undefined when never. */
   readonly nextExpiry: () => number | undefined
@@ -234,6 +243,8 @@ const MAX_SUBJECT = 0xffff
 /** What a storage backend provides under the shared bookkeeping of `makeStreamStore`. */
 export interface StreamBackend<L> {
   readonly index: StreamIndex<L>
+  /** The TTLs of the messages in `index` (recovery found them in their headers); none when absent. */
+  readonly ttls?: MessageTtls
   /** Write the message (into memory); returns where it lives. */
   readonly append: (
     seq: number,
@@ -276,13 +287,19 @@ export const makeStreamStore = <L>(
   onClose: () => void = () => {}
 ): StreamStore => {
   const index = backend.index
+  const ttls = backend.ttls ?? new MessageTtls()
   let cfg = initial
   let closed = false
   const closedError = () => storeError("Closed", `stream store '${name}' is closed`)
   const open = <A>(f: () => Effect.Effect<A, StoreError>): Effect.Effect<A, StoreError> =>
     Effect.suspend(() => (closed ? Effect.fail(closedError()) : f()))
-  const applied = (entries: IndexEntry<L>[]): number => {
+  /** Every removal goes through here: the backend's books, and the TTLs of what went (when any are kept). */
+  const removed = (entries: ReadonlyArray<IndexEntry<L>>): void => {
+    if (ttls.size > 0) for (let i = 0; i < entries.length; i++) ttls.forget(entries[i].seq)
     backend.removed(entries)
+  }
+  const applied = (entries: IndexEntry<L>[]): number => {
+    removed(entries)
     return entries.length
   }
 
@@ -295,11 +312,11 @@ export const makeStreamStore = <L>(
       if (e !== undefined) gone.push(e)
     }
     const n = gone.length
-    if (n > 0) backend.removed(gone)
+    if (n > 0) removed(gone)
     gone.length = 0
     return n
   }
-  const storeSync = (subject: string, headers: Uint8Array | undefined, payload: Uint8Array, ts: number, refusable = false): number | StoreError => {
+  const storeSync = (subject: string, headers: Uint8Array | undefined, payload: Uint8Array, ts: number, refusable = false, ttl = 0): number | StoreError => {
     if (closed) return closedError()
     const hdrLen = headers === undefined ? 0 : headers.length
     const subjectLen = utf8Length(subject)
@@ -309,9 +326,10 @@ export const makeStreamStore = <L>(
     if (rejected !== undefined) return storeError(rejected, rejectionMessage[rejected])
     const seq = index.nextSeq
     index.add(seq, subject, ts, size, backend.append(seq, subject, subjectLen, headers, payload, ts, refusable))
+    if (ttl !== 0) ttls.add(seq, ts, ttl)
     enforceOnStore(cfg, index, subject, dropped)
     if (dropped.length > 0) {
-      backend.removed(dropped)
+      removed(dropped)
       dropped.length = 0
     }
     return seq
@@ -386,8 +404,8 @@ export const makeStreamStore = <L>(
           ? Effect.fail(storeError("BadArgument", "purge takes seq or keep, not both"))
           : Effect.succeed(applied(out))
       }),
-    expire: (nowMs) => open(() => Effect.succeed(applied(expire(cfg, index, nowMs)))),
-    nextExpiry: () => nextExpiry(cfg, index),
+    expire: (nowMs) => open(() => Effect.succeed(applied(expire(cfg, index, nowMs, ttls)))),
+    nextExpiry: () => nextExpiry(cfg, index, ttls),
     updateConfig: (next) =>
       open(() =>
         Effect.map(backend.persistConfig(next), () => {

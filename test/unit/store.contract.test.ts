@@ -6,6 +6,7 @@ import * as path from "node:path"
 import { Effect, Layer } from "effect"
 import { describe, expect, it } from "vitest"
 import { makeStoreConfig, msgSize, type StoreConfig } from "../../src/core/stream/config.js"
+import { TTL_EXPIRIES_PER_TICK, TTL_NEVER } from "../../src/core/stream/ttl.js"
 import { layerNode } from "../../src/services/disk-node.js"
 import { Store, type StoreError, type StoreService, type StreamStore } from "../../src/services/store.js"
 import { layerFile } from "../../src/services/store-file.js"
@@ -421,6 +422,65 @@ export const storeContract = (label: string, make: MakeLayer, storage: StoreConf
       )
       expect(out).toMatchObject({ next0: 2000, n1: 0, n2: 1, next1: 2500, n3: 2, none: undefined })
       expect(out.st).toMatchObject({ messages: 0, first_seq: 4, last_seq: 3 })
+    })
+
+    it("per-message TTL: a message goes when its own TTL ends, before max_age if sooner", async () => {
+      const out = await withStream({ max_age_ms: 10_000, allow_msg_ttl: true }, (s) =>
+        Effect.gen(function*() {
+          put(s, "a", "plain", 1000)
+          const short = s.storeSync("a", b("NATS/1.0\r\nNats-TTL: 2\r\n\r\n"), b("short"), 1500, false, 2)
+          const long = s.storeSync("a", b("NATS/1.0\r\nNats-TTL: 60\r\n\r\n"), b("long"), 1600, false, 60)
+          const next0 = s.nextExpiry()
+          const early = yield* s.expire(3499)
+          const due = yield* s.expire(3500)
+          const next1 = s.nextExpiry()
+          // max_age (10 s) takes the plain message and the one whose TTL (60 s) is longer
+          const aged = yield* s.expire(11_600)
+          return { short, long, next0, early, due, next1, aged, st: s.state(), none: s.nextExpiry() }
+        })
+      )
+      expect(out).toMatchObject({ short: 2, long: 3, next0: 3500, early: 0, due: 1, next1: 11_000, aged: 2, none: undefined })
+      expect(out.st).toMatchObject({ messages: 0, last_seq: 3 })
+    })
+
+    it("per-message TTL `never`: max_age passes it by, the limits do not", async () => {
+      const out = await withStream({ max_age_ms: 1000, max_msgs: 3, allow_msg_ttl: true }, (s) =>
+        Effect.gen(function*() {
+          s.storeSync("a", b("NATS/1.0\r\nNats-TTL: never\r\n\r\n"), b("kept"), 1000, false, TTL_NEVER)
+          put(s, "a", "aging", 1100)
+          s.storeSync("a", b("NATS/1.0\r\nNats-TTL: never\r\n\r\n"), b("kept too"), 1200, false, TTL_NEVER)
+          put(s, "a", "young", 5000)
+          // max_msgs 3 discarded the oldest, a `never` one: discard is not expiry
+          const afterLimit = s.state().first_seq
+          const next0 = s.nextExpiry()
+          const n = yield* s.expire(5500)
+          const next1 = s.nextExpiry()
+          const left = [(yield* Effect.either(s.load(3)))._tag, (yield* Effect.either(s.load(4)))._tag]
+          const n2 = yield* s.expire(1e9)
+          return { afterLimit, next0, n, next1, left, n2, st: s.state(), none: s.nextExpiry() }
+        })
+      )
+      expect(out).toMatchObject({ afterLimit: 2, next0: 2100, n: 1, next1: 6000, left: ["Right", "Right"], n2: 1, none: undefined })
+      expect(out.st).toMatchObject({ messages: 1, first_seq: 3 })
+    })
+
+    it("per-message TTL: a message removed otherwise leaves no end behind, and many ending together go in bounded batches", async () => {
+      const out = await withStream({ allow_msg_ttl: true }, (s) =>
+        Effect.gen(function*() {
+          const hdr = b("NATS/1.0\r\nNats-TTL: 5\r\n\r\n")
+          s.storeSync("gone", hdr, b("x"), 0, false, 5)
+          yield* s.remove(1)
+          const afterRemove = s.nextExpiry()
+          const n = TTL_EXPIRIES_PER_TICK + 5
+          for (let i = 0; i < n; i++) s.storeSync("a", hdr, b("x"), 1000, false, 5)
+          const first = yield* s.expire(6000)
+          const stillDue = s.nextExpiry()
+          const second = yield* s.expire(6000)
+          return { afterRemove, first, stillDue, second, st: s.state(), none: s.nextExpiry() }
+        })
+      )
+      expect(out).toMatchObject({ afterRemove: undefined, first: TTL_EXPIRIES_PER_TICK, stillDue: 6000, second: 5, none: undefined })
+      expect(out.st.messages).toBe(0)
     })
 
     it("updateConfig applies tighter limits at once", async () => {

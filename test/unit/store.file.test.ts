@@ -7,6 +7,7 @@ import * as path from "node:path"
 import { Effect, Layer, Scope } from "effect"
 import { afterEach, describe, expect, it } from "vitest"
 import { makeStoreConfig } from "../../src/core/stream/config.js"
+import { TTL_NEVER } from "../../src/core/stream/ttl.js"
 import { Disk, type DiskService } from "../../src/services/disk.js"
 import { layerNode, makeNodeDisk } from "../../src/services/disk-node.js"
 import { Store, type StoreError, type StoreService, type StreamStore } from "../../src/services/store.js"
@@ -151,6 +152,47 @@ describe("file store restarts", () => {
     expect(after.cfg).toBe(100)
     const third = await reopen(dir, snapshot)
     expect(third.state).toMatchObject({ messages: before.state.messages + 1, last_seq: 31 })
+  })
+
+  it("per-message TTLs are rebuilt from the stored headers: ends, `never` past max_age, removed ones forgotten", async () => {
+    const dir = tmp()
+    const ttl = (v: string) => b(`NATS/1.0\r\nX-Other: 1\r\nnats-ttl:  ${v} \r\n\r\n`)
+    await session(dir, (store) =>
+      Effect.gen(function*() {
+        const s = yield* store.create("S", makeStoreConfig({ subjects: [">"], max_age_ms: 100_000, allow_msg_ttl: true }))
+        s.storeSync("a", ttl("never"), b("never"), 1000, false, TTL_NEVER)
+        s.storeSync("a", ttl("1m"), b("one minute"), 2000, false, 60)
+        s.storeSync("a", ttl("5"), b("removed"), 3000, false, 5)
+        s.storeSync("a", ttl("1h"), b("one hour"), 4000, false, 3600)
+        put(s, "b", "plain", 5000)
+        yield* s.remove(3)
+        yield* s.sync()
+      })
+    )
+    const after = await reopen(dir, (s) =>
+      Effect.gen(function*() {
+        const next0 = s.nextExpiry()
+        const atMinute = yield* s.expire(62_000)
+        // max_age (100 s) takes the message with an hour left and the plain one; not the `never` one
+        const aged = yield* s.expire(200_000)
+        return { next0, atMinute, aged, st: s.state(), left: (yield* s.load(1)).seq, none: s.nextExpiry() }
+      })
+    )
+    expect(after).toMatchObject({ next0: 62_000, atMinute: 1, aged: 2, left: 1, none: undefined })
+    expect(after.st.messages).toBe(1)
+  })
+
+  it("a stream without allow_msg_ttl takes no TTL from a stored header when it recovers", async () => {
+    const dir = tmp()
+    await session(dir, (store) =>
+      Effect.gen(function*() {
+        const s = yield* store.create("S", cfg)
+        s.storeSync("a", b("NATS/1.0\r\nNats-TTL: 1\r\n\r\n"), b("x"), 1000)
+        yield* s.sync()
+      })
+    )
+    const after = await reopen(dir, (s) => Effect.map(s.expire(1e9), (n) => ({ n, next: s.nextExpiry(), msgs: s.state().messages })))
+    expect(after).toEqual({ n: 0, next: undefined, msgs: 1 })
   })
 
   it("a full purge past the end keeps the next sequence across restarts", async () => {

@@ -1,6 +1,7 @@
 // The publish-time rules of a stream (core/stream/publish.ts), tested directly:
-// de-duplication within the window, the expected-* checks, rollups, and the order
-// nats-server applies them in; then properties over random histories of publishes.
+// de-duplication within the window, the expected-* checks, rollups, per-message TTLs,
+// and the order nats-server applies them in; then properties over random histories
+// of publishes.
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"
 import {
@@ -15,6 +16,8 @@ import {
   restoreMsgIds,
   unpublished
 } from "../../src/core/stream/publish.js"
+import { publishRefused } from "../../src/core/jetstream/errors.js"
+import { TTL_NEVER } from "../../src/core/stream/ttl.js"
 
 const SECOND_NS = 1_000_000_000
 
@@ -23,6 +26,7 @@ const makeRules = (over: Partial<PublishRules> = {}): PublishRules => ({
   duplicate_window: 2 * SECOND_NS,
   sealed: false,
   allow_rollup_hdrs: true,
+  allow_msg_ttl: false,
   ...over
 })
 
@@ -33,6 +37,7 @@ const hdrs = (over: Partial<PublishHeaders>): PublishHeaders => ({
   expectedLastSubjSeq: undefined,
   expectedLastMsgId: undefined,
   rollup: undefined,
+  ttl: undefined,
   ...over
 })
 
@@ -62,7 +67,7 @@ class Stream {
 describe("de-duplication", () => {
   it("acknowledges a repeated Nats-Msg-Id within the window as a duplicate of the first", () => {
     const s = new Stream()
-    expect(s.publish("a", hdrs({ msgId: "x" }), 1000)).toEqual({ type: "store", msgId: "x", rollup: undefined })
+    expect(s.publish("a", hdrs({ msgId: "x" }), 1000)).toEqual({ type: "store", msgId: "x", rollup: undefined, ttl: 0 })
     s.publish("a", undefined, 1100)
     expect(s.publish("b", hdrs({ msgId: "x" }), 2999)).toEqual({ type: "duplicate", seq: 1, msgId: "x" })
     expect(s.subjects).toHaveLength(2)
@@ -147,13 +152,41 @@ describe("the expected-* checks", () => {
 describe("rollups", () => {
   it("purge the subject (sub) or the whole stream (all), keeping the new message", () => {
     const s = new Stream()
-    expect(s.publish("a.1", hdrs({ rollup: "sub" }), 0)).toEqual({ type: "store", msgId: "", rollup: { subject: "a.1", keep: 1 } })
-    expect(s.publish("a.1", hdrs({ rollup: "all", msgId: "r" }), 0)).toEqual({ type: "store", msgId: "r", rollup: { keep: 1 } })
+    expect(s.publish("a.1", hdrs({ rollup: "sub" }), 0)).toEqual({ type: "store", msgId: "", rollup: { subject: "a.1", keep: 1 }, ttl: 0 })
+    expect(s.publish("a.1", hdrs({ rollup: "all", msgId: "r" }), 0)).toEqual({ type: "store", msgId: "r", rollup: { keep: 1 }, ttl: 0 })
   })
 
   it("are refused where the stream does not allow them, and for any other value", () => {
     expect(new Stream(makeRules({ allow_rollup_hdrs: false })).publish("a", hdrs({ rollup: "sub" }), 0)).toEqual({ type: "rollupNotPermitted" })
     expect(new Stream().publish("a", hdrs({ rollup: "some" }), 0)).toEqual({ type: "rollupInvalid", value: "some" })
+  })
+})
+
+describe("per-message TTL (Nats-TTL)", () => {
+  const ttlRules = makeRules({ allow_msg_ttl: true })
+  it("a valid TTL is stored with the message, in seconds or as never", () => {
+    expect(new Stream(ttlRules).publish("a", hdrs({ ttl: "1m" }), 0)).toEqual({ type: "store", msgId: "", rollup: undefined, ttl: 60 })
+    expect(new Stream(ttlRules).publish("a", hdrs({ ttl: "never", msgId: "m" }), 0)).toEqual({ type: "store", msgId: "m", rollup: undefined, ttl: TTL_NEVER })
+    expect(new Stream(ttlRules).publish("a", hdrs({}), 0)).toMatchObject({ type: "store", ttl: 0 })
+    expect(new Stream(ttlRules).publish("a", undefined, 0)).toMatchObject({ type: "store", ttl: 0 })
+  })
+
+  it("an invalid TTL is refused with 10165, also on a stream without allow_msg_ttl; a valid one there with 10166", () => {
+    const refusal = (rules: PublishRules, ttl: string) => {
+      const d = new Stream(rules).publish("a", hdrs({ ttl }), 0)
+      if (d.type === "store" || d.type === "duplicate" || d.type === "noSpace") throw new Error(`not refused: ${d.type}`)
+      return publishRefused(d)
+    }
+    expect(refusal(ttlRules, "0")).toEqual({ code: 400, err_code: 10165, description: "invalid per-message TTL" })
+    expect(refusal(makeRules(), "0").err_code).toBe(10165)
+    expect(refusal(makeRules(), "5s")).toEqual({ code: 400, err_code: 10166, description: "per-message TTL is disabled" })
+  })
+
+  it("a duplicate is acknowledged before its TTL is looked at; the expectations come first", () => {
+    const s = new Stream(ttlRules)
+    s.publish("a", hdrs({ msgId: "m" }), 0)
+    expect(s.publish("a", hdrs({ ttl: "bad", msgId: "m" }), 1)).toEqual({ type: "duplicate", seq: 1, msgId: "m" })
+    expect(s.publish("a", hdrs({ ttl: "bad", expectedStream: "T" }), 1)).toEqual({ type: "wrongStream" })
   })
 })
 
@@ -279,7 +312,8 @@ describe("properties over random histories", () => {
               : {
                 type: "store",
                 msgId: h.msgId ?? "",
-                rollup: h.rollup === undefined ? undefined : h.rollup === "all" ? { keep: 1 } : { subject, keep: 1 }
+                rollup: h.rollup === undefined ? undefined : h.rollup === "all" ? { keep: 1 } : { subject, keep: 1 },
+                ttl: 0
               }
           expect(s.publish(subject, hdrs(h), i)).toEqual(expected)
           if (expected.type === "store" && expected.msgId !== "") {

@@ -38,7 +38,9 @@ export const JsErr = {
   streamSealed: e(400, 10109, "invalid operation on sealed stream"),
   streamPurgeFailed: (err: string) => e(500, 10110, err),
   streamRollupFailed: (err: string) => e(500, 10111, err),
-  streamNameContainsPathSeparators: e(400, 10128, "Stream name can not contain path separators")
+  streamNameContainsPathSeparators: e(400, 10128, "Stream name can not contain path separators"),
+  messageTtlInvalid: e(400, 10165, "invalid per-message TTL"),
+  messageTtlDisabled: e(400, 10166, "per-message TTL is disabled")
 } as const
 
 /** A publish the stream's rules refused (core/stream/publish.ts), as its PubAck's error. */
@@ -56,6 +58,10 @@ export const publishRefused = (r: PublishRefusal): ApiError => {
       return JsErr.streamRollupFailed("rollup not permitted")
     case "rollupInvalid":
       return JsErr.streamRollupFailed(`rollup value invalid: ${r.value}`)
+    case "ttlInvalid":
+      return JsErr.messageTtlInvalid
+    case "ttlDisabled":
+      return JsErr.messageTtlDisabled
   }
 }
 

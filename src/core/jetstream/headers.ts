@@ -1,7 +1,8 @@
 // Reading the few JetStream headers a publish may carry (`Nats-Msg-Id`, the
-// `Nats-Expected-*` family, `Nats-Rollup`) out of a NATS header block, and building
-// the header blocks the API sends (direct get). Names match case-insensitively.
+// `Nats-Expected-*` family, `Nats-Rollup`, `Nats-TTL`) out of a NATS header block, and
+// building the header blocks the API sends (direct get). Names match case-insensitively.
 import type { PublishHeaders } from "../stream/publish.js"
+import { parseTtl } from "../stream/ttl.js"
 
 export const Hdr = {
   msgId: "nats-msg-id",
@@ -9,7 +10,8 @@ export const Hdr = {
   expectedLastSeq: "nats-expected-last-sequence",
   expectedLastSubjSeq: "nats-expected-last-subject-sequence",
   expectedLastMsgId: "nats-expected-last-msg-id",
-  rollup: "nats-rollup"
+  rollup: "nats-rollup",
+  ttl: "nats-ttl"
 } as const
 
 /** Every `Name: value` line of a header block (after the `NATS/1.0` status line), names lower-cased. */
@@ -41,8 +43,24 @@ export const readPublishHeaders = (buf: Uint8Array, start: number, end: number):
     expectedLastSeq: h.get(Hdr.expectedLastSeq),
     expectedLastSubjSeq: h.get(Hdr.expectedLastSubjSeq),
     expectedLastMsgId: h.get(Hdr.expectedLastMsgId),
-    rollup: h.get(Hdr.rollup)
+    rollup: h.get(Hdr.rollup),
+    ttl: utf8Value(h.get(Hdr.ttl))
   }
+}
+
+/** A value `parseHeaders` read as latin1, as the UTF-8 text it is (`µs` in a `Nats-TTL`). */
+const utf8Value = (v: string | undefined): string | undefined =>
+  v === undefined || !/[^\x00-\x7f]/.test(v) ? v : Buffer.from(v, "latin1").toString("utf8")
+
+/**
+ * The per-message TTL a stored message's header block `buf[start, end)` gives it, as the
+ * publish path read it (`parseTtl`): seconds, TTL_NEVER, or 0 for none (or one not valid,
+ * which the publish path never stores).
+ */
+export const ttlOfHeaders = (buf: Uint8Array, start: number, end: number): number => {
+  if (!mayHaveJsHeaders(buf, start, end)) return 0
+  const v = utf8Value(parseHeaders(buf, start, end).get(Hdr.ttl))
+  return v === undefined ? 0 : parseTtl(v) ?? 0
 }
 
 /** A header block from a status line and pairs, appending an existing block's fields. */

@@ -31,7 +31,8 @@ export const StreamConfigRequest = Schema.Struct({
   deny_purge: opt(Schema.Boolean),
   allow_rollup_hdrs: opt(Schema.Boolean),
   allow_direct: opt(Schema.Boolean),
-  mirror_direct: opt(Schema.Boolean)
+  mirror_direct: opt(Schema.Boolean),
+  allow_msg_ttl: opt(Schema.Boolean)
 })
 
 export interface StreamConfig {
@@ -57,6 +58,8 @@ export interface StreamConfig {
   readonly allow_rollup_hdrs: boolean
   readonly allow_direct: boolean
   readonly mirror_direct: boolean
+  /** Messages may carry a `Nats-TTL` header (per-message TTL, nats-server 2.11); never turned off once on. */
+  readonly allow_msg_ttl: boolean
   /** Fields this server does not act on, echoed back as given. */
   readonly [other: string]: unknown
 }
@@ -95,6 +98,8 @@ export const normalizeStreamConfig = (
   if (name !== subjectName) return Either.left(JsErr.streamMismatch)
   const badName = validName(name)
   if (badName !== undefined) return Either.left(badName)
+  const unsupported = unsupportedField(r)
+  if (unsupported !== undefined) return Either.left(unsupported)
   const replicas = r.num_replicas === undefined || r.num_replicas === 0 ? 1 : r.num_replicas
   if (replicas > 1) return Either.left(JsErr.replicasNotSupported)
   if (replicas < 0 || replicas > 5) return Either.left(JsErr.streamInvalidConfig("replicas > 5 not supported"))
@@ -120,10 +125,22 @@ export const normalizeStreamConfig = (
     deny_purge: r.deny_purge ?? false,
     allow_rollup_hdrs: r.allow_rollup_hdrs ?? false,
     allow_direct: r.allow_direct ?? false,
-    mirror_direct: r.mirror_direct ?? false
+    mirror_direct: r.mirror_direct ?? false,
+    allow_msg_ttl: r.allow_msg_ttl ?? false
   }
   const err = validateStreamConfig(cfg, create, checkSubjects)
   return err === undefined ? Either.right(withDuplicateWindow(cfg)) : Either.left(err)
+}
+
+/**
+ * Fields nats-server acts on that this server cannot honour, refused rather than echoed back
+ * as if they were in force (0, null or absent asks for nothing).
+ */
+const unsupportedField = (r: Record<string, unknown>): ApiError | undefined => {
+  const markers = r.subject_delete_marker_ttl
+  if (markers !== undefined && markers !== null && markers !== 0)
+    return JsErr.streamInvalidConfig("subject delete markers (subject_delete_marker_ttl) are not supported")
+  return undefined
 }
 
 /** nats-server: the window defaults to 2 minutes, never beyond max_age. */
@@ -181,6 +198,8 @@ export const checkUpdate = (cur: StreamConfig, next: StreamConfig): ApiError | u
   if (cur.sealed && !next.sealed) return JsErr.streamUpdate("stream configuration update can not unseal a sealed stream")
   if (cur.deny_delete && !next.deny_delete) return JsErr.streamUpdate("stream configuration update can not cancel deny message deletes")
   if (cur.deny_purge && !next.deny_purge) return JsErr.streamUpdate("stream configuration update can not cancel deny purge")
+  // A TTL stored messages already carry must keep counting (nats-server answers 10052 here).
+  if (cur.allow_msg_ttl && !next.allow_msg_ttl) return JsErr.streamInvalidConfig("message TTL status can not be disabled")
   return undefined
 }
 
@@ -200,7 +219,8 @@ export const toStoreConfig = (cfg: StreamConfig): StoreConfig => ({
   max_msgs_per_subject: cfg.max_msgs_per_subject,
   discard: cfg.discard,
   discard_new_per_subject: cfg.discard_new_per_subject,
-  storage: cfg.storage
+  storage: cfg.storage,
+  allow_msg_ttl: cfg.allow_msg_ttl
 })
 
 /** Two configurations are the same stream when their JSON forms agree (key order aside). */

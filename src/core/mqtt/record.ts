@@ -121,21 +121,42 @@ export const inboundOfHeader = (headers: Uint8Array | undefined): { hash: string
 
 const CRLF = Buffer.from("\r\n")
 const EMPTY_BUF = Buffer.alloc(0)
-const BRIDGE_LINE = /^Mqtt-(QoS|In|Reply):/i
+/** The bridge's own lines of a stored copy (a message's own `Nats-TTL` is escaped, see `storedHeader`). */
+const BRIDGE_LINE = /^(Mqtt-(QoS|In|Reply)|Nats-TTL):/i
+const OWN_TTL_LINE = /^[ \t]*(nats-ttl)[ \t]*:(.*)$/i
 
 /**
  * The header of a stored MQTT message with MQTT 5.0 properties: the bridge's own lines
- * (`base`: its QoS, and `Mqtt-In`), its reply subject (`Mqtt-Reply`, which the Response
- * Topic and Correlation Data make) and then the lines of its NATS header block (`hdr`,
- * `headerBlock` of its properties). Without either, `base` itself.
+ * (`base`: its QoS, and `Mqtt-In`), the stream's per-message TTL (`Nats-TTL: <ttl>`,
+ * seconds; 0: none), its reply subject (`Mqtt-Reply`, which the Response Topic and
+ * Correlation Data make) and then the lines of its NATS header block (`hdr`,
+ * `headerBlock` of its properties). Without any of these, `base` itself.
+ *
+ * A `Nats-TTL` of the message's own (a User Property of that name, or a NATS publisher's
+ * header) is kept as the escaped User Property it reads back as
+ * (`Mqtt-User-Property: Nats-TTL=<value>`): in the store only the bridge's line is a TTL.
  */
-export const storedHeader = (base: Buffer, hdr: Uint8Array | undefined, reply: string | undefined): Buffer => {
-  if (hdr === undefined && reply === undefined) return base
+export const storedHeader = (base: Buffer, hdr: Uint8Array | undefined, reply: string | undefined, ttl = 0): Buffer => {
+  if (hdr === undefined && reply === undefined && ttl === 0) return base
   const head = base.subarray(0, base.length - 2) // its lines, without the blank line that ends them
+  const ttlLine = ttl === 0 ? EMPTY_BUF : Buffer.from(`Nats-TTL: ${ttl}\r\n`, "latin1")
   const replyLine = reply === undefined ? EMPTY_BUF : Buffer.from(`Mqtt-Reply: ${reply}\r\n`, "utf8")
-  if (hdr === undefined) return Buffer.concat([head, replyLine, CRLF])
+  if (hdr === undefined) return Buffer.concat([head, ttlLine, replyLine, CRLF])
   const h = Buffer.from(hdr.buffer, hdr.byteOffset, hdr.byteLength)
-  return Buffer.concat([head, replyLine, h.subarray(h.indexOf(CRLF) + 2)])
+  return Buffer.concat([head, ttlLine, replyLine, withOwnTtlEscaped(h.subarray(h.indexOf(CRLF) + 2))])
+}
+
+/** Header lines with each `Nats-TTL` line turned into `Mqtt-User-Property: <name>=<value>` (percent-encoded). */
+const withOwnTtlEscaped = (lines: Buffer): Buffer => {
+  const text = lines.toString("latin1")
+  if (!/(^|\n)[ \t]*nats-ttl[ \t]*:/i.test(text)) return lines
+  const out = text.split("\r\n").map((line) => {
+    const m = OWN_TTL_LINE.exec(line)
+    if (m === null) return Buffer.from(line, "latin1")
+    const value = Buffer.from(m[2], "latin1").toString("utf8").replace(/^[ \t]+|[ \t]+$/g, "")
+    return Buffer.from(`Mqtt-User-Property: ${encodeURIComponent(m[1])}=${encodeURIComponent(value)}`, "utf8")
+  })
+  return Buffer.concat(out.flatMap((l, i) => (i === 0 ? [l] : [CRLF, l])))
 }
 
 /** What `storedHeader` kept of a message: its reply subject and NATS header block (undefined: none). */

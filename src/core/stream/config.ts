@@ -19,6 +19,11 @@ export interface StoreConfig {
   /** With `discard: "new"`, also reject when a subject is at `max_msgs_per_subject`. */
   readonly discard_new_per_subject: boolean
   readonly storage: StorageType
+  /**
+   * Messages may carry a `Nats-TTL` (see ttl.ts): recovery reads it back from their headers.
+   * Once on, never off (the API refuses that), so every TTL a stored message has counts.
+   */
+  readonly allow_msg_ttl: boolean
 }
 
 export const defaultStoreConfig: StoreConfig = {
@@ -30,7 +35,8 @@ export const defaultStoreConfig: StoreConfig = {
   max_msgs_per_subject: -1,
   discard: "old",
   discard_new_per_subject: false,
-  storage: "file"
+  storage: "file",
+  allow_msg_ttl: false
 }
 
 export const makeStoreConfig = (partial: Partial<StoreConfig> = {}): StoreConfig => ({

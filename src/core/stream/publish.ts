@@ -1,12 +1,13 @@
 // The publish-time rules of a stream, pure and synchronous: de-duplication by message
 // id within the duplicate window, the expected-* checks (stream, last sequence, last
-// sequence on the subject, last message id) and rollups. `decidePublish(state, …,
+// sequence on the subject, last message id), rollups and the per-message TTL (`Nats-TTL`). `decidePublish(state, …,
 // message, now)` says what to do with one publish; the shell does it (stores the
 // message and applies the rollup's purge, answers the duplicate, refuses the publish)
 // and reports back what it stored (`published`) or later took back (`unpublished`).
 // The state is updated in place: the publish path allocates nothing for it, and a
 // message without JetStream headers is decided without allocating at all.
 import type { PurgeOptions } from "./retention.js"
+import { parseTtl } from "./ttl.js"
 
 const NANOS_PER_MS = 1_000_000
 
@@ -16,6 +17,7 @@ export interface PublishRules {
   readonly duplicate_window: number
   readonly sealed: boolean
   readonly allow_rollup_hdrs: boolean
+  readonly allow_msg_ttl: boolean
 }
 
 /** What the rules read of the stream's store at the time of the publish. */
@@ -39,6 +41,8 @@ export interface PublishHeaders {
   readonly expectedLastSubjSeq: string | undefined
   readonly expectedLastMsgId: string | undefined
   readonly rollup: string | undefined
+  /** `Nats-TTL`, the message's own time to live (see ttl.ts). */
+  readonly ttl: string | undefined
 }
 
 /** The message ids seen within the duplicate window, and the last one stored. */
@@ -56,8 +60,11 @@ export interface MsgIdEntry {
 export const makePublishState = (): PublishState => ({ ids: new Map(), lastMsgId: "" })
 
 export type PublishDecision =
-  /** Store it; then purge per `rollup` (keeping the new message) and report it with `published`. */
-  | { readonly type: "store"; readonly msgId: string; readonly rollup: PurgeOptions | undefined }
+  /**
+   * Store it (with its TTL in seconds, TTL_NEVER, or 0 for none); then purge per `rollup`
+   * (keeping the new message) and report it with `published`.
+   */
+  | { readonly type: "store"; readonly msgId: string; readonly rollup: PurgeOptions | undefined; readonly ttl: number }
   /** Already stored as `seq` within the duplicate window: acknowledge it as a duplicate. */
   | { readonly type: "duplicate"; readonly seq: number; readonly msgId: string }
   /** The store cannot take writes: refused before anything is stored. */
@@ -69,18 +76,25 @@ export type PublishDecision =
   | { readonly type: "wrongLastMsgId"; readonly last: string }
   | { readonly type: "rollupNotPermitted" }
   | { readonly type: "rollupInvalid"; readonly value: string }
+  /** A `Nats-TTL` that is not a TTL (or under a second). */
+  | { readonly type: "ttlInvalid" }
+  /** A `Nats-TTL` on a stream without `allow_msg_ttl`. */
+  | { readonly type: "ttlDisabled" }
 
 /** The refusals among the decisions. */
 export type PublishRefusal = Exclude<PublishDecision, { readonly type: "store" | "duplicate" | "noSpace" }>
 
-const STORE_PLAIN: PublishDecision = { type: "store", msgId: "", rollup: undefined }
+const STORE_PLAIN: PublishDecision = { type: "store", msgId: "", rollup: undefined, ttl: 0 }
 const NO_SPACE: PublishDecision = { type: "noSpace" }
 const SEALED: PublishDecision = { type: "sealed" }
+const TTL_INVALID: PublishDecision = { type: "ttlInvalid" }
+const TTL_DISABLED: PublishDecision = { type: "ttlDisabled" }
 
 /**
  * What to do with a publish on `subject`, in nats-server's order: a duplicate is
  * acknowledged whatever else holds; a full store refuses; then the stream's own rules
- * (sealed) and the publisher's expectations; a valid rollup is stored and purges.
+ * (sealed) and the publisher's expectations; a valid rollup is stored and purges; a TTL
+ * must be valid and the stream must allow it.
  * Drops the ids that left the duplicate window on the way.
  */
 export const decidePublish = (
@@ -99,7 +113,7 @@ export const decidePublish = (
   if (view.outOfSpace()) return NO_SPACE
   if (rules.sealed) return SEALED
   if (headers === undefined) return STORE_PLAIN
-  const { expectedStream, expectedLastSeq, expectedLastSubjSeq, expectedLastMsgId, rollup } = headers
+  const { expectedStream, expectedLastSeq, expectedLastSubjSeq, expectedLastMsgId, rollup, ttl: ttlValue } = headers
   if (expectedStream !== undefined && expectedStream !== rules.name) return { type: "wrongStream" }
   if (expectedLastSeq !== undefined) {
     const last = view.lastSeq()
@@ -114,8 +128,15 @@ export const decidePublish = (
     if (!rules.allow_rollup_hdrs) return { type: "rollupNotPermitted" }
     if (rollup !== "sub" && rollup !== "all") return { type: "rollupInvalid", value: rollup }
   }
-  if (msgId === "" && rollup === undefined) return STORE_PLAIN
-  return { type: "store", msgId, rollup: rollup === undefined ? undefined : rollup === "all" ? { keep: 1 } : { subject, keep: 1 } }
+  let ttl = 0
+  if (ttlValue !== undefined) {
+    const parsed = parseTtl(ttlValue)
+    if (parsed === undefined) return TTL_INVALID
+    if (!rules.allow_msg_ttl) return TTL_DISABLED
+    ttl = parsed
+  }
+  if (msgId === "" && rollup === undefined && ttl === 0) return STORE_PLAIN
+  return { type: "store", msgId, rollup: rollup === undefined ? undefined : rollup === "all" ? { keep: 1 } : { subject, keep: 1 }, ttl }
 }
 
 /** The sequence `msgId` was stored as within the window; forgets the ids stored before it. */

@@ -168,8 +168,12 @@ export const msgBody = (buf: Buffer, off: number, len: number): { ts: number; he
   }
 }
 
-/** Subject, time and content length of a MSG record without copying its payload. */
-export const msgHead = (buf: Buffer, off: number, len: number): { seq: number; ts: number; subject: string; subjectLen: number; hdrLen: number; payloadLen: number } => {
+/** Subject, time and content length of a MSG record without copying its payload; its headers start at `hdrAt`. */
+export const msgHead = (
+  buf: Buffer,
+  off: number,
+  len: number
+): { seq: number; ts: number; subject: string; subjectLen: number; hdrAt: number; hdrLen: number; payloadLen: number } => {
   const p = off + HEADER
   const subjectLen = buf.readUInt16LE(p + 15)
   const hdrLen = buf.readUInt32LE(p + 17)
@@ -178,6 +182,7 @@ export const msgHead = (buf: Buffer, off: number, len: number): { seq: number; t
     ts: buf.readDoubleLE(p + 6),
     subject: buf.toString("utf8", p + 21, p + 21 + subjectLen),
     subjectLen,
+    hdrAt: p + 21 + subjectLen,
     hdrLen: (buf[p + 14] & 1) === 1 ? hdrLen : 0,
     payloadLen: len - MSG_FIXED - subjectLen - hdrLen
   }

@@ -1,9 +1,10 @@
 // Stream limits as decisions over a StreamIndex: whether a new message is
 // admitted (discard new), which messages go when one is added or the config
-// changes (discard old, per-subject), which expire, and what a purge removes.
-// Both stores call these, so memory and file streams cannot disagree.
+// changes (discard old, per-subject), which expire (max_age and per-message TTLs),
+// and what a purge removes. Both stores call these, so memory and file streams cannot disagree.
 import { limited, type StoreConfig } from "./config.js"
 import { isAllFilter, type IndexEntry, type StreamIndex } from "./stream-index.js"
+import type { MessageTtls } from "./ttl.js"
 
 export type Rejection = "MaxMsgSize" | "MaxMsgs" | "MaxBytes" | "MaxMsgsPerSubject"
 
@@ -77,26 +78,31 @@ export const enforceAll = <L>(cfg: StoreConfig, index: StreamIndex<L>): IndexEnt
 }
 
 /**
- * Messages older than max_age at `nowMs`, oldest first, stopping at the first
- * that is not (timestamps are taken to grow with sequence, as they do when the
- * server stamps them).
+ * What ran out at `nowMs`: messages older than max_age, oldest first, stopping at the
+ * first that is not (timestamps are taken to grow with sequence, as they do when the
+ * server stamps them), skipping those whose TTL is `never`; then those whose own TTL
+ * ended (a bounded batch: `nextExpiry` says when to come back for the rest).
  */
-export const expire = <L>(cfg: StoreConfig, index: StreamIndex<L>, nowMs: number): IndexEntry<L>[] => {
+export const expire = <L>(cfg: StoreConfig, index: StreamIndex<L>, nowMs: number, ttls?: MessageTtls): IndexEntry<L>[] => {
   const out: IndexEntry<L>[] = []
-  if (!limited(cfg.max_age_ms)) return out
-  for (;;) {
-    const e = index.firstEntry()
-    if (e === undefined || nowMs - e.ts < cfg.max_age_ms) break
-    out.push(index.remove(e.seq)!)
+  if (limited(cfg.max_age_ms)) {
+    for (;;) {
+      const e = ttls === undefined ? index.firstEntry() : ttls.firstAging(index)
+      if (e === undefined || nowMs - e.ts < cfg.max_age_ms) break
+      out.push(index.remove(e.seq)!)
+    }
   }
+  ttls?.expire(index, nowMs, out)
   return out
 }
 
-/** When `expire` next has work: the oldest message's time plus max_age. */
-export const nextExpiry = <L>(cfg: StoreConfig, index: StreamIndex<L>): number | undefined => {
-  if (!limited(cfg.max_age_ms)) return undefined
-  const e = index.firstEntry()
-  return e === undefined ? undefined : e.ts + cfg.max_age_ms
+/** When `expire` next has work: the oldest message's time plus max_age, or the next TTL's end if sooner. */
+export const nextExpiry = <L>(cfg: StoreConfig, index: StreamIndex<L>, ttls?: MessageTtls): number | undefined => {
+  const ttlEnd = ttls?.nextEnd()
+  if (!limited(cfg.max_age_ms)) return ttlEnd
+  const e = ttls === undefined ? index.firstEntry() : ttls.firstAging(index)
+  const ageEnd = e === undefined ? undefined : e.ts + cfg.max_age_ms
+  return ageEnd === undefined ? ttlEnd : ttlEnd === undefined ? ageEnd : Math.min(ageEnd, ttlEnd)
 }
 
 export interface PurgeOptions {

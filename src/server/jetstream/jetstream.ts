@@ -1,8 +1,8 @@
 // The stream subsystem of a server: per-account stream registries on top of the
 // Store, recovery of stored streams at start, the `$JS.API.>` subscriptions (each
 // request is queued for the API layer above, which start.ts runs), the work of the
-// subsystem's timer (max_age expiry, consumer deadlines, sync_interval, compaction),
-// and what /jsz and /healthz report.
+// subsystem's timer (max_age and per-message TTL expiry, consumer deadlines,
+// sync_interval, compaction), and what /jsz and /healthz report.
 import { Effect } from "effect"
 import type { JetStreamOptions } from "../../config/options.js"
 import type { JetStreamSnapshot, StreamSnapshot } from "../../core/monitor/source.js"
@@ -56,7 +56,9 @@ export interface StoredStreamMeta {
 const decodeMeta = (raw: Uint8Array): StoredStreamMeta | undefined => {
   try {
     const m = JSON.parse(Buffer.from(raw).toString("utf8")) as StoredStreamMeta
-    return typeof m.account === "string" && typeof m.config?.name === "string" && Array.isArray(m.config.subjects) ? m : undefined
+    if (typeof m.account !== "string" || typeof m.config?.name !== "string" || !Array.isArray(m.config.subjects)) return undefined
+    // Stored before the field existed: the default, so the same create request still matches it.
+    return m.config.allow_msg_ttl === undefined ? { ...m, config: { ...m.config, allow_msg_ttl: false } } : m
   } catch {
     return undefined
   }
@@ -345,6 +347,8 @@ export class JetStream {
           continue
         }
         const stream = js.makeStream(js.account(meta.account), meta, st)
+        // What max_age or a message's TTL ended while the server was down is gone before anyone looks.
+        yield* js.expireAll(stream, js.server.now())
         yield* stream.restoreDedup(js.server.now())
         yield* stream.consumers.restore(js.log, () => js.server.now())
         const state = st.state()
@@ -384,7 +388,17 @@ export class JetStream {
     return next
   }
 
-  /** Apply max_age to every stream whose next expiry is due. */
+  /** Everything that ran out in `s` by `now`, however many batches that takes (at start-up). */
+  expireAll(s: JsStream, now: number): Effect.Effect<void> {
+    return Effect.ignore(Effect.gen(function*() {
+      for (;;) {
+        const at = s.store.nextExpiry()
+        if (at === undefined || at > now || (yield* s.store.expire(now)) === 0) return
+      }
+    }))
+  }
+
+  /** Apply max_age and per-message TTLs to every stream whose next expiry is due (a bounded batch of TTLs each). */
   expireDue(now: number): Effect.Effect<void> {
     const due: JsStream[] = []
     for (const a of this.accounts.values())

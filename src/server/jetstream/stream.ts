@@ -13,12 +13,12 @@ import {
   decidePublish,
   makePublishState,
   published,
+  type PublishDecision,
   type PublishState,
   type PublishView,
   restoreMsgIds,
   unpublished
 } from "../../core/stream/publish.js"
-import type { PurgeOptions } from "../../core/stream/retention.js"
 import type { Group } from "../../services/group-commit.js"
 import { type StoreError, storeError, type StreamStore } from "../../services/store.js"
 import type { Delivery, Subscription } from "../../engine/principal.js"
@@ -130,7 +130,7 @@ export class JsStream implements ConsumerStream {
     const decision = decidePublish(this.ids, this.config, this.view, subject, h, now)
     switch (decision.type) {
       case "store":
-        return this.keep(subject, reply, headers, payload, decision.msgId, decision.rollup, now)
+        return this.keep(subject, reply, headers, payload, decision, now)
       case "duplicate":
         return this.ack(reply, { stream: this.name, seq: decision.seq, duplicate: true }, decision.msgId)
       case "noSpace":
@@ -148,8 +148,7 @@ export class JsStream implements ConsumerStream {
     reply: string,
     headers: Buffer | undefined,
     payload: Buffer,
-    msgId: string,
-    rollup: PurgeOptions | undefined,
+    { msgId, rollup, ttl }: Extract<PublishDecision, { readonly type: "store" }>,
     now: number
   ): void {
     const size = (headers?.length ?? 0) + payload.length + subject.length
@@ -158,7 +157,7 @@ export class JsStream implements ConsumerStream {
     if (this.config.retention === "interest" && !this.consumers.wantsNext(subject)) return this.skip(reply, msgId, size - subject.length, now)
     // Refusable when someone awaits the answer: should its sync fail, the publisher hears
     // "refused" and the store takes the message back out rather than write it later.
-    const r = this.store.storeSync(subject, headers, payload, now, reply !== "")
+    const r = this.store.storeSync(subject, headers, payload, now, reply !== "", ttl)
     if (typeof r !== "number") return this.fail(reply, storeFailure(r))
     if (rollup !== undefined) Effect.runSync(Effect.ignore(this.store.purge(rollup)))
     this.consumers.notify(rollup !== undefined)

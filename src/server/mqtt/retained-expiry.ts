@@ -4,10 +4,10 @@
 // ExpiryQueue (one entry per topic), the bridge's alarm is asked for the earliest end
 // only while there is one (an idle server with nothing expiring runs nothing), and a tick
 // removes at most RETAINED_EXPIRIES_PER_TICK of them, the rest at the next.
-import { ExpiryQueue } from "../../core/mqtt/retained-expiry.js"
+import { ExpiryQueue } from "../../core/expiry-queue.js"
 import { topicToSubject } from "../../core/mqtt/topic.js"
 import { messageExpiresAt } from "../../core/mqtt/v5/expiry.js"
-import { natsToPublish } from "../../core/mqtt/v5/nats.js"
+import { messageExpiryOf } from "../../core/mqtt/v5/nats.js"
 import { type MqttAccountStore, type RetainedMsg, storedExpired } from "./store.js"
 
 /** Expired retained messages removed per tick at most: many ending together are spread over ticks. */
@@ -18,10 +18,8 @@ export const RETAINED_EXPIRIES_PER_TICK = 1000
  * first millisecond `storedExpired` says it ran out (its last second left is still sent).
  */
 export const retainedEndsAt = (msg: RetainedMsg | undefined): number | undefined => {
-  const props = msg?.props
-  if (props?.hdr === undefined) return undefined
-  const interval = natsToPublish("", props.reply, props.hdr).properties.messageExpiryInterval
-  return interval === undefined ? undefined : messageExpiresAt(props.at, interval) + 1
+  const interval = messageExpiryOf(msg?.props?.hdr)
+  return interval === undefined ? undefined : messageExpiresAt(msg!.props!.at, interval) + 1
 }
 
 export class RetainedExpiry {

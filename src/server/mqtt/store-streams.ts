@@ -40,6 +40,7 @@ import {
   type QoS,
   type SessionSnapshot
 } from "../../core/mqtt/index.js"
+import { messageExpiryOf } from "../../core/mqtt/v5/nats.js"
 import type { Group } from "../../services/group-commit.js"
 import type { LogService } from "../../services/log.js"
 import type { StoreError, StreamStore } from "../../services/store.js"
@@ -48,14 +49,30 @@ import type { JsStream } from "../jetstream/stream.js"
 import { type InboundId, type LoadedMessage, type MqttAccountStore, MqttStore, type MqttStoreService, type RetainedMsg, storedExpired, type StoredProps } from "./store.js"
 import { MemoryAccountStore } from "./store-memory.js"
 
-/** Every stream keeps one record per subject, except `$MQTT_msgs` (removed when delivered). */
+/**
+ * Every stream keeps one record per subject, except `$MQTT_msgs` (removed when delivered,
+ * or by the stream when a message's Message Expiry Interval runs out: its per-message TTL).
+ */
 const streamConfig = (name: MqttStreamName) => ({
   name,
   subjects: [MqttStreamSubject[name]],
   storage: "file",
   retention: "limits",
-  max_msgs_per_subject: name === MqttStream.msgs ? -1 : 1
+  ...(name === MqttStream.msgs ? { max_msgs_per_subject: -1, allow_msg_ttl: true } : { max_msgs_per_subject: 1 })
 })
+
+/**
+ * The per-message TTL of a stored copy: its Message Expiry Interval (at least the
+ * stream's minimum, 1 s), so the stream removes it when it runs out. QoS 1 only: a QoS 2
+ * delivery whose PUBLISH went out must complete its exchange whatever its interval says
+ * [MQTT-4.3.3-7], and its resend needs the stored copy; QoS 2 copies are dropped when a
+ * session would send them, or go with their last holder, as before.
+ */
+const ttlOf = (qos: QoS, props: StoredProps | undefined): number => {
+  if (qos !== 1 || props === undefined) return 0
+  const interval = messageExpiryOf(props.hdr)
+  return interval === undefined ? 0 : Math.max(1, interval)
+}
 
 const STREAMS: ReadonlyArray<MqttStreamName> = [MqttStream.sess, MqttStream.msgs, MqttStream.rmsgs, MqttStream.qos2in, MqttStream.out]
 
@@ -116,8 +133,8 @@ export class StreamsAccountStore implements MqttAccountStore {
     return st
   }
 
-  private put(name: MqttStreamName, subject: string, headers: Uint8Array | undefined, payload: Uint8Array): number | StoreError {
-    return this.store(name).storeSync(subject, headers, payload, this.owner.now())
+  private put(name: MqttStreamName, subject: string, headers: Uint8Array | undefined, payload: Uint8Array, ttl = 0): number | StoreError {
+    return this.store(name).storeSync(subject, headers, payload, this.owner.now(), false, ttl)
   }
 
   private drop(name: MqttStreamName, subject: string): void {
@@ -141,8 +158,9 @@ export class StreamsAccountStore implements MqttAccountStore {
       ? qosHeader(qos)
       : qos2InHeader(sessionHash(inbound.clientId), inbound.packetId, this.streams[MqttStream.qos2in].store.state().last_seq)
     // MQTT 5.0 properties go in the header after the bridge's own lines; the stored time is when it was received.
-    const header = props === undefined ? base : storedHeader(base, props.hdr, props.reply)
-    const r = this.put(MqttStream.msgs, msgSubject(subject), header, payload)
+    const ttl = this.streams[MqttStream.msgs].config.allow_msg_ttl ? ttlOf(qos, props) : 0
+    const header = props === undefined ? base : storedHeader(base, props.hdr, props.reply, ttl)
+    const r = this.put(MqttStream.msgs, msgSubject(subject), header, payload, ttl)
     if (routedLater && typeof r === "number") this.unrouted.push(r)
     return r
   }
@@ -576,6 +594,15 @@ export class StreamsStore implements MqttStoreService {
             const why = res !== undefined && "error" in res ? JSON.stringify(res.error) : "no answer"
             self.log.error(`MQTT: could not create stream '${name}' in account '${account}': ${why}`)
             return undefined
+          }
+        } else if (name === MqttStream.msgs && !s.config.allow_msg_ttl) {
+          // Made before stored copies had a TTL: turned on in place (an update may do that), its limits kept.
+          const res = yield* Effect.promise(() =>
+            self.js.call(account, `$JS.API.STREAM.UPDATE.${name}`, JSON.stringify({ ...s!.config, allow_msg_ttl: true }))
+          )
+          if (res === undefined || "error" in res) {
+            const why = res === undefined ? "no answer" : JSON.stringify(res.error)
+            self.log.warn(`MQTT: stream '${name}' in account '${account}' keeps no per-message TTL: ${why}; expired messages go when a session would send them`)
           }
         }
         // Written by the bridge only: NATS publishes to `$MQTT.` subjects are not captured.

@@ -11,7 +11,7 @@
 import { Context } from "effect"
 import type { QoS, RetainedTree, SessionSnapshot, SubscriptionOptions } from "../../core/mqtt/index.js"
 import { forwardedExpiry } from "../../core/mqtt/v5/expiry.js"
-import { natsToPublish } from "../../core/mqtt/v5/nats.js"
+import { messageExpiryOf } from "../../core/mqtt/v5/nats.js"
 import type { StoreError } from "../../services/store.js"
 
 /**
@@ -27,9 +27,8 @@ export interface StoredProps {
 
 /** Whether a stored copy's Message Expiry Interval (in its header) ran out by `now` (ms); false without one. */
 export const storedExpired = (props: StoredProps | undefined, now: number): boolean => {
-  if (props?.hdr === undefined) return false
-  const interval = natsToPublish("", props.reply, props.hdr).properties.messageExpiryInterval
-  return interval !== undefined && forwardedExpiry(interval, props.at, now) === undefined
+  const interval = messageExpiryOf(props?.hdr)
+  return interval !== undefined && forwardedExpiry(interval, props!.at, now) === undefined
 }
 
 export interface RetainedMsg {

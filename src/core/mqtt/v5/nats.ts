@@ -247,6 +247,18 @@ const correlationOf = (v: string): Buffer | undefined => {
 
 type Building = { -readonly [K in keyof MessageProperties]: MessageProperties[K] }
 
+const isExpiryInterval = (v: string): boolean => U32_DECIMAL.test(v) && Number(v) <= 0xffff_ffff
+
+/**
+ * The Message Expiry Interval a NATS header block carries (`Mqtt-Message-Expiry`), as
+ * `natsToPublish` would read it, without making the other properties; undefined: none.
+ */
+export const messageExpiryOf = (headers: Uint8Array | undefined): number | undefined => {
+  if (headers === undefined || headers.length === 0) return undefined
+  for (const [k, v] of parseHeaderBlock(headers).headers) if (k.toLowerCase() === "mqtt-message-expiry" && isExpiryInterval(v)) return Number(v)
+  return undefined
+}
+
 /** Takes a well-known header into `p` (or an escaped User Property into `user`); false when it stays a plain User Property. */
 const wellKnown = (p: Building, name: string, v: string, user: Array<Header>): boolean => {
   switch (name) {
@@ -264,7 +276,7 @@ const wellKnown = (p: Building, name: string, v: string, user: Array<Header>): b
       p.payloadFormatIndicator = v === "1"
       return true
     case "mqtt-message-expiry":
-      if (p.messageExpiryInterval !== undefined || !U32_DECIMAL.test(v) || Number(v) > 0xffff_ffff) return false
+      if (p.messageExpiryInterval !== undefined || !isExpiryInterval(v)) return false
       p.messageExpiryInterval = Number(v)
       return true
     case "mqtt-correlation-data": {

@@ -1,7 +1,7 @@
-// The ends of retained messages, earliest first, one per topic (src/core/mqtt/retained-expiry.ts):
+// Keys that end at a time, earliest first, one entry per key (src/core/expiry-queue.ts):
 // checked against a plain list under seeded random sets, deletes and bounded takes.
 import { describe, expect, it } from "vitest"
-import { ExpiryQueue } from "../../src/core/mqtt/retained-expiry.js"
+import { ExpiryQueue } from "../../src/core/expiry-queue.js"
 
 describe("ExpiryQueue", () => {
   it("gives keys earliest first, ties in the order they were set; a key set again moves, a deleted one leaves", () => {

@@ -1,8 +1,8 @@
-// When retained messages run out (MQTT 5.0 Message Expiry Interval): one end per key (a
-// retained topic), earliest first, so the shell arms its timer for the next end only
-// while there is one and removes what ran out in bounded batches. A key set again moves
-// its end, a key deleted leaves: the queue never holds more entries than there are
-// retained messages with an end.
+// Keys that end at a time, earliest first (a binary min-heap with one entry per key), so a
+// shell arms its timer for the next end only while there is one and takes what ran out in
+// bounded batches. A key set again moves its end, a key deleted leaves: the queue never
+// holds more entries than there are keys with an end. Used for MQTT 5.0 retained messages
+// (one key per topic) and for streams' per-message TTLs (one key per sequence).
 
 export class ExpiryQueue<K> {
   /** A binary min-heap on (`ats`, `seqs`): ties keep the order the keys were set in. */
