@@ -308,8 +308,8 @@ describe("glibc allocator tuning at start", () => {
   )
 
   it.runIf(process.platform === "linux")("keeps the operator's own MALLOC_MMAP_THRESHOLD_, and SWITCHYARD_NO_MALLOC_TUNING opts out", async () => {
-    const own = await start(["-c", confFile("").file], { env: { MALLOC_MMAP_THRESHOLD_: "131072" } })
-    expect(environOf(own.child.pid!).get("MALLOC_MMAP_THRESHOLD_")).toBe("131072")
+    const own = await start(["-c", confFile("").file], { env: { MALLOC_MMAP_THRESHOLD_: "65536" } })
+    expect(environOf(own.child.pid!).get("MALLOC_MMAP_THRESHOLD_")).toBe("65536")
     const out = await start(["-c", confFile("").file], { env: { SWITCHYARD_NO_MALLOC_TUNING: "1" } })
     expect(environOf(out.child.pid!).has("MALLOC_MMAP_THRESHOLD_")).toBe(false)
   })

@@ -7,7 +7,7 @@ describe("tunedEnvironment", () => {
   })
 
   it("starts again only once: a threshold already set (by the operator or a first start) is kept", () => {
-    expect(tunedEnvironment({ MALLOC_MMAP_THRESHOLD_: "131072" }, "linux", true)).toBeUndefined()
+    expect(tunedEnvironment({ MALLOC_MMAP_THRESHOLD_: "65536" }, "linux", true)).toBeUndefined()
     expect(tunedEnvironment({ MALLOC_MMAP_THRESHOLD_: MMAP_THRESHOLD }, "linux", true)).toBeUndefined()
   })
 
