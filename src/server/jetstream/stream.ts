@@ -84,7 +84,9 @@ export class JsStream implements ConsumerStream {
     this.unsubscribe()
     const { server, principal } = this.host
     const router = server.router
-    for (const subject of this.config.subjects) this.subs.push(router.subscribe(principal, subject, undefined, (d) => this.capture(d)))
+    // One handler for every subject (a stream may have tens of thousands of them).
+    const capture = (d: Delivery): void => this.capture(d)
+    for (const subject of this.config.subjects) this.subs.push(router.subscribe(principal, subject, undefined, capture))
     if (this.config.allow_direct)
       for (const subject of [`$JS.API.DIRECT.GET.${this.name}`, `$JS.API.DIRECT.GET.${this.name}.>`])
         this.directSubs.push(router.subscribe(this.host.api, subject, "_sys_", (d) => answerDirectGet(this.host, this.name, this.store, d)))
