@@ -8,6 +8,7 @@ import { type Listener, Transport, type TransportError } from "../services/trans
 import { VERSION } from "../version.js"
 import { type MonitorError, type MonitorHandle, startMonitor } from "./monitor/http.js"
 import { makeMonitorSource } from "./monitor-source.js"
+import { StartupError } from "./parts.js"
 import { hostPort, type RunningServer, startNatsServer } from "./run.js"
 import { checkUnsupported } from "../config/unsupported.js"
 import type { JetStream } from "./jetstream/jetstream.js"
@@ -19,9 +20,7 @@ import { alsoServing, leafWebSocketRoute, startLeafWebSocket } from "./leafnodes
 import { listenerUrls, machineAddresses, type PortsInfo, ProcessFiles } from "./process-files.js"
 import { optimizerServerReady } from "../startup-tiering.js"
 
-export class StartupError extends Error {
-  readonly _tag = "StartupError"
-}
+export { StartupError } from "./parts.js"
 
 export interface Serving extends RunningServer {
   readonly monitor: MonitorHandle | undefined
