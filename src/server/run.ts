@@ -17,6 +17,7 @@ import type { Cluster } from "./cluster/cluster.js"
 import type { InterestWatcher } from "../engine/principal.js"
 import { loadPart, type StartupError } from "./parts.js"
 import { makeServerId, Server } from "./server.js"
+import { parseLeafUrl } from "../config/route-url.js"
 
 /** A file's text, read when needed (a leaf remote's credentials at each attempt); undefined when it cannot be read. */
 const readFile = (path: string): string | undefined => {
@@ -71,6 +72,7 @@ export const startNatsServer = (
     // What this configuration uses and a server without it never loads (parts.ts).
     const clustering = options.cluster === undefined ? undefined : yield* loadPart("cluster support", () => import("./cluster/cluster.js"))
     const leafing = options.leafnodes === undefined ? undefined : yield* loadPart("leaf node support", () => import("./leafnodes/leafnodes.js"))
+    if (dialsWebSocket(options) && transport.loadWebSocket !== undefined) yield* transport.loadWebSocket
     const clock = yield* Effect.clock
     const random = xorshift(yield* Random.nextIntBetween(1, 0x7fffffff))
     // The OS's CSPRNG unless the context provides another Entropy (a seeded one in tests).
@@ -180,6 +182,10 @@ export const startNatsServer = (
     }
     return { server, host: listener.host, port: listener.port, busyPoll: poll, imports, alarm: timer, cluster, idleTrim: idle }
   })
+
+/** A leaf remote connects through a WebSocket (a ws:// or wss:// URL). */
+const dialsWebSocket = (o: ServerOptions): boolean =>
+  o.leafnodes?.remotes.some((r) => r.urls.some((u) => parseLeafUrl(u)?.ws === true)) === true
 
 /** Routes and leaf nodes both hear of every local subscription. */
 const bothWatch = (a: InterestWatcher, b: InterestWatcher): InterestWatcher => ({
