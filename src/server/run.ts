@@ -15,6 +15,7 @@ import { type WiredImports, wireImports } from "./imports.js"
 // Types only: routes and leaf nodes load with their blocks (parts.ts).
 import type { Cluster } from "./cluster/cluster.js"
 import type { InterestWatcher } from "../engine/principal.js"
+import { holdsBcrypt, loadBcrypt } from "./nats/bcrypt.js"
 import { loadPart, type StartupError } from "./parts.js"
 import { makeServerId, Server } from "./server.js"
 import { parseLeafUrl } from "../config/route-url.js"
@@ -70,6 +71,7 @@ export const startNatsServer = (
     const transport = yield* Transport
     const log = yield* Log
     // What this configuration uses and a server without it never loads (parts.ts).
+    if (holdsBcrypt(options)) yield* loadPart("bcrypt support", loadBcrypt)
     const clustering = options.cluster === undefined ? undefined : yield* loadPart("cluster support", () => import("./cluster/cluster.js"))
     const leafing = options.leafnodes === undefined ? undefined : yield* loadPart("leaf node support", () => import("./leafnodes/leafnodes.js"))
     if (dialsWebSocket(options) && transport.loadWebSocket !== undefined) yield* transport.loadWebSocket
