@@ -43,7 +43,11 @@ const program = Effect.gen(function*() {
   const stop = yield* Deferred.make<void>()
   // The server is loaded once the configuration is known to be good: a separate chunk of
   // the bundle, compiled on its own (see scripts/bundle.mjs), and nothing of it for -h, -v or -t.
-  const { serve, handleLogReopen, handleServerSignals, layerLog, layerNode } = yield* Effect.promise(() => import("./server/entry.js"))
+  // It and the parts it loads later (server/parts.ts) fail with an error that names them, never a hang.
+  const { serve, handleLogReopen, handleServerSignals, layerLog, layerNode } = yield* Effect.tryPromise({
+    try: () => import("./server/entry.js"),
+    catch: (e) => new Error(`Could not load the server: ${e instanceof Error ? e.message : String(e)}`)
+  })
   yield* Effect.gen(function*() {
     yield* handleLogReopen
     const serving = yield* serve(options, warnings)

@@ -9,6 +9,7 @@ import type { LogService } from "../services/log.js"
 import { importProblems } from "../config/account-checks.js"
 import { wireImports } from "./imports.js"
 import { mqttAuthenticator } from "./mqtt/auth.js"
+import { bcryptLoaded, holdsBcrypt } from "./nats/bcrypt.js"
 import { reloadMqtt } from "./mqtt/reload.js"
 import { reauthorizeClients } from "./reauthorize.js"
 import type { Serving } from "./serve.js"
@@ -159,6 +160,8 @@ export const applyReload = (s: Serving, next: ServerOptions, log: LogService): R
     return { applied: false, changed: plan.changed, refused }
   }
   if (plan.refused.length > 0) return refuse(plan.refused)
+  // The caller loads bcrypt for a configuration that brings hashes (signals.ts).
+  if (!bcryptLoaded() && holdsBcrypt(next)) return refuse(["authorization: bcrypt hashes, and bcrypt is not loaded"])
   // The changes that can fail come first, each undone if a later one fails.
   const logChanged = plan.changed.some((k) => LOG_KEYS.has(k))
   if (logChanged) {

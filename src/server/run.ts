@@ -12,10 +12,13 @@ import { BusyPoll } from "./busy-poll.js"
 import { optimizerRead } from "../startup-tiering.js"
 import { GcPacer, IdleTrim, nodeMinorGc, nodeTrimGc } from "./gc-pacer.js"
 import { type WiredImports, wireImports } from "./imports.js"
-import { Cluster } from "./cluster/cluster.js"
-import { LeafNodes } from "./leafnodes/leafnodes.js"
+// Types only: routes and leaf nodes load with their blocks (parts.ts).
+import type { Cluster } from "./cluster/cluster.js"
 import type { InterestWatcher } from "../engine/principal.js"
+import { holdsBcrypt, loadBcrypt } from "./nats/bcrypt.js"
+import { loadPart, type StartupError } from "./parts.js"
 import { makeServerId, Server } from "./server.js"
+import { parseLeafUrl } from "../config/route-url.js"
 
 /** A file's text, read when needed (a leaf remote's credentials at each attempt); undefined when it cannot be read. */
 const readFile = (path: string): string | undefined => {
@@ -63,10 +66,15 @@ export const hostPort = (host: string, port: number): string => (host.includes("
 
 export const startNatsServer = (
   options: ServerOptions
-): Effect.Effect<RunningServer, TransportError, Transport | Log | Scope.Scope> =>
+): Effect.Effect<RunningServer, TransportError | StartupError, Transport | Log | Scope.Scope> =>
   Effect.gen(function*() {
     const transport = yield* Transport
     const log = yield* Log
+    // What this configuration uses and a server without it never loads (parts.ts).
+    if (holdsBcrypt(options)) yield* loadPart("bcrypt support", loadBcrypt)
+    const clustering = options.cluster === undefined ? undefined : yield* loadPart("cluster support", () => import("./cluster/cluster.js"))
+    const leafing = options.leafnodes === undefined ? undefined : yield* loadPart("leaf node support", () => import("./leafnodes/leafnodes.js"))
+    if (dialsWebSocket(options) && transport.loadWebSocket !== undefined) yield* transport.loadWebSocket
     const clock = yield* Effect.clock
     const random = xorshift(yield* Random.nextIntBetween(1, 0x7fffffff))
     // The OS's CSPRNG unless the context provides another Entropy (a seeded one in tests).
@@ -100,9 +108,9 @@ export const startNatsServer = (
     // imports subscribe below), so what it announces to routes is complete.
     // Its timers (handshakes, pings, write deadlines, reconnects) run with the clients'
     // (Server.tick), on the same alarm.
-    const cluster = options.cluster === undefined
+    const cluster = clustering === undefined
       ? undefined
-      : new Cluster(server, options.cluster, { dial: transport.dial, wakeAt: (at) => alarm?.wakeAt(at), readFile })
+      : new clustering.Cluster(server, options.cluster!, { dial: transport.dial, wakeAt: (at) => alarm?.wakeAt(at), readFile })
     if (cluster !== undefined) {
       server.cluster = cluster
       server.router.watch(cluster)
@@ -111,9 +119,9 @@ export const startNatsServer = (
     // Leaf nodes the same way: they take messages published here and those from routes
     // (the router's edge). With routes too, each hears of the other's interest: a leaf's
     // is this server's own to the routes, the routes' is the cluster's to the leaf nodes.
-    const leafnodes = options.leafnodes === undefined
+    const leafnodes = leafing === undefined
       ? undefined
-      : new LeafNodes(server, options.leafnodes, { dial: transport.dial, dialWebSocket: transport.dialWebSocket, wakeAt: (at) => alarm?.wakeAt(at), readFile })
+      : new leafing.LeafNodes(server, options.leafnodes!, { dial: transport.dial, dialWebSocket: transport.dialWebSocket, wakeAt: (at) => alarm?.wakeAt(at), readFile })
     if (leafnodes !== undefined) {
       server.leafnodes = leafnodes
       server.router.edge = leafnodes
@@ -176,6 +184,10 @@ export const startNatsServer = (
     }
     return { server, host: listener.host, port: listener.port, busyPoll: poll, imports, alarm: timer, cluster, idleTrim: idle }
   })
+
+/** A leaf remote connects through a WebSocket (a ws:// or wss:// URL). */
+const dialsWebSocket = (o: ServerOptions): boolean =>
+  o.leafnodes?.remotes.some((r) => r.urls.some((u) => parseLeafUrl(u)?.ws === true)) === true
 
 /** Routes and leaf nodes both hear of every local subscription. */
 const bothWatch = (a: InterestWatcher, b: InterestWatcher): InterestWatcher => ({

@@ -6,8 +6,9 @@ import type { ServerOptions } from "../config/options.js"
 import { Log } from "../services/log.js"
 import { type Listener, Transport, type TransportError } from "../services/transport.js"
 import { VERSION } from "../version.js"
-import { type MonitorError, type MonitorHandle, startMonitor } from "./monitor/http.js"
-import { makeMonitorSource } from "./monitor-source.js"
+// Types only: monitoring loads when the configuration asks for it (parts.ts).
+import type { MonitorError, MonitorHandle } from "./monitor/http.js"
+import { loadPart, StartupError } from "./parts.js"
 import { hostPort, type RunningServer, startNatsServer } from "./run.js"
 import { checkUnsupported } from "../config/unsupported.js"
 import type { JetStream } from "./jetstream/jetstream.js"
@@ -19,9 +20,7 @@ import { alsoServing, leafWebSocketRoute, startLeafWebSocket } from "./leafnodes
 import { listenerUrls, machineAddresses, type PortsInfo, ProcessFiles } from "./process-files.js"
 import { optimizerServerReady } from "../startup-tiering.js"
 
-export class StartupError extends Error {
-  readonly _tag = "StartupError"
-}
+export { StartupError } from "./parts.js"
 
 export interface Serving extends RunningServer {
   readonly monitor: MonitorHandle | undefined
@@ -111,6 +110,7 @@ export const serve = (
     }
     let monitor: MonitorHandle | undefined
     if (options.httpPort !== undefined || options.httpsPort !== undefined) {
+      const { makeMonitorSource, startMonitor } = yield* loadPart("monitoring support", () => import("./monitor/monitoring.js"))
       const source = makeMonitorSource(running.server, {
         jetstreamConfigured: jetstream !== undefined,
         jetstream,

@@ -15,6 +15,7 @@ import { Outbound } from "../engine/outbound.js"
 import { type Account, GLOBAL_ACCOUNT } from "../engine/principal.js"
 import { Router } from "../engine/router.js"
 import { type Authenticator, makeAuthenticator, makeNonce } from "./nats/auth.js"
+import { requireBcrypt } from "./nats/bcrypt.js"
 import { ClosedRing } from "./closed.js"
 import type { Cluster, ClusterHost } from "./cluster/cluster.js"
 import type { PeerOwnHandler } from "./cluster/link.js"
@@ -97,6 +98,7 @@ export class Server implements ClientDoor, ClusterHost, LeafHost {
     public options: ServerOptions,
     readonly env: ServerEnv
   ) {
+    requireBcrypt(options)
     this.log = env.log
     this.router = new Router(env)
     this.outbound = new Outbound(env, options)

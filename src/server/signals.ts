@@ -10,6 +10,8 @@ import { Log, type LogService } from "../services/log.js"
 import { onSignal } from "../signals.js"
 import { type LameDuckTarget, runLameDuck } from "./lame-duck.js"
 import { ClosedReason } from "./reasons.js"
+import { bcryptLoaded, holdsBcrypt, loadBcrypt } from "./nats/bcrypt.js"
+import { loadPart } from "./parts.js"
 import { applyReload } from "./reload.js"
 import type { Serving } from "./serve.js"
 
@@ -73,6 +75,14 @@ const reload = (ctx: SignalContext, log: LogService): Effect.Effect<void> =>
       return
     }
     for (const w of read.right.warnings) log.warn(w)
+    // The first bcrypt hash the server sees may come with a reload.
+    if (!bcryptLoaded() && holdsBcrypt(read.right.options)) {
+      const loaded = yield* Effect.either(loadPart("bcrypt support", loadBcrypt))
+      if (loaded._tag === "Left") {
+        log.error(`Configuration reload failed: ${loaded.left.message}; the running configuration is unchanged`)
+        return
+      }
+    }
     applyReload(ctx.serving, read.right.options, log)
   })
 

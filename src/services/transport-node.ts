@@ -19,7 +19,6 @@ import {
   Transport,
   TransportError
 } from "./transport.js"
-import { dialWebSocketNode, listenWebSocketNode } from "./websocket-node.js"
 
 /** Corked writes reach the kernel as one writev when uncorked; `done` rides on the last (Node completes them in order). */
 const writevTo = (socket: net.Socket, bufs: ReadonlyArray<Buffer>, done: (() => void) | undefined): void => {
@@ -478,9 +477,27 @@ export const dialNode = (
   })
 }
 
+// WebSocket connections (websocket-node.ts and the `ws` package) load with the first
+// listener or dial that needs them: a server without either never reads or compiles them.
+type WebSocketNode = typeof import("./websocket-node.js")
+let webSocketNode: Promise<WebSocketNode> | undefined
+const importWebSocket = (): Promise<WebSocketNode> => (webSocketNode ??= import("./websocket-node.js"))
+
+const loadWebSocket: Effect.Effect<WebSocketNode, TransportError> = Effect.tryPromise({
+  try: importWebSocket,
+  catch: (e) => new TransportError({ reason: "Load", message: `cannot load the WebSocket support: ${e instanceof Error ? e.message : String(e)}` })
+})
+
 export const layerNode: Layer.Layer<Transport> = Layer.succeed(Transport, {
   listen: listenNode,
   dial: dialNode,
-  listenWebSocket: listenWebSocketNode,
-  dialWebSocket: dialWebSocketNode
+  loadWebSocket: Effect.asVoid(loadWebSocket),
+  listenWebSocket: (host, port, ws, accept, events) =>
+    Effect.flatMap(loadWebSocket, (m) => m.listenWebSocketNode(host, port, ws, accept, events)),
+  dialWebSocket: (url, timeoutMs, connected, failed, tls) => {
+    importWebSocket().then(
+      (m) => m.dialWebSocketNode(url, timeoutMs, connected, failed, tls),
+      (e: unknown) => failed(new Error(`cannot load the WebSocket support: ${e instanceof Error ? e.message : String(e)}`))
+    )
+  }
 })

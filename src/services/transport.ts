@@ -144,7 +144,8 @@ export interface Listener {
 }
 
 export class TransportError extends Data.TaggedError("TransportError")<{
-  readonly reason: "Listen" | "Accept"
+  /** Load: what WebSocket listeners and dials need could not be loaded (`loadWebSocket`). */
+  readonly reason: "Listen" | "Accept" | "Load"
   readonly message: string
 }> {}
 
@@ -181,6 +182,14 @@ export interface TransportService {
     failed: (error: Error) => void,
     tls?: TlsDial
   ) => void
+  /**
+   * Ready the WebSocket support ahead of its first use, where the transport loads it only
+   * when needed (Node's: the `ws` package, for a server with a WebSocket listener or a
+   * ws:// leaf remote), so that a failure to load it is an error at start rather than at
+   * each dial. `listenWebSocket` and `dialWebSocket` load it themselves too. Absent where
+   * there is nothing to load.
+   */
+  readonly loadWebSocket?: Effect.Effect<void, TransportError>
   /** Listen for WebSocket connections; absent where the transport has none (the simulation). */
   readonly listenWebSocket?: (
     host: string,

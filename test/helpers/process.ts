@@ -19,10 +19,12 @@ export interface StartOptions {
   readonly ready?: (output: string) => boolean
   /** Environment variables set on top of this process's. */
   readonly env?: Readonly<Record<string, string>>
+  /** The script to run instead of bin/switchyard.js (a copy of the bundle). */
+  readonly main?: string
 }
 
 export const startServerProcess = async (args: ReadonlyArray<string>, o: StartOptions = {}): Promise<ServerProcess> => {
-  const child = spawn(process.execPath, [bin, ...args], {
+  const child = spawn(process.execPath, [o.main ?? bin, ...args], {
     stdio: ["ignore", "pipe", "pipe"],
     cwd: o.cwd,
     env: o.env === undefined ? undefined : { ...process.env, ...o.env }

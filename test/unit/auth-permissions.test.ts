@@ -4,14 +4,16 @@ import bcrypt from "bcryptjs"
 import { createUser } from "@nats-io/nkeys"
 import { describe, expect, it } from "vitest"
 import type { Permissions } from "../../src/config/options.js"
-import { isBcrypt, passwordMatches, verifyNonce } from "../../src/server/nats/auth.js"
+import { passwordMatches, verifyNonce } from "../../src/server/nats/auth.js"
+import { isBcrypt, loadBcrypt } from "../../src/server/nats/bcrypt.js"
 import { ClientPermissions, MAX_PUB_CACHE, MAX_REPLIES } from "../../src/engine/permissions.js"
 
 const perms = (over: Partial<Permissions>): Permissions => ({ publish: undefined, subscribe: undefined, allowResponses: undefined, ...over })
 const at = (t: number) => ({ now: () => t })
 
 describe("passwords", () => {
-  it("recognises bcrypt hashes by prefix and checks them", () => {
+  it("recognises bcrypt hashes by prefix and checks them", async () => {
+    await loadBcrypt()
     const h = bcrypt.hashSync("pw", 4)
     expect(isBcrypt(h)).toBe(true)
     expect(isBcrypt("$2a$10$x")).toBe(true)

@@ -22,27 +22,16 @@ import { NATS_COMPAT_VERSION, VERSION } from "../../version.js"
 import { passwordMatches } from "../nats/auth.js"
 import { ErrText } from "../reasons.js"
 import { forwardOnce, MAX_PEER_INTEREST } from "./forward.js"
+import { reconnectDelay } from "./link.js"
 import { type ClusterHost, Route, RouteClosed, type RouteMesh, type Solicit } from "./route.js"
 import { optimizerRead } from "../../startup-tiering.js"
 
 export type { ClusterHost, Solicit } from "./route.js"
 
-/** The first wait before connecting again to a route that went away or could not be reached. */
-export const ROUTE_RECONNECT_MS = 1_000
-/** The longest wait between two attempts at a configured route. */
-export const ROUTE_RECONNECT_MAX_MS = 8_000
+// The backoff lives with the links: leaf nodes use it too, without loading the cluster.
+export { reconnectDelay, ROUTE_RECONNECT_MAX_MS, ROUTE_RECONNECT_MS } from "./link.js"
 /** How long a connection attempt may take. */
 export const ROUTE_DIAL_TIMEOUT_MS = 2_000
-
-/**
- * The wait before attempt `attempts + 1` at a route (`attempts` failed in a row): one
- * second doubling up to ROUTE_RECONNECT_MAX_MS, less up to a quarter at random so that
- * servers that lost each other do not all call at the same instant.
- */
-export const reconnectDelay = (attempts: number, random: () => number): number => {
-  const full = Math.min(ROUTE_RECONNECT_MAX_MS, ROUTE_RECONNECT_MS * 2 ** Math.min(attempts, 10))
-  return Math.round(full * (1 - 0.25 * random()))
-}
 
 
 /** What the cluster needs from its shell: connecting out, and waking its timer. */

@@ -63,6 +63,21 @@ export interface PeerOwnHandler {
   linkUp(link: PeerLink<string>): void
 }
 
+/** The first wait before connecting again to a route that went away or could not be reached. */
+export const ROUTE_RECONNECT_MS = 1_000
+/** The longest wait between two attempts at a configured route. */
+export const ROUTE_RECONNECT_MAX_MS = 8_000
+
+/**
+ * The wait before attempt `attempts + 1` at a route (`attempts` failed in a row): one
+ * second doubling up to ROUTE_RECONNECT_MAX_MS, less up to a quarter at random so that
+ * servers that lost each other do not all call at the same instant. Leaf remotes scale it.
+ */
+export const reconnectDelay = (attempts: number, random: () => number): number => {
+  const full = Math.min(ROUTE_RECONNECT_MAX_MS, ROUTE_RECONNECT_MS * 2 ** Math.min(attempts, 10))
+  return Math.round(full * (1 - 0.25 * random()))
+}
+
 const EMPTY = Buffer.alloc(0)
 
 /** The fields of one outgoing message, reused (the encoders read a PeerMsg). */
@@ -134,6 +149,8 @@ export abstract class PeerLink<Reason extends string> extends Connection<Reason>
   abstract err(message: string): void
   /** What we connected to (a route, a leaf remote); undefined when it connected to us. */
   abstract readonly solicit: object | undefined
+  /** The other side is a Switchyard server (its INFO or CONNECT says `switchyard`). */
+  abstract readonly peerSwitchyard: boolean
 
   /** We connected to it (its CONNECT would be out of place: the soliciting side sends it). */
   get didSolicit(): boolean {
@@ -149,7 +166,8 @@ export abstract class PeerLink<Reason extends string> extends Connection<Reason>
   constructor(
     account: Account,
     readonly host: ClusterHost,
-    private readonly proto: PeerKind,
+    /** A route or a leaf connection (what the MQTT retained sync tells apart, without loading either). */
+    readonly proto: PeerKind,
     handshakeTimeoutMs: number,
     now: number
   ) {

@@ -85,6 +85,9 @@ export class Route extends PeerLink<RouteClosed> {
   protected readonly parseErrorReason = RouteClosed.ParseError
 
   remoteInfo: RouteInfoOp | undefined = undefined
+  get peerSwitchyard(): boolean {
+    return this.remoteInfo?.switchyard !== undefined
+  }
   /** Stands for the leaf nodes behind the peer (its LS+) where interest is counted per source. */
   readonly leafShadow = {}
   /** What the peer may send us (import: publish) and ask for (export: subscribe); undefined = everything. */

@@ -26,9 +26,8 @@ import {
 } from "../../core/mqtt/retained-sync.js"
 import type { QoS } from "../../core/mqtt/index.js"
 import { topicToSubject } from "../../core/mqtt/topic.js"
+// Types only: routes and leaf nodes load with their configuration blocks (server/parts.ts).
 import type { PeerLink, PeerOwnHandler } from "../cluster/link.js"
-import { Route } from "../cluster/route.js"
-import { Leaf } from "../leafnodes/leaf.js"
 import type { Server } from "../server.js"
 import type { MqttAccountStore, MqttStoreService, StoredProps } from "./store.js"
 
@@ -137,7 +136,7 @@ export class RetainedSync implements PeerOwnHandler {
     if (peers.length === 0) return
     let body: Buffer | undefined
     for (const r of peers) {
-      if (r === from || (from instanceof Route && r instanceof Route) || apart(from, r)) continue
+      if (r === from || (from?.proto === "route" && r.proto === "route") || apart(from, r)) continue
       body ??= encodeAnnouncement(a)
       if (!r.sendOwn(account, RMSG_PUT, body)) this.server.log.warn(`${r.logPrefix()} - MQTT retained message on '${a.topic}' not announced: larger than the peer's max_payload`)
     }
@@ -226,7 +225,7 @@ export class RetainedSync implements PeerOwnHandler {
     let s = this.serving.get(link)
     if (s === undefined || fromStart) {
       // A leaf connection carries its account only.
-      s = this.snapshot(link instanceof Leaf ? link.account.name : undefined)
+      s = this.snapshot(link.proto === "leaf" ? link.account.name : undefined)
       this.serving.set(link, s)
     }
     const sys = this.server.options.systemAccount
@@ -290,8 +289,8 @@ export class RetainedSync implements PeerOwnHandler {
 
 /** A route and a connection this server solicited to a hub: kept apart (a spoke's rule). */
 const apart = (from: PeerLink<string> | undefined, to: PeerLink<string>): boolean =>
-  (from instanceof Route && to instanceof Leaf && to.didSolicit) || (from instanceof Leaf && from.didSolicit && to instanceof Route)
+  (from?.proto === "route" && to.proto === "leaf" && to.didSolicit) || (from?.proto === "leaf" && from.didSolicit && to.proto === "route")
 
 /** A route or leaf connection to a Switchyard server, past its handshake. */
 const isSwitchyardPeer = (link: PeerLink<string>): boolean =>
-  link.registered && !link.closed && (link instanceof Route ? link.remoteInfo?.switchyard !== undefined : link instanceof Leaf && link.peerSwitchyard)
+  link.registered && !link.closed && link.peerSwitchyard

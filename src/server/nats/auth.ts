@@ -3,10 +3,10 @@
 // the server's nonce, and no_auth_user. Secrets are compared in constant time (bcrypt
 // by its own construction) and never logged.
 import { createHash, timingSafeEqual } from "node:crypto"
-import bcrypt from "bcryptjs"
 import { fromPublic } from "@nats-io/nkeys"
 import type { Permissions, ServerOptions, UserEntry } from "../../config/options.js"
 import { GLOBAL_ACCOUNT } from "../../engine/principal.js"
+import { bcryptMatches, isBcrypt } from "./bcrypt.js"
 import type { ConnectOptions } from "./connect.js"
 
 export interface AuthResult {
@@ -53,9 +53,6 @@ interface UserCred {
   readonly permissions: Permissions | undefined
 }
 
-/** bcrypt hashes are recognised by their prefix, as nats-server does. */
-export const isBcrypt = (p: string | undefined): boolean => p !== undefined && /^\$2[abxy]\$/.test(p)
-
 /** Constant-time equality that does not leak the length of the secret either. */
 export const secretEquals = (given: string | undefined, expected: string): boolean => {
   if (given === undefined) return false
@@ -67,12 +64,7 @@ export const secretEquals = (given: string | undefined, expected: string): boole
 /** A configured password (plain or bcrypt) against the one a client sent. */
 export const passwordMatches = (given: string | undefined, expected: string): boolean => {
   if (!isBcrypt(expected)) return secretEquals(given, expected)
-  if (given === undefined) return false
-  try {
-    return bcrypt.compareSync(given, expected)
-  } catch {
-    return false
-  }
+  return given !== undefined && bcryptMatches(given, expected)
 }
 
 /** A fresh nonce for one connection: 16 unguessable bytes, base64url without padding (22 characters). */
