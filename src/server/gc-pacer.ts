@@ -78,10 +78,16 @@ export class IdleTrim {
     }
   }
 
-  /** Start-up allocated a great deal (compiling the server): trim at the first quiet spell. */
+  /**
+   * Start-up allocated a great deal (compiling the server): trimmed now, before the server
+   * says it is ready, so that an idle server does no collecting of its own afterwards (run
+   * a second later, V8's memory reducer followed it 8 s on with collections of its own:
+   * 0.65-0.80% of a core over the first 20 idle seconds, 0.30-0.35% trimmed here).
+   */
   started(): void {
-    this.sinceTrim = Math.max(this.sinceTrim, TRIM_AFTER_BYTES)
-    this.add(0)
+    this.sinceTrim = 0
+    this.lastTrim = this.now()
+    this.trim()
   }
 
   private readonly check = (): void => {

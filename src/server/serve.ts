@@ -131,8 +131,8 @@ export const serve = (
     )
     log.info(`Server id is ${running.server.serverId}`)
     log.info(`Server name is ${running.server.serverName}`)
+    running.idleTrim?.started()
     log.info("Server is ready")
     optimizerServerReady()
-    running.idleTrim?.started()
     return { ...running, monitor, mqtt, websocket, files, jetstream }
   })
