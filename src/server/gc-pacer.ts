@@ -6,11 +6,17 @@
 // instead of scavenges, and stays in that mode (measured: 1 KiB 1->1 dropped from 670 k
 // to 300 k msgs/s after a minute of 16-byte traffic). A scavenge every few MB read frees
 // those buffers while they are young, for about a millisecond each.
+//
+// Every 2 MiB, not 8: with the young generation's floor (malloc-tuning.ts) its 8 MiB
+// semi-spaces no longer fill between two paced scavenges when the messages are large,
+// and the read buffers left waiting for one set V8's marking going (request-reply at
+// 16 KiB: p99.9 5 -> 10-15 ms with the floor at 8 MiB pacing; 3.7 ms at 2 MiB, and
+// publish-only 1 KiB and 16 KiB 1.4x and 2.5x the messages a second, same runs).
 import * as v8 from "node:v8"
 import * as vm from "node:vm"
 
 /** Bytes read between two paced scavenges: well under what makes V8 start marking (~24 MB). */
-export const PACE_BYTES = 8 * 1024 * 1024
+export const PACE_BYTES = 2 * 1024 * 1024
 
 export class GcPacer {
   private read = 0

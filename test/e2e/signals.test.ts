@@ -13,7 +13,7 @@ import { killProcess, loggedPort, type ServerProcess, type StartOptions, startSe
 import { eventually } from "../helpers/server.js"
 import { request } from "../helpers/monitor.js"
 import { useTempDirs } from "../helpers/tmp.js"
-import { MMAP_THRESHOLD } from "../../src/malloc-tuning.js"
+import { MMAP_THRESHOLD, YOUNG_FLOOR_MIB } from "../../src/malloc-tuning.js"
 
 const run = promisify(execFile)
 const bin = path.resolve("bin/switchyard.js")
@@ -294,7 +294,7 @@ describe("glibc allocator tuning at start", () => {
 
   it.runIf(process.platform === "linux")(
     canExec
-      ? "the server starts itself again (same pid) with MALLOC_MMAP_THRESHOLD_ set, and serves"
+      ? "the server starts itself again (same pid) with MALLOC_MMAP_THRESHOLD_ set and V8's young-generation floor, and serves"
       : "without process.execve (Node before 22.15) the server runs with glibc's defaults",
     async () => {
       const conf = confFile("")
@@ -302,6 +302,8 @@ describe("glibc allocator tuning at start", () => {
       const p = await start(["-c", conf.file])
       expect(fs.readFileSync(path.join(conf.dir, "s.pid"), "utf8")).toBe(String(p.child.pid))
       expect(environOf(p.child.pid!).get("MALLOC_MMAP_THRESHOLD_")).toBe(canExec ? MMAP_THRESHOLD : undefined)
+      const args = fs.readFileSync(`/proc/${p.child.pid}/cmdline`, "utf8").split("\0")
+      expect(args.includes(`--min-semi-space-size=${YOUNG_FLOOR_MIB}`)).toBe(canExec)
       const nc = await natsAs(natsPort(p))
       await nc.flush()
     }
