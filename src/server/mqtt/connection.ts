@@ -68,8 +68,11 @@ const sessionDeps = (server: Server, c: MqttConnection, held: HeldPayloads): Ses
  * as a NATS queue subscription is: `subscribe` entries may name a queue, `"jobs.> workers"`).
  */
 export const mayHold = (p: Principal, filter: string, shared = true): boolean => {
+  const perms = p.perms
+  // Without permissions nothing is asked, and the filter (translated by the session already) is not translated again.
+  if (perms === undefined) return true
   const subjects = filterSubscription(filter, shared)
-  return p.perms === undefined || (subjects.ok && subjects.subjects.every((s) => p.perms!.canSubscribe(s, subjects.queue ?? "")))
+  return subjects.ok && subjects.subjects.every((s) => perms.canSubscribe(s, subjects.queue ?? ""))
 }
 
 /**
