@@ -9,13 +9,14 @@
 // environment at start, so the server starts itself again (same PID, same arguments)
 // with MALLOC_MMAP_THRESHOLD_ set. Dependency-free: it runs before anything loads.
 //
-// The restart also gives V8's young generation a floor (YOUNG_FLOOR). The idle trim
+// The restart also gives V8's young generation a floor (YOUNG_FLOOR_MIB). The idle trim
 // (server/gc-pacer.ts, V8 12 and later) shrinks it to V8's minimum, 1 MiB a semi-space,
 // and traffic that leaves little alive never grows it back: a request-reply server then
 // scavenged every ~17 ms, 0.3 ms each, and 1-2% of its requests waited for one (p99 on
 // Node 22 1.2-1.5x nats-server's, against 0.8x on Node 20, whose young generation kept
 // the 8 MiB start-up gave it). With the floor it scavenges a quarter as often; an idle
 // server touches little of it (+0.5 MiB RSS measured).
+import { setsNodeOption, trimsMemory } from "./v8-runtime.js"
 
 /**
  * The threshold: glibc's own starting value, fixed (glibc raises it as large buffers are
@@ -45,8 +46,7 @@ export const tunedExecArgv = (
   nodeOptions: string | undefined,
   v8Version: string
 ): ReadonlyArray<string> => {
-  if (!(Number(v8Version.split(".")[0]) >= 12)) return execArgv
-  if (SEMI_SPACE_FLAG.test(` ${execArgv.join(" ")} ${nodeOptions ?? ""} `)) return execArgv
+  if (!trimsMemory(v8Version) || setsNodeOption(SEMI_SPACE_FLAG, execArgv, nodeOptions)) return execArgv
   return [...execArgv, `--min-semi-space-size=${YOUNG_FLOOR_MIB}`]
 }
 

@@ -14,6 +14,7 @@
 // (server/gc-pacer.ts), and never when the operator set V8's tiering flags.
 // Dependency-free: it runs before anything loads.
 import * as v8 from "node:v8"
+import { setsNodeOption, trimsMemory } from "./v8-runtime.js"
 
 /** Start-up that takes longer than this gets the compiler back. */
 export const RELEASE_AFTER_MS = 1000
@@ -30,7 +31,7 @@ const TIERING_FLAG = /(^|\s)--(no-)?(turbofan|opt|max-opt|jitless|maglev|sparkpl
  * process's Node options (command line or NODE_OPTIONS) touch tiering.
  */
 export const holdsOptimizer = (v8Version: string, execArgv: ReadonlyArray<string>, nodeOptions: string | undefined): boolean =>
-  Number(v8Version.split(".")[0]) >= 12 && !TIERING_FLAG.test(` ${execArgv.join(" ")} ${nodeOptions ?? ""} `)
+  trimsMemory(v8Version) && !setsNodeOption(TIERING_FLAG, execArgv, nodeOptions)
 
 /** When the compiler comes back, as readings arrive (pure: the shell feeds it bytes and CPU time). */
 export class ReleasePolicy {

@@ -14,6 +14,7 @@
 // publish-only 1 KiB and 16 KiB 1.4x and 2.5x the messages a second, same runs).
 import * as v8 from "node:v8"
 import * as vm from "node:vm"
+import { trimsMemory } from "../v8-runtime.js"
 
 /** Bytes read between two paced scavenges: well under what makes V8 start marking (~24 MB). */
 export const PACE_BYTES = 2 * 1024 * 1024
@@ -148,7 +149,7 @@ export const nodeMinorGc = (): (() => void) | undefined => {
  * would run a plain full collection that returns nothing.
  */
 export const nodeTrimGc = (v8Version: string = process.versions.v8): (() => void) | undefined => {
-  if (!(Number(v8Version.split(".")[0]) >= 12)) return undefined
+  if (!trimsMemory(v8Version)) return undefined
   const gc = exposedGc()
   if (gc === undefined) return undefined
   return () => {
